@@ -1,0 +1,144 @@
+"""The shapes every part of the policy core speaks: gangs, roles, placement, verdicts.
+
+Pure data: frozen dataclasses built from plain dicts by the recognisers and read by
+capacity, feasibility and mutation. Nothing here parses Kubernetes objects, does I/O
+or knows about HTTP; this module imports nothing from the rest of the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+#: A Kubernetes object as the API server sends it: a JSON object, never a typed model.
+KubeObject = Mapping[str, Any]
+
+#: Given (apiVersion, kind, namespace, name) return the object, or None when unknown.
+#: The webhook answers from its watch-fed caches; `gangkeeper check` from the files it
+#: was given; tests from a dict. It must not block on the network.
+OwnerLookup = Callable[[str, str, str, str], KubeObject | None]
+
+Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One node selector requirement (matchExpressions or matchFields entry)."""
+
+    key: str
+    operator: Operator
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSelectorTerm:
+    """Requirements ANDed together; a node matches when every one holds."""
+
+    match_expressions: tuple[Requirement, ...] = ()
+    #: Only `metadata.name` is a supported field, as in the scheduler.
+    match_fields: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: str = ""
+    #: Empty means every effect.
+    effect: str = ""
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The hard constraints that limit which nodes a pod may use.
+
+    Soft preferences (preferred affinity, PreferNoSchedule) never appear here: they
+    cannot make a gang impossible.
+    """
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    #: requiredDuringSchedulingIgnoredDuringExecution terms, ORed. Empty = no constraint.
+    required_terms: tuple[NodeSelectorTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True)
+class Role:
+    """A set of identical members of a gang: same demand, same placement."""
+
+    name: str
+    count: int
+    #: Effective per-pod request of each GPU resource, whole numbers, zeros omitted.
+    demand: Mapping[str, int]
+    placement: Placement = field(default_factory=Placement)
+
+
+@dataclass(frozen=True)
+class Source:
+    """The object a gang was recognised from (a pod's top-level owner, or the object)."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+
+
+@dataclass(frozen=True)
+class Gang:
+    """A set of pods that must run all at once or not at all."""
+
+    namespace: str
+    name: str
+    #: How many members must be placed together; ≤ the sum of role counts.
+    min_member: int
+    roles: tuple[Role, ...]
+    source: Source
+    #: Which recogniser produced this gang (registry name), for messages and metrics.
+    recognizer: str = ""
+
+    @property
+    def size(self) -> int:
+        return sum(role.count for role in self.roles)
+
+    def total_demand(self) -> dict[str, int]:
+        """Sum of every member's demand per resource; resources never mixed."""
+        total: dict[str, int] = {}
+        for role in self.roles:
+            for resource, amount in role.demand.items():
+                total[resource] = total.get(resource, 0) + amount * role.count
+        return total
+
+
+@dataclass(frozen=True)
+class PodMembership:
+    """What a recogniser says about one pod: its gang and the role it plays in it."""
+
+    gang: Gang
+    role: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The feasibility answer for one gang."""
+
+    allowed: bool
+    #: Empty when allowed without remark; for a rejection, the sentence with numbers.
+    reason: str = ""
+    #: Short texts (≤ 120 characters each, as the API server requires) for the user.
+    warnings: tuple[str, ...] = ()
+    #: A stable machine-readable cause ("total-demand", "member-too-big", "packing",
+    #: "no-eligible-nodes", ...) for metrics; empty when allowed.
+    code: str = ""
+
+
+Backend = Literal["gate", "coscheduling", "volcano", "native"]

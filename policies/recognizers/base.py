@@ -1,0 +1,73 @@
+"""The interface every recogniser implements, and the registry that holds them.
+
+A recogniser turns one kind of object into gangs (`recognize_object`) and tells
+whether a pod belongs to a gang of its kind (`recognize_pod`), using an owner-lookup
+function the caller supplies. Registration is explicit data on a `Registry` instance
+(see `registry.py`), which refuses duplicate names. Pure: no I/O beyond the lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..config import Config
+from ..model import Gang, KubeObject, OwnerLookup, PodMembership
+
+
+@dataclass(frozen=True)
+class ResourceRule:
+    """An API resource a recogniser validates, as a webhook rule names it."""
+
+    group: str
+    versions: tuple[str, ...]
+    resource: str  # plural, e.g. "pytorchjobs"
+    kind: str
+
+
+class Recognizer(Protocol):
+    #: Registry key, e.g. "job", "jobset", "pytorchjob".
+    name: str
+    #: Workload resources this recogniser validates (empty for pod-only recognisers).
+    rules: tuple[ResourceRule, ...]
+
+    def recognize_object(
+        self, obj: KubeObject, lookup: OwnerLookup, config: Config
+    ) -> list[Gang] | None:
+        """Gangs of a workload object; None when the object is not of this kind.
+
+        [] means "of this kind but not a gang" (e.g. a Job with parallelism 1).
+        Raises InvalidObject naming the field when a field that matters is malformed.
+        """
+        ...
+
+    def recognize_pod(
+        self, pod: KubeObject, lookup: OwnerLookup, config: Config
+    ) -> PodMembership | None:
+        """The gang and role of a pod of this kind; None when not of this kind."""
+        ...
+
+
+class DuplicateRecognizer(ValueError):
+    pass
+
+
+class Registry:
+    """An ordered set of recognisers; earlier ones are asked first for pods."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, Recognizer] = {}
+
+    def register(self, recognizer: Recognizer) -> None:
+        if recognizer.name in self._by_name:
+            raise DuplicateRecognizer(f"recogniser {recognizer.name!r} registered twice")
+        self._by_name[recognizer.name] = recognizer
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._by_name.values())
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._by_name)

@@ -1,0 +1,1 @@
+"""Sub-commands of the `gangkeeper` CLI, one module each (see `cli.py`)."""

@@ -1,0 +1,17 @@
+"""`gangkeeper serve` (not yet implemented)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser("serve", help="serve (not yet implemented)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    print("gangkeeper serve: not implemented yet", file=sys.stderr)
+    return 2
