@@ -77,6 +77,8 @@ class Config:
 
 
 _BACKENDS: tuple[str, ...] = get_args(Backend)
+_CONFLICT: tuple[str, ...] = get_args(ConflictPolicy)
+_UNREADABLE: tuple[str, ...] = get_args(UnreadablePolicy)
 _KEYS = {
     "backend",
     "namespaceBackends",
@@ -123,7 +125,14 @@ def _count(key: str, value: object, minimum: int = 0) -> int:
 def _choice(key: str, value: object, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise InvalidConfig(key, f"must be one of {', '.join(choices)}, got {value!r}")
-    return cast(str, value)
+    assert isinstance(value, str)
+    return value
+
+
+def _label_value(key: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidConfig(key, f"must be a string, got {value!r}")
+    return value
 
 
 def _pool(key: str, raw: object) -> NodePool:
@@ -133,7 +142,7 @@ def _pool(key: str, raw: object) -> NodePool:
         raise InvalidConfig(f"{key}.{sorted(unknown)[0]}", "unknown key")
     name = _string(f"{key}.name", data.get("name"))
     labels = {
-        _string(f"{key}.labels", k): _string(f"{key}.labels.{k}", v) if v != "" else ""
+        _string(f"{key}.labels", k): _label_value(f"{key}.labels.{k}", v)
         for k, v in _mapping(f"{key}.labels", data.get("labels", {})).items()
     }
     taints = []
@@ -177,10 +186,8 @@ def load_config(raw: Mapping[str, Any] | None) -> Config:
     for backend, name in _mapping("schedulerNames", data.get("schedulerNames", {})).items():
         _backend(f"schedulerNames.{backend}", backend)
         scheduler_names[backend] = _string(f"schedulerNames.{backend}", name)
-    gpu = tuple(
-        _string(f"gpuResources[{i}]", r)
-        for i, r in enumerate(_list("gpuResources", data.get("gpuResources", list(DEFAULT_GPU_RESOURCES))))
-    )
+    raw_gpu = _list("gpuResources", data.get("gpuResources", list(DEFAULT_GPU_RESOURCES)))
+    gpu = tuple(_string(f"gpuResources[{i}]", r) for i, r in enumerate(raw_gpu))
     if not gpu:
         raise InvalidConfig("gpuResources", "must name at least one resource")
     return Config(
@@ -193,13 +200,11 @@ def load_config(raw: Mapping[str, Any] | None) -> Config:
         scheduler_names=scheduler_names,
         on_conflict=cast(
             ConflictPolicy,
-            _choice("onConflict", data.get("onConflict", defaults.on_conflict), ("skip", "reject")),
+            _choice("onConflict", data.get("onConflict", defaults.on_conflict), _CONFLICT),
         ),
         on_unreadable=cast(
             UnreadablePolicy,
-            _choice(
-                "onUnreadable", data.get("onUnreadable", defaults.on_unreadable), ("allow", "reject")
-            ),
+            _choice("onUnreadable", data.get("onUnreadable", defaults.on_unreadable), _UNREADABLE),
         ),
         gang_timeout_seconds=_count(
             "gangTimeoutSeconds", data.get("gangTimeoutSeconds", defaults.gang_timeout_seconds), 1

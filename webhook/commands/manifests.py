@@ -8,7 +8,9 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser("manifests", help="manifests (not yet implemented)")
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "manifests", help="manifests (not yet implemented)"
+    )
     parser.set_defaults(run=run)
 
 

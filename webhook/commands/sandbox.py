@@ -8,7 +8,9 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser("sandbox", help="sandbox (not yet implemented)")
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "sandbox", help="sandbox (not yet implemented)"
+    )
     parser.set_defaults(run=run)
 
 
