@@ -68,7 +68,7 @@ def test_bad_documents_name_file_and_document(tmp_path: Path, text: str, fragmen
 
 def test_invalid_json_names_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, "bad.json", "{nope")
-    with pytest.raises(ManifestError, match="bad.json: not valid JSON"):
+    with pytest.raises(ManifestError, match=r"bad\.json: not valid JSON"):
         load_documents(path)
 
 

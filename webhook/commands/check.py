@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 import yaml
+
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config, load_config
 from gangkeeper.policies.decision import validate_object
