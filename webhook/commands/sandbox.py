@@ -1,19 +1,85 @@
-"""`gangkeeper sandbox` (not yet implemented)."""
+"""`gangkeeper sandbox up|down`: a local control plane with gangkeeper registered.
+
+Only parses arguments and prints; the work is in `gangkeeper.webhook.sandbox`
+(imported inside `run`, so `gangkeeper --help` stays fast).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from pathlib import Path
 from typing import Any
+
+BACKENDS = ("gate", "coscheduling", "volcano", "native")
 
 
 def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
-        "sandbox", help="sandbox (not yet implemented)"
+        "sandbox",
+        help="run a local control plane with fake GPU nodes and gangkeeper registered",
+        description=(
+            "Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and "
+            "gangkeeper on 127.0.0.1 (no Docker), with the GPU Nodes of a fleet file. "
+            "Binaries come from deploy/sandbox/build.sh (or $GANGKEEPER_K8S_BIN)."
+        ),
     )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    up = actions.add_parser("up", help="start the sandbox and print `export KUBECONFIG=...`")
+    up.add_argument(
+        "--fleet",
+        type=Path,
+        default=None,
+        help="Nodes to create (a `kubectl get nodes -o yaml` file; default: examples/fleet.yaml)",
+    )
+    up.add_argument("--backend", choices=BACKENDS, default=None, help="gangkeeper backend")
+    up.add_argument("--config", type=Path, default=None, help="gangkeeper config file")
+    up.add_argument("--dir", type=Path, default=Path(".sandbox"), help="state dir (./.sandbox)")
+    up.add_argument(
+        "--timeout", type=float, default=180.0, help="seconds to wait for readiness (180)"
+    )
+    down = actions.add_parser("down", help="stop the sandbox and remove its state")
+    down.add_argument("--dir", type=Path, default=Path(".sandbox"), help="state dir (./.sandbox)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    print("gangkeeper sandbox: not implemented yet", file=sys.stderr)
-    return 2
+    from gangkeeper.webhook.sandbox import (
+        DEFAULT_FLEET,
+        BinariesMissing,
+        Sandbox,
+        SandboxError,
+    )
+
+    def log(message: str) -> None:
+        print(f"sandbox: {message}", file=sys.stderr)
+
+    sandbox = Sandbox(args.dir, log=log)
+    if args.action == "down":
+        sandbox.down()
+        log(f"stopped; removed the state in {sandbox.directory}")
+        return 0
+
+    for option, path in (("--fleet", args.fleet), ("--config", args.config)):
+        if path is not None and not path.is_file():
+            print(f"gangkeeper sandbox up: {option} {path}: no such file", file=sys.stderr)
+            return 2
+    try:
+        info = sandbox.up(
+            fleet=args.fleet or DEFAULT_FLEET,
+            backend=args.backend,
+            config=args.config,
+            timeout=args.timeout,
+        )
+    except (BinariesMissing, SandboxError) as e:
+        print(f"gangkeeper sandbox up: {e}", file=sys.stderr)
+        return 1
+    log(
+        f"up in {info.startup_seconds:.1f}s at {time.strftime('%H:%M:%S')}: {info.server}, "
+        f"{len(info.nodes)} nodes, gangkeeper at {info.gangkeeper_url}, "
+        f"logs in {info.directory / 'logs'}"
+    )
+    log(f"namespace `default` is opted in; stop with `gangkeeper sandbox down --dir {args.dir}`")
+    print(f"export KUBECONFIG={info.kubeconfig}")
+    return 0

@@ -1,0 +1,160 @@
+"""Detached component processes of the sandbox, tracked by PID files.
+
+A component is started in its own session (so Ctrl-C in the shell that ran
+`gangkeeper sandbox up` does not kill the cluster), with stdout and stderr in
+`<dir>/logs/<name>.log` and its PID in `<dir>/pids/<name>.pid`. Stopping reads the
+PID file, so `down` works from a different process than `up`. Before signalling a
+PID the command line in /proc is compared with the recorded one, so a PID the
+kernel has since reused for something else is never killed.
+
+May touch: its own `logs/` and `pids/` folders, processes it started. Nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now.
+
+    The kernel picks it; the tiny window before the component binds it is accepted
+    (ports are taken from the ephemeral range, which nothing else here listens on).
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True)
+class Record:
+    """What was started: enough to find, check and stop it from another process."""
+
+    name: str
+    pid: int
+    argv: tuple[str, ...]
+    log: Path
+
+
+class Processes:
+    """Start, look up and stop the named component processes of one sandbox dir."""
+
+    def __init__(self, directory: Path) -> None:
+        self.logs = directory / "logs"
+        self.pids = directory / "pids"
+        # Popen handles of processes started by this Python process, so they are
+        # reaped (no zombies in a long pytest session) when stopped.
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> Record:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.pids.mkdir(parents=True, exist_ok=True)
+        log = self.logs / f"{name}.log"
+        with log.open("ab") as out:
+            out.write(f"\n=== {time.strftime('%H:%M:%S')} start: {' '.join(argv)}\n".encode())
+            out.flush()
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=dict(env) if env is not None else None,
+                cwd=cwd,
+            )
+        self._children[name] = proc
+        record = Record(name=name, pid=proc.pid, argv=tuple(argv), log=log)
+        (self.pids / f"{name}.pid").write_text(
+            json.dumps({"pid": record.pid, "argv": list(record.argv), "log": str(log)})
+        )
+        return record
+
+    def record(self, name: str) -> Record | None:
+        path = self.pids / f"{name}.pid"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return Record(
+            name=name, pid=int(data["pid"]), argv=tuple(data["argv"]), log=Path(data["log"])
+        )
+
+    def names(self) -> list[str]:
+        """Recorded components, most recently started first (the order to stop them)."""
+        if not self.pids.is_dir():
+            return []
+        files = sorted(self.pids.glob("*.pid"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        return [p.stem for p in files]
+
+    def alive(self, name: str) -> bool:
+        record = self.record(name)
+        return record is not None and _is_running(record)
+
+    def exit_code(self, name: str) -> int | None:
+        """The exit code if this process started it and it has exited, else None."""
+        proc = self._children.get(name)
+        return None if proc is None else proc.poll()
+
+    def stop(self, name: str, *, timeout: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after `timeout`; forget the PID file either way."""
+        record = self.record(name)
+        if record is not None and _is_running(record):
+            _signal(record.pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while _is_running(record) and time.monotonic() < deadline:
+                self._reap(name)
+                time.sleep(0.05)
+            if _is_running(record):
+                _signal(record.pid, signal.SIGKILL)
+                while _is_running(record):
+                    self._reap(name)
+                    time.sleep(0.05)
+        self._reap(name)
+        self._children.pop(name, None)
+        (self.pids / f"{name}.pid").unlink(missing_ok=True)
+
+    def stop_all(self) -> None:
+        for name in self.names():
+            self.stop(name)
+
+    def _reap(self, name: str) -> None:
+        proc = self._children.get(name)
+        if proc is not None:
+            proc.poll()
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def _is_running(record: Record) -> bool:
+    """The PID is alive, not a zombie, and still runs the recorded command."""
+    proc = Path(f"/proc/{record.pid}")
+    try:
+        cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+        stat = (proc / "stat").read_text()
+    except OSError:
+        return False
+    # Field 3 of /proc/PID/stat is the state; Z is a zombie that only awaits reaping.
+    state = stat.rsplit(")", 1)[-1].split()[0]
+    if state == "Z":
+        return False
+    return [c.decode(errors="replace") for c in cmdline if c] == list(record.argv)

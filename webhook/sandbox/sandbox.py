@@ -1,0 +1,579 @@
+"""A throwaway Kubernetes control plane on loopback, with gangkeeper registered.
+
+`Sandbox(dir).up(...)` starts etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler and `gangkeeper serve` as real processes on free 127.0.0.1 ports,
+creates fake GPU Nodes from a fleet file, installs the CRDs of the workload kinds
+gangkeeper recognises, opts the `default` namespace in, registers gangkeeper's
+webhooks from the manifests `gangkeeper manifests --url ... --ca-bundle ...`
+renders, and returns while everything keeps running. `down()` stops the processes
+(found through PID files, so from any process) and removes the state.
+
+May touch: the sandbox directory (PKI, kubeconfigs, etcd data, logs, PID files),
+processes it started, and the API server it started. Never another address than
+127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .binaries import Binaries, find_binaries
+from .nodes import create_nodes
+from .pki import ClusterPKI, KeyPair, create_pki
+from .processes import Processes, free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_FLEET = REPO_ROOT / "examples" / "fleet.yaml"
+CRD_DIR = REPO_ROOT / "deploy" / "sandbox" / "crds"
+
+#: GenericWorkload serves the native gang API (scheduling.k8s.io Workload/PodGroup)
+#: and turns on the scheduler's GangScheduling plugin; beta in 1.37, off by default.
+DEFAULT_FEATURE_GATES: Mapping[str, bool] = {"GenericWorkload": True}
+SERVICE_CIDR = "10.0.0.0/24"
+SERVICE_IP = "10.0.0.1"
+#: Opted in so that `kubectl apply -f examples/...` (namespace default) is gang-checked.
+OPTED_IN_NAMESPACE = "default"
+GANGKEEPER_NAMESPACE = "gangkeeper-system"
+ENABLED_LABEL = "gangkeeper.io/enabled"
+KCM_CONTROLLERS = (
+    "job-controller",
+    "garbage-collector-controller",
+    "namespace-controller",
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    # Publishes kube-root-ca.crt, which every projected service-account volume names.
+    "root-ca-certificate-publisher-controller",
+)
+STATE_FILE = "sandbox.json"
+#: Everything `up` creates inside the directory; `down` removes exactly these.
+_OWNED = (
+    STATE_FILE,
+    "pki",
+    "etcd-data",
+    "kubeconfigs",
+    "gangkeeper-certs",
+    "gangkeeper-config.yaml",
+    "logs",
+    "pids",
+)
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not start; the message names the component and its log."""
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    """What a user or a test needs to talk to a running sandbox."""
+
+    directory: Path
+    kubeconfig: Path
+    server: str
+    gangkeeper_url: str | None
+    nodes: tuple[str, ...]
+    startup_seconds: float
+
+
+@dataclass
+class _Ports:
+    etcd_client: int = field(default_factory=free_port)
+    etcd_peer: int = field(default_factory=free_port)
+    apiserver: int = field(default_factory=free_port)
+    controller_manager: int = field(default_factory=free_port)
+    scheduler: int = field(default_factory=free_port)
+    gangkeeper: int = field(default_factory=free_port)
+
+
+def _gates(gates: Mapping[str, bool]) -> str:
+    return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, user: str, client: KeyPair) -> Path:
+    """A kubeconfig with one cluster/user/context, files referenced by absolute path."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "gangkeeper-sandbox",
+                "cluster": {"server": server, "certificate-authority": str(ca.resolve())},
+            }
+        ],
+        "users": [
+            {
+                "name": user,
+                "user": {
+                    "client-certificate": str(client.cert.resolve()),
+                    "client-key": str(client.key.resolve()),
+                },
+            }
+        ],
+        "contexts": [
+            {
+                "name": "gangkeeper-sandbox",
+                "context": {"cluster": "gangkeeper-sandbox", "user": user},
+            }
+        ],
+        "current-context": "gangkeeper-sandbox",
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+    return path
+
+
+class Sandbox:
+    """One sandbox directory: its processes, PKI and cluster state."""
+
+    def __init__(
+        self,
+        directory: Path | str,
+        *,
+        binaries: Binaries | None = None,
+        feature_gates: Mapping[str, bool] = DEFAULT_FEATURE_GATES,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.directory = Path(directory).resolve()
+        self._binaries = binaries
+        self.feature_gates = dict(feature_gates)
+        self.processes = Processes(self.directory)
+        self._log = log or (lambda _msg: None)
+
+    # -- paths and state ---------------------------------------------------------
+
+    @property
+    def binaries(self) -> Binaries:
+        if self._binaries is None:
+            self._binaries = find_binaries()
+        return self._binaries
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.directory / "kubeconfigs" / "admin.kubeconfig"
+
+    def state(self) -> dict[str, Any]:
+        """The recorded state of a sandbox that was brought up, or {} if none."""
+        try:
+            data: dict[str, Any] = json.loads((self.directory / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+        return data
+
+    def running(self) -> bool:
+        return bool(self.state()) and self.processes.alive("kube-apiserver")
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def up(
+        self,
+        fleet: Path | None = DEFAULT_FLEET,
+        backend: str | None = None,
+        config: Path | None = None,
+        *,
+        gangkeeper: bool = True,
+        timeout: float = 180.0,
+    ) -> SandboxInfo:
+        """Start everything and return once the cluster and gangkeeper are ready.
+
+        On failure the processes started so far are stopped (their logs stay) and
+        SandboxError names the component and its log file.
+        """
+        if self.running():
+            raise SandboxError(
+                f"a sandbox is already running in {self.directory}; "
+                f"run `gangkeeper sandbox down --dir {self.directory}` first"
+            )
+        started = time.monotonic()
+        deadline = started + timeout
+        binaries = self.binaries
+        fleet_nodes = _load_fleet(fleet) if fleet is not None else []
+        self._remove_state()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._up(
+                binaries,
+                fleet_nodes,
+                backend=backend,
+                config=config,
+                gangkeeper=gangkeeper,
+                started=started,
+                deadline=deadline,
+            )
+        except BaseException:
+            self.processes.stop_all()
+            raise
+
+    def _up(
+        self,
+        binaries: Binaries,
+        fleet_nodes: list[Mapping[str, Any]],
+        *,
+        backend: str | None,
+        config: Path | None,
+        gangkeeper: bool,
+        started: float,
+        deadline: float,
+    ) -> SandboxInfo:
+        ports = _Ports()
+        pki = create_pki(self.directory / "pki", service_ip=SERVICE_IP)
+        server = f"https://127.0.0.1:{ports.apiserver}"
+        kubeconfigs = self.directory / "kubeconfigs"
+        admin = write_kubeconfig(
+            self.kubeconfig, server, pki.ca.cert, "gangkeeper-sandbox-admin", pki.admin
+        )
+        kcm = write_kubeconfig(
+            kubeconfigs / "controller-manager.kubeconfig",
+            server,
+            pki.ca.cert,
+            "system:kube-controller-manager",
+            pki.controller_manager,
+        )
+        scheduler = write_kubeconfig(
+            kubeconfigs / "scheduler.kubeconfig",
+            server,
+            pki.ca.cert,
+            "system:kube-scheduler",
+            pki.scheduler,
+        )
+
+        self._log(f"starting etcd on 127.0.0.1:{ports.etcd_client}")
+        self._start_etcd(binaries, ports)
+        self._wait(
+            "etcd",
+            lambda: _http_ok(f"http://127.0.0.1:{ports.etcd_client}/health", None),
+            deadline,
+        )
+        self._log(f"starting kube-apiserver on {server}")
+        self._start_apiserver(binaries, ports, pki)
+        tls = _client_context(pki.ca.cert, pki.admin)
+        self._wait("kube-apiserver", lambda: _http_ok(f"{server}/readyz", tls), deadline)
+
+        self._log("starting kube-controller-manager and kube-scheduler")
+        self._start_controller_manager(binaries, ports, pki, kcm)
+        self._start_scheduler(binaries, ports, scheduler)
+
+        self._kubectl("apply", "--server-side", "-f", str(CRD_DIR))
+        self._kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "crd",
+            "-l", "app.kubernetes.io/part-of=gangkeeper-sandbox",
+        )  # fmt: skip
+        self._kubectl(
+            "label", "namespace", OPTED_IN_NAMESPACE, f"{ENABLED_LABEL}=true", "--overwrite"
+        )
+        self._kubectl("create", "namespace", GANGKEEPER_NAMESPACE)
+
+        from kubernetes import client
+        from kubernetes import config as kube_config
+
+        api = kube_config.new_client_from_config(config_file=str(admin))  # type: ignore[no-untyped-call]
+        try:
+            core = client.CoreV1Api(api)
+            nodes = create_nodes(core, fleet_nodes)
+            self._log(f"created {len(nodes)} nodes")
+            # Pods are refused until the namespace's default ServiceAccount exists.
+            self._wait(
+                "kube-controller-manager (default ServiceAccount)",
+                lambda: _has_default_sa(core, OPTED_IN_NAMESPACE),
+                deadline,
+            )
+        finally:
+            api.close()
+
+        gangkeeper_url = None
+        state: dict[str, Any] = {
+            "server": server,
+            "kubeconfig": str(admin),
+            "ports": vars(ports),
+            "nodes": nodes,
+            "backend": backend,
+        }
+        if gangkeeper:
+            argv = self._gangkeeper_argv(ports.gangkeeper, backend, config)
+            state["gangkeeper_argv"] = argv
+            gangkeeper_url = f"https://127.0.0.1:{ports.gangkeeper}"
+            state["gangkeeper_url"] = gangkeeper_url
+            self._write_state(state)
+            self.start_gangkeeper(deadline=deadline)
+            self._register_webhooks(gangkeeper_url, backend)
+        else:
+            self._write_state(state)
+        return SandboxInfo(
+            directory=self.directory,
+            kubeconfig=admin,
+            server=server,
+            gangkeeper_url=gangkeeper_url,
+            nodes=tuple(nodes),
+            startup_seconds=time.monotonic() - started,
+        )
+
+    def down(self) -> None:
+        """Stop every recorded process and remove what `up` created in the directory."""
+        self.processes.stop_all()
+        self._remove_state()
+        # The directory itself goes only if nothing of the user's is left in it.
+        if self.directory.is_dir() and not any(self.directory.iterdir()):
+            self.directory.rmdir()
+
+    # -- gangkeeper ------------------------------------------------------------------
+
+    @property
+    def gangkeeper_cert_dir(self) -> Path:
+        return self.directory / "gangkeeper-certs"
+
+    def start_gangkeeper(self, *, deadline: float | None = None) -> None:
+        """(Re)start `gangkeeper serve` with the recorded arguments; wait for /readyz."""
+        state = self.state()
+        argv = state.get("gangkeeper_argv")
+        if not argv:
+            raise SandboxError(f"no gangkeeper recorded in {self.directory / STATE_FILE}")
+        if self.processes.alive("gangkeeper"):
+            return
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.processes.start("gangkeeper", argv, env=env)
+        tls = ssl.create_default_context(cafile=str(self.gangkeeper_cert_dir / "ca.crt"))
+        url = f"{state['gangkeeper_url']}/readyz"
+        self._wait("gangkeeper", lambda: _http_ok(url, tls), deadline or time.monotonic() + 60.0)
+
+    def stop_gangkeeper(self) -> None:
+        self.processes.stop("gangkeeper")
+
+    def _gangkeeper_argv(self, port: int, backend: str | None, config: Path | None) -> list[str]:
+        from gangkeeper.certs import ensure_local
+
+        ensure_local(self.gangkeeper_cert_dir, ["localhost"], ["127.0.0.1"])
+        argv = [
+            sys.executable, "-m", "gangkeeper.webhook.cli", "serve",
+            "--kubeconfig", str(self.kubeconfig),
+            "--host", "127.0.0.1",
+            "--port", str(port),
+            "--cert-dir", str(self.gangkeeper_cert_dir),
+        ]  # fmt: skip
+        config_path = _gangkeeper_config(self.directory, backend, config)
+        if config_path is not None:
+            argv += ["--config", str(config_path)]
+        return argv
+
+    def _register_webhooks(self, url: str, backend: str | None) -> None:
+        argv = [
+            sys.executable, "-m", "gangkeeper.webhook.cli", "manifests",
+            "--url", url, "--ca-bundle", str(self.gangkeeper_cert_dir / "ca.crt"),
+        ]  # fmt: skip
+        if backend:
+            argv += ["--backend", backend]
+        rendered = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if rendered.returncode != 0:
+            raise SandboxError(
+                f"`{' '.join(argv[2:])}` failed ({rendered.returncode}): {rendered.stderr.strip()}"
+            )
+        self._kubectl("apply", "--server-side", "-f", "-", input=rendered.stdout)
+
+    # -- components ------------------------------------------------------------------
+
+    def _start_etcd(self, binaries: Binaries, ports: _Ports) -> None:
+        client_url = f"http://127.0.0.1:{ports.etcd_client}"
+        peer_url = f"http://127.0.0.1:{ports.etcd_peer}"
+        self.processes.start(
+            "etcd",
+            [
+                str(binaries.etcd),
+                "--name=sandbox",
+                f"--data-dir={self.directory / 'etcd-data'}",
+                f"--listen-client-urls={client_url}",
+                f"--advertise-client-urls={client_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=sandbox={peer_url}",
+                # A throwaway cluster: durability is not worth the fsync latency.
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )
+
+    def _start_apiserver(self, binaries: Binaries, ports: _Ports, pki: ClusterPKI) -> None:
+        argv = [
+            str(binaries.kube_apiserver),
+            f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={ports.apiserver}",
+            f"--tls-cert-file={pki.apiserver.cert}",
+            f"--tls-private-key-file={pki.apiserver.key}",
+            f"--client-ca-file={pki.ca.cert}",
+            "--authorization-mode=Node,RBAC",
+            "--anonymous-auth=false",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki.service_account_pub}",
+            f"--service-account-signing-key-file={pki.service_account_key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,"
+            "MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
+            # No node-lifecycle controller runs to lift the not-ready taint it adds.
+            "--disable-admission-plugins=TaintNodesByCondition",
+            "--allow-privileged=true",
+            "--profiling=false",
+            "--v=1",
+        ]
+        if self.feature_gates:
+            argv.append(f"--feature-gates={_gates(self.feature_gates)}")
+        if self.feature_gates.get("GenericWorkload"):
+            # Beta API groups are not served by default even with their gate on.
+            argv.append("--runtime-config=scheduling.k8s.io/v1beta1=true")
+        self.processes.start("kube-apiserver", argv)
+
+    def _start_controller_manager(
+        self, binaries: Binaries, ports: _Ports, pki: ClusterPKI, kubeconfig: Path
+    ) -> None:
+        argv = [
+            str(binaries.kube_controller_manager),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports.controller_manager}",
+            f"--cert-dir={self.directory / 'pki' / 'controller-manager-serving'}",
+            f"--controllers={','.join(KCM_CONTROLLERS)}",
+            f"--service-account-private-key-file={pki.service_account_key}",
+            f"--root-ca-file={pki.ca.cert}",
+            # Each controller acts as its own ServiceAccount, as in a real cluster.
+            "--use-service-account-credentials=true",
+            "--leader-elect=false",
+            "--v=1",
+        ]
+        if self.feature_gates:
+            argv.append(f"--feature-gates={_gates(self.feature_gates)}")
+        self.processes.start("kube-controller-manager", argv)
+
+    def _start_scheduler(self, binaries: Binaries, ports: _Ports, kubeconfig: Path) -> None:
+        argv = [
+            str(binaries.kube_scheduler),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports.scheduler}",
+            f"--cert-dir={self.directory / 'pki' / 'scheduler-serving'}",
+            "--leader-elect=false",
+            "--v=1",
+        ]
+        if self.feature_gates:
+            argv.append(f"--feature-gates={_gates(self.feature_gates)}")
+        self.processes.start("kube-scheduler", argv)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the sandbox's kubectl against it."""
+        return subprocess.run(
+            [str(self.binaries.kubectl), f"--kubeconfig={self.kubeconfig}", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            check=check,
+        )
+
+    def _kubectl(self, *args: str, input: str | None = None) -> None:
+        done = self.kubectl(*args, input=input, check=False)
+        if done.returncode != 0:
+            raise SandboxError(f"kubectl {' '.join(args)} failed: {done.stderr.strip()}")
+
+    def _wait(self, component: str, ready: Callable[[], bool], deadline: float) -> None:
+        """Poll `ready` until true; fail fast when the component's process died."""
+        name = component.split(" ", maxsplit=1)[0]
+        while True:
+            if name in self.processes.names() and not self.processes.alive(name):
+                raise SandboxError(
+                    f"{name} exited during startup; see {self.processes.logs / (name + '.log')}"
+                    f"{_tail(self.processes.logs / (name + '.log'))}"
+                )
+            if ready():
+                return
+            if time.monotonic() > deadline:
+                raise SandboxError(
+                    f"{component} not ready in time; see {self.processes.logs / (name + '.log')}"
+                    f"{_tail(self.processes.logs / (name + '.log'))}"
+                )
+            time.sleep(0.2)
+
+    def _write_state(self, state: Mapping[str, Any]) -> None:
+        (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2))
+
+    def _remove_state(self) -> None:
+        for name in _OWNED:
+            path = self.directory / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+
+
+def _load_fleet(path: Path) -> list[Mapping[str, Any]]:
+    from gangkeeper.webhook.manifests_io import ManifestError, load_nodes
+
+    try:
+        return load_nodes(path)
+    except ManifestError as e:
+        raise SandboxError(f"fleet file: {e}") from e
+
+
+def _gangkeeper_config(directory: Path, backend: str | None, config: Path | None) -> Path | None:
+    """The --config for serve: the user's file, with `backend` overridden when given."""
+    if backend is None:
+        return config
+    data: dict[str, Any] = {}
+    if config is not None:
+        loaded = yaml.safe_load(config.read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise SandboxError(f"{config}: a gangkeeper config must be a mapping")
+        data = loaded
+    data["backend"] = backend
+    path = directory / "gangkeeper-config.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _client_context(ca: Path, client: KeyPair) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(ca))
+    ctx.load_cert_chain(str(client.cert), str(client.key))
+    return ctx
+
+
+def _http_ok(url: str, tls: ssl.SSLContext | None) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2.0, context=tls) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError, ssl.SSLError):
+        return False
+
+
+def _has_default_sa(core: Any, namespace: str) -> bool:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        core.read_namespaced_service_account("default", namespace)
+    except ApiException:
+        return False
+    return True
+
+
+def _tail(log: Path, lines: int = 15) -> str:
+    try:
+        text = log.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return ""
+    return "\n  " + "\n  ".join(text) if text else ""
