@@ -1,0 +1,480 @@
+"""The GPU capacity a cluster has, could ever have, and has free now, as node shapes.
+
+`Capacity` holds GPU nodes compressed into *shapes*: nodes with the same GPU
+allocatable, labels (minus per-node identity labels such as kubernetes.io/hostname),
+taints and unschedulable flag are one shape with a count. Feasibility asks for
+*bins*: (GPUs per node, number of nodes, which roles may use them), so a decision costs
+the number of distinct shapes, not nodes. Eligibility per (placement, shape) is cached.
+
+Two views:
+- **ever** (what feasibility rejects on): live nodes at their allocatable, plus every
+  declared pool (`Config.pools`) counted at its maxCount even with no Node today.
+  Condition taints that come and go (not-ready, unreachable, cordon, pressure,
+  autoscaler scale-down) and `spec.unschedulable` are ignored here: a node that is
+  merely cordoned or restarting can run the gang later, and rejecting would be final.
+- **free** (what `fits_now` answers on): live nodes only, allocatable minus the GPUs
+  of pods bound to them (`add_pod` / `remove_pod`), with every taint and cordon in
+  force, as the scheduler sees it at this moment.
+
+Only nodes with some GPU allocatable are kept; members with no GPU demand are not
+checked by feasibility. Updates (`upsert_node`, `delete_node`, `add_pod`,
+`remove_pod`) are O(1) in the number of nodes; a lock makes them safe against the
+webhook's readers. Pure: plain Node dicts in, no I/O, no API calls.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from math import floor
+from typing import Any
+
+from .config import Config
+from .eligibility import node_eligible, uses_node_identity
+from .errors import InvalidObject
+from .model import KubeObject, Placement, Taint
+from .podspec import as_list, as_mapping, as_str, field_path
+from .quantity import parse_quantity
+
+#: Labels whose value is unique per node. Kept out of the shape (else every node is
+#: its own shape); placements that read them are evaluated node by node.
+IDENTITY_LABELS: tuple[str, ...] = ("kubernetes.io/hostname",)
+
+#: Taints that describe a passing condition of a node, not what the node is for.
+#: Ignored by the "ever" view: a restarting or draining node comes back.
+TRANSIENT_TAINTS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/unschedulable",
+        "node.kubernetes.io/memory-pressure",
+        "node.kubernetes.io/disk-pressure",
+        "node.kubernetes.io/pid-pressure",
+        "node.kubernetes.io/network-unavailable",
+        "node.kubernetes.io/out-of-service",
+        "node.cloudprovider.kubernetes.io/uninitialized",
+        "ToBeDeletedByClusterAutoscaler",
+        "DeletionCandidateOfClusterAutoscaler",
+        "karpenter.sh/disrupted",
+        "karpenter.sh/disruption",
+    }
+)
+
+#: The taint the scheduler's NodeUnschedulable filter treats a cordoned node as having.
+UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+#: Eligibility answers kept per view before the cache is dropped and refilled; bounds
+#: memory when placements are endless (e.g. each pod pinned to its own node).
+_CACHE_LIMIT = 20_000
+
+GpuVector = tuple[tuple[str, int], ...]
+#: (shape id, GPUs per node, number of nodes, declared pool rather than live nodes)
+_Group = tuple[int, GpuVector, int, bool]
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """What makes nodes interchangeable for gang placement."""
+
+    gpus: GpuVector
+    labels: tuple[tuple[str, str], ...]
+    taints: tuple[Taint, ...]
+    unschedulable: bool = False
+    _labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_labels", dict(self.labels))
+
+    @property
+    def label_map(self) -> Mapping[str, str]:
+        return self._labels
+
+    def taints_in(self, view: str) -> tuple[Taint, ...]:
+        if view == "ever":
+            return tuple(t for t in self.taints if t.key not in TRANSIENT_TAINTS)
+        if self.unschedulable:
+            return (*self.taints, UNSCHEDULABLE_TAINT)
+        return self.taints
+
+
+@dataclass(frozen=True)
+class Bin:
+    """`count` nodes that each offer `gpus` and may host the roles in `eligible`."""
+
+    gpus: GpuVector
+    count: int
+    #: Indexes into the placements the bins were computed for.
+    eligible: frozenset[int]
+
+    def amount(self, resource: str) -> int:
+        for name, value in self.gpus:
+            if name == resource:
+                return value
+        return 0
+
+
+@dataclass
+class _Node:
+    shape_id: int
+    identity: tuple[tuple[str, str], ...]
+    allocatable: dict[str, int]
+
+
+class Capacity:
+    """Live GPU nodes, declared pools and bound-pod usage; see the module docstring."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        self._config = config or Config()
+        self._lock = threading.RLock()
+        self._shape_ids: dict[NodeShape, int] = {}
+        self._shapes: dict[int, NodeShape] = {}
+        self._next_id = 0
+        self._nodes: dict[str, _Node] = {}
+        self._members: dict[int, dict[str, None]] = {}  # shape id → node names (ordered)
+        self._pods: dict[str, tuple[str, dict[str, int]]] = {}
+        self._used: dict[str, dict[str, int]] = {}  # node name → GPUs of bound pods
+        self._free: dict[int, Counter[GpuVector]] = {}  # shape id → free vector → nodes
+        self._pools: list[tuple[int, int]] = []  # (shape id, max count)
+        self._eligible: dict[tuple[str, Placement], dict[int, bool]] = {}
+        self._groups_cache: dict[str, tuple[int, list[_Group]]] = {}
+        self._version = 0
+        for pool in self._config.pools:
+            shape = NodeShape(
+                gpus=self._gpu_vector(pool.allocatable),
+                labels=tuple(sorted(pool.labels.items())),
+                taints=tuple(pool.taints),
+            )
+            if shape.gpus:
+                self._pools.append((self._intern(shape), pool.max_count))
+
+    # -- construction -------------------------------------------------------------
+
+    @classmethod
+    def from_nodes(cls, nodes: Iterable[KubeObject], config: Config | None = None) -> Capacity:
+        """Capacity of these Node dicts plus the config's declared pools."""
+        capacity = cls(config)
+        for node in nodes:
+            capacity.upsert_node(node)
+        return capacity
+
+    @property
+    def config(self) -> Config:
+        return self._config
+
+    def _gpu_vector(self, amounts: Mapping[str, int]) -> GpuVector:
+        return tuple(
+            sorted(
+                (name, amount)
+                for name, amount in amounts.items()
+                if amount > 0 and self._config.is_gpu_resource(name)
+            )
+        )
+
+    def _intern(self, shape: NodeShape) -> int:
+        shape_id = self._shape_ids.get(shape)
+        if shape_id is None:
+            shape_id = self._next_id
+            self._next_id += 1
+            self._shape_ids[shape] = shape_id
+            self._shapes[shape_id] = shape
+        return shape_id
+
+    def _parse_node(self, node: KubeObject) -> tuple[str, NodeShape, _Node]:
+        meta = as_mapping(
+            node.get("metadata") if isinstance(node, Mapping) else None,
+            "Node.metadata",
+            required=True,
+        )
+        name = as_str(meta.get("name"), "Node.metadata.name")
+        where = f"Node {name}"
+        labels_path = f"{where}: metadata.labels"
+        labels = {
+            as_str(k, labels_path): as_str(v, field_path(labels_path, str(k)))
+            for k, v in as_mapping(meta.get("labels"), labels_path).items()
+        }
+        spec = as_mapping(node.get("spec"), f"{where}: spec")
+        taints_path = f"{where}: spec.taints"
+        taints = []
+        for i, raw in enumerate(as_list(spec.get("taints"), taints_path)):
+            path = field_path(taints_path, i)
+            body = as_mapping(raw, path, required=True)
+            effect = as_str(body.get("effect"), field_path(path, "effect"))
+            if effect not in _EFFECTS:
+                raise InvalidObject(
+                    field_path(path, "effect"),
+                    f"must be one of {', '.join(_EFFECTS)}, got {effect!r}",
+                )
+            taints.append(
+                Taint(
+                    key=as_str(body.get("key"), field_path(path, "key")),
+                    value=as_str(body.get("value"), field_path(path, "value"), default=""),
+                    effect=effect,
+                )
+            )
+        unschedulable = spec.get("unschedulable", False)
+        if unschedulable is None:
+            unschedulable = False
+        if not isinstance(unschedulable, bool):
+            raise InvalidObject(
+                f"{where}: spec.unschedulable", f"must be true or false, got {unschedulable!r}"
+            )
+        status = as_mapping(node.get("status"), f"{where}: status")
+        alloc_path = f"{where}: status.allocatable"
+        allocatable: dict[str, int] = {}
+        for resource, raw_amount in as_mapping(status.get("allocatable"), alloc_path).items():
+            if not isinstance(resource, str) or not self._config.is_gpu_resource(resource):
+                continue
+            path = field_path(alloc_path, resource)
+            amount = parse_quantity(raw_amount, path)
+            if amount < 0:
+                raise InvalidObject(path, f"cannot be negative, got {raw_amount!r}")
+            # A pod's whole-GPU request fits while it is ≤ allocatable, so a fractional
+            # allocatable offers its floor.
+            allocatable[resource] = floor(amount)
+        identity = tuple(sorted((k, labels.pop(k)) for k in IDENTITY_LABELS if k in labels))
+        shape = NodeShape(
+            gpus=self._gpu_vector(allocatable),
+            labels=tuple(sorted(labels.items())),
+            taints=tuple(sorted(taints, key=lambda t: (t.key, t.effect, t.value))),
+            unschedulable=unschedulable,
+        )
+        return name, shape, _Node(-1, identity, dict(shape.gpus))
+
+    # -- node and pod updates (O(1) each) ---------------------------------------------
+
+    def upsert_node(self, node: KubeObject) -> None:
+        """Add or update a Node; a node without GPUs is dropped from the view.
+
+        Raises InvalidObject naming the node and field when the Node is malformed;
+        the capacity is then left unchanged.
+        """
+        name, shape, entry = self._parse_node(node)
+        with self._lock:
+            self._remove_node(name)
+            if not shape.gpus:
+                self._version += 1
+                return
+            entry.shape_id = self._intern(shape)
+            self._nodes[name] = entry
+            self._members.setdefault(entry.shape_id, {})[name] = None
+            self._free.setdefault(entry.shape_id, Counter())[self._free_vector(name)] += 1
+            self._version += 1
+
+    add_node = upsert_node
+    update_node = upsert_node
+
+    def delete_node(self, name: str) -> None:
+        """Forget a node by name; unknown names are ignored (deletes can repeat)."""
+        with self._lock:
+            self._remove_node(name)
+            self._version += 1
+
+    def _remove_node(self, name: str) -> None:
+        entry = self._nodes.pop(name, None)
+        if entry is None:
+            return
+        sid = entry.shape_id
+        members = self._members[sid]
+        del members[name]
+        free = self._free[sid]
+        vector = self._free_vector_of(entry, name)
+        free[vector] -= 1
+        if free[vector] <= 0:
+            del free[vector]
+        if not members:
+            del self._members[sid]
+            del self._free[sid]
+            if all(pool_sid != sid for pool_sid, _ in self._pools):
+                self._forget_shape(sid)
+
+    def _forget_shape(self, shape_id: int) -> None:
+        shape = self._shapes.pop(shape_id)
+        del self._shape_ids[shape]
+        for answers in self._eligible.values():
+            answers.pop(shape_id, None)
+
+    def add_pod(self, uid: str, node_name: str, demand: Mapping[str, int]) -> None:
+        """Count a pod bound to `node_name` as using its GPU `demand` (replaces by uid)."""
+        gpus = dict(self._gpu_vector(demand))
+        with self._lock:
+            self._unbind(uid)
+            if not gpus:
+                return
+            self._pods[uid] = (node_name, gpus)
+            self._move(node_name, gpus, +1)
+
+    def remove_pod(self, uid: str) -> None:
+        """Stop counting a pod (deleted, finished or rebound); unknown uids are ignored."""
+        with self._lock:
+            self._unbind(uid)
+
+    def _unbind(self, uid: str) -> None:
+        bound = self._pods.pop(uid, None)
+        if bound is not None:
+            self._move(bound[0], bound[1], -1)
+
+    def _move(self, node_name: str, gpus: Mapping[str, int], sign: int) -> None:
+        entry = self._nodes.get(node_name)
+        if entry is not None:
+            free = self._free[entry.shape_id]
+            old = self._free_vector_of(entry, node_name)
+            free[old] -= 1
+            if free[old] <= 0:
+                del free[old]
+        used = self._used.setdefault(node_name, {})
+        for resource, amount in gpus.items():
+            used[resource] = used.get(resource, 0) + sign * amount
+            if used[resource] <= 0:
+                del used[resource]
+        if not used:
+            del self._used[node_name]
+        if entry is not None:
+            self._free[entry.shape_id][self._free_vector_of(entry, node_name)] += 1
+        self._version += 1
+
+    def _free_vector(self, name: str) -> GpuVector:
+        return self._free_vector_of(self._nodes[name], name)
+
+    def _free_vector_of(self, entry: _Node, name: str) -> GpuVector:
+        used = self._used.get(name, {})
+        # Usage above allocatable happens briefly (allocatable shrank); free is then 0.
+        return tuple(
+            (resource, max(0, amount - used.get(resource, 0)))
+            for resource, amount in entry.allocatable.items()
+        )
+
+    # -- queries -------------------------------------------------------------------------
+
+    @property
+    def node_count(self) -> int:
+        """GPU nodes known now (pools not included)."""
+        return len(self._nodes)
+
+    @property
+    def shape_count(self) -> int:
+        return len(self._members)
+
+    @property
+    def pools_declared(self) -> bool:
+        return bool(self._pools)
+
+    @property
+    def unknown(self) -> bool:
+        """No GPU node and no declared pool: the cluster's GPUs are not known at all.
+
+        Feasibility then warns and admits instead of rejecting (DESIGN.md, Capacity).
+        """
+        return not self._nodes and not self._pools
+
+    def gpu_resources(self) -> frozenset[str]:
+        """Every GPU resource some node or pool offers."""
+        with self._lock:
+            names = {r for shape in self._shapes.values() for r, _ in shape.gpus}
+        return frozenset(names)
+
+    def _groups(self, view: str) -> list[_Group]:
+        """The groups of a view; cached until the next change."""
+        cached = self._groups_cache.get(view)
+        if cached is not None and cached[0] == self._version:
+            return cached[1]
+        groups: list[_Group] = []
+        if view == "ever":
+            for sid, members in self._members.items():
+                groups.append((sid, self._shapes[sid].gpus, len(members), False))
+            for sid, count in self._pools:
+                groups.append((sid, self._shapes[sid].gpus, count, True))
+        else:
+            for sid, vectors in self._free.items():
+                for vector, count in vectors.items():
+                    if count > 0 and any(amount > 0 for _, amount in vector):
+                        groups.append((sid, vector, count, False))
+        self._groups_cache[view] = (self._version, groups)
+        return groups
+
+    def _shape_eligible(self, view: str, placement: Placement, shape_id: int) -> bool:
+        answers = self._eligible.get((view, placement))
+        if answers is None:
+            if len(self._eligible) >= _CACHE_LIMIT:
+                self._eligible.clear()
+            answers = self._eligible[(view, placement)] = {}
+        answer = answers.get(shape_id)
+        if answer is None:
+            shape = self._shapes[shape_id]
+            answer = answers[shape_id] = node_eligible(
+                placement, node_name="", labels=shape.label_map, taints=shape.taints_in(view)
+            )
+        return answer
+
+    def _node_eligible(self, view: str, placement: Placement, shape_id: int, name: str) -> bool:
+        shape = self._shapes[shape_id]
+        entry = self._nodes.get(name)
+        labels: Mapping[str, str] = shape.label_map
+        if entry is not None and entry.identity:
+            labels = {**labels, **dict(entry.identity)}
+        return node_eligible(placement, node_name=name, labels=labels, taints=shape.taints_in(view))
+
+    def bins(self, placements: Sequence[Placement], *, view: str = "ever") -> list[Bin]:
+        """Nodes grouped by (GPUs per node, which of `placements` may use them).
+
+        `view` is "ever" (allocatable, pools, transient taints ignored) or "free"
+        (free GPUs now, every taint in force). Bins with no eligible placement are
+        kept: messages count them as nodes the gang may not use.
+        """
+        if view not in ("ever", "free"):
+            raise ValueError(f"view must be 'ever' or 'free', got {view!r}")
+        with self._lock:
+            per_node = [uses_node_identity(p, IDENTITY_LABELS) for p in placements]
+            merged: dict[tuple[GpuVector, frozenset[int]], int] = {}
+            for sid, vector, count, is_pool in self._groups(view):
+                shared = frozenset(
+                    i
+                    for i, p in enumerate(placements)
+                    if not per_node[i] and self._shape_eligible(view, p, sid)
+                )
+                if not any(per_node):
+                    splits: Iterable[tuple[frozenset[int], int]] = ((frozenset(), count),)
+                else:
+                    splits = self._split(view, placements, per_node, (sid, vector, count, is_pool))
+                for signature, n in splits:
+                    key = (vector, shared | signature)
+                    merged[key] = merged.get(key, 0) + n
+            return [Bin(gpus=v, count=n, eligible=e) for (v, e), n in merged.items() if n > 0]
+
+    def _split(
+        self,
+        view: str,
+        placements: Sequence[Placement],
+        per_node: Sequence[bool],
+        group: _Group,
+    ) -> Iterator[tuple[frozenset[int], int]]:
+        """Per-node eligibility for the placements that read node identity."""
+        sid, vector, count, is_pool = group
+        indexes = [i for i, flag in enumerate(per_node) if flag]
+        if is_pool:
+            # Pool nodes do not exist yet: no name, no hostname label to match.
+            yield (
+                frozenset(i for i in indexes if self._node_eligible(view, placements[i], sid, "")),
+                count,
+            )
+            return
+        signatures: Counter[frozenset[int]] = Counter()
+        for name in self._members.get(sid, {}):
+            if view == "free" and self._free_vector(name) != vector:
+                continue
+            signatures[
+                frozenset(i for i in indexes if self._node_eligible(view, placements[i], sid, name))
+            ] += 1
+        yield from signatures.items()
+
+    def describe(self) -> dict[str, Any]:
+        """A small summary for status pages and logs."""
+        with self._lock:
+            return {
+                "nodes": len(self._nodes),
+                "shapes": len(self._members),
+                "pools": len(self._pools),
+                "boundPods": len(self._pods),
+            }

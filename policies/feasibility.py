@@ -1,0 +1,440 @@
+"""Could this gang ever run on the cluster's GPUs, and does it fit the free GPUs now?
+
+`check_gang(gang, capacity)` rejects only what is *proven* impossible on the empty
+cluster (every live node at its allocatable, plus declared pools): a false rejection
+blocks a real job, a false admission only lets a job wait. Per GPU resource, never
+summed across resources, it applies in order:
+
+1. no node the role may use at all (code `no-eligible-nodes`);
+2. total demand vs the GPUs of the nodes the roles may use, for the whole gang, each
+   role and (few roles) every subset of roles — Hall's condition (`total-demand`);
+3. a member bigger than every node its role may use (`member-too-big`);
+4. per role, exact packing of identical members: Σ over nodes of
+   min over resources floor(node GPUs / member GPUs) ≥ members (`packing`); exact
+   for a homogeneous gang, including several GPU resources per pod;
+5. several roles: a branch-and-bound search over node bins with a node budget; it
+   rejects only when the search completes without a placement (`packing`), and admits
+   when the budget runs out (undecided).
+
+minMember: only `min_member` members must be placed together. Members without GPU
+demand are always placeable, so they are counted first. When the GPU roles are
+totally ordered by "easier" (demand ≤ componentwise and allowed on a superset of
+nodes), the cheapest members are exactly the easiest subset: those are checked with
+all of the above. Otherwise the choice of members is left to the search (each member
+may be skipped while the skip budget lasts), and the bounds use only what every
+subset must satisfy: enough members fit some node alone, and the smallest demands
+of `min_member` fittable members fit the total GPUs.
+
+`fits_now(gang, capacity)` runs the same code on free capacity (GPUs not used by
+bound pods, cordons and every taint in force): True unless proven impossible now.
+When no GPU node and no pool is known, the gang is admitted with a warning.
+
+Pure: works on `Gang` and `Capacity`; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from itertools import combinations, pairwise
+
+from .capacity import Bin, Capacity
+from .model import Gang, Placement, Verdict
+
+#: Search expansions before a heterogeneous gang is admitted as undecided.
+SEARCH_BUDGET = 20_000
+#: Hall's condition is checked on every subset of roles up to this many roles.
+MAX_SUBSET_ROLES = 6
+#: The API server refuses longer admission warnings.
+MAX_WARNING = 120
+#: The multiplication sign of messages ("8 TIMES 1 nvidia.com/gpu"), spelled out so
+#: linters do not take it for a letter x.
+TIMES = "\u00d7"
+#: Node lists longer than this are summarised as count x amount.
+_LIST_NODES = 8
+
+
+class Outcome(Enum):
+    FITS = "fits"
+    IMPOSSIBLE = "impossible"
+    UNDECIDED = "undecided"
+
+
+@dataclass(frozen=True)
+class _Item:
+    """Identical gang members: one role, or roles merged for equal demand/placement."""
+
+    name: str
+    count: int
+    demand: tuple[tuple[str, int], ...]
+    placement: Placement
+
+    def needs(self, resource: str) -> int:
+        return dict(self.demand).get(resource, 0)
+
+
+@dataclass(frozen=True)
+class _Problem:
+    items: tuple[_Item, ...]
+    bins: tuple[Bin, ...]
+    #: Members that may be left out (size - minMember among GPU members).
+    skips: int
+    #: Text naming the minMember reduction for messages, "" when all must fit.
+    scope: str
+
+
+@dataclass(frozen=True)
+class _Finding:
+    outcome: Outcome
+    code: str = ""
+    reason: str = ""
+
+
+def _fits(demand: Sequence[tuple[str, int]], gpus: Mapping[str, int]) -> bool:
+    return all(gpus.get(r, 0) >= a for r, a in demand)
+
+
+def _per_node(demand: Sequence[tuple[str, int]], gpus: Mapping[str, int]) -> int:
+    """How many members of this demand one node holds (min over its resources)."""
+    return min(gpus.get(r, 0) // a for r, a in demand)
+
+
+def _gpu_roles(gang: Gang, capacity: Capacity) -> tuple[list[_Item], int]:
+    """GPU-demanding roles as items (merged when identical) and the zero-GPU count."""
+    merged: dict[tuple[tuple[tuple[str, int], ...], Placement], tuple[list[str], int]] = {}
+    no_gpu = 0
+    for role in gang.roles:
+        if role.count <= 0:
+            continue
+        demand = tuple(
+            sorted(
+                (r, a)
+                for r, a in role.demand.items()
+                if a > 0 and capacity.config.is_gpu_resource(r)
+            )
+        )
+        if not demand:
+            no_gpu += role.count
+            continue
+        names, count = merged.get((demand, role.placement), ([], 0))
+        merged[(demand, role.placement)] = ([*names, role.name], count + role.count)
+    items = [
+        _Item(name=" + ".join(names), count=count, demand=demand, placement=placement)
+        for (demand, placement), (names, count) in merged.items()
+    ]
+    return items, no_gpu
+
+
+def _problem(gang: Gang, capacity: Capacity, view: str) -> _Problem | None:
+    """The packing problem for a view; None when nothing has to be checked."""
+    items, no_gpu = _gpu_roles(gang, capacity)
+    gpu_members = sum(i.count for i in items)
+    needed = max(0, min(gang.min_member, gang.size) - no_gpu)
+    if needed == 0 or not items:
+        return None
+    bins = tuple(capacity.bins([i.placement for i in items], view=view))
+    scope = ""
+    if needed < gpu_members:
+        scope = f" (minMember {gang.min_member} of {gang.size})"
+        chain = _easiest_first(items, bins)
+        if chain is not None:
+            # The cheapest members are the easiest subset to place: checking exactly
+            # them decides the question, with every bound below.
+            kept: list[_Item] = []
+            left = needed
+            for item in chain:
+                take = min(left, item.count)
+                if take:
+                    kept.append(_Item(item.name, take, item.demand, item.placement))
+                left -= take
+            return _Problem(tuple(kept), bins, 0, scope)
+    return _Problem(tuple(items), bins, gpu_members - needed, scope)
+
+
+def _easiest_first(items: Sequence[_Item], bins: Sequence[Bin]) -> list[_Item] | None:
+    """Items sorted so each is at least as easy as the next, or None if incomparable."""
+
+    def easier(a: int, b: int) -> bool:
+        da, db = dict(items[a].demand), dict(items[b].demand)
+        if any(da.get(r, 0) > db.get(r, 0) for r in set(da) | set(db)):
+            return False
+        return all(a in bn.eligible for bn in bins if b in bn.eligible)
+
+    def reach(i: int) -> int:
+        return sum(bn.count for bn in bins if i in bn.eligible)
+
+    # Ties in total demand go to the more widely allowed item first.
+    order = sorted(range(len(items)), key=lambda i: (sum(a for _, a in items[i].demand), -reach(i)))
+    for first, second in pairwise(order):
+        if not easier(first, second):
+            # Sorting by total puts a dominating item later; if two neighbours are
+            # incomparable there is no chain at all.
+            return None
+    return [items[i] for i in order]
+
+
+# -- messages -------------------------------------------------------------------------
+
+
+def _nodes_text(bins: Sequence[Bin], resource: str) -> str:
+    amounts = sorted(((b.amount(resource), b.count) for b in bins if b.count), reverse=True)
+    total = sum(n for _, n in amounts)
+    merged: dict[int, int] = {}
+    for amount, n in amounts:
+        merged[amount] = merged.get(amount, 0) + n
+    if total <= _LIST_NODES:
+        listing = "+".join(str(a) for a, n in merged.items() for _ in range(n))
+    else:
+        listing = "+".join(f"{n}{TIMES}{a}" for a, n in merged.items())
+    noun = "node" if total == 1 else "nodes"
+    return f"{total} {noun}: {listing}" if total else "0 nodes"
+
+
+def _demand_text(items: Sequence[_Item], resource: str) -> str:
+    parts = [(i.count, i.needs(resource)) for i in items if i.needs(resource)]
+    total = sum(c * a for c, a in parts)
+    terms = " + ".join(f"{c} {TIMES} {a}" for c, a in parts)
+    return f"{terms} {resource} = {total}"
+
+
+def _who(gang: Gang, problem: _Problem, items: Sequence[_Item]) -> str:
+    base = f"gang {gang.namespace}/{gang.name}{problem.scope}"
+    if len(items) == len(problem.items) or len(problem.items) == 1:
+        return base
+    roles = ", ".join(i.name for i in items)
+    return f"{base} role{'s' if len(items) > 1 else ''} {roles}"
+
+
+# -- the checks ---------------------------------------------------------------------------
+
+
+def _eligible(problem: _Problem, indexes: Sequence[int]) -> list[Bin]:
+    wanted = set(indexes)
+    return [b for b in problem.bins if b.eligible & wanted]
+
+
+def _capacity_bounds(gang: Gang, problem: _Problem) -> _Finding | None:
+    """Rules 1 and 2: eligibility and total demand, for every subset of roles."""
+    items = problem.items
+    for index, item in enumerate(items):
+        # With members to spare, a role no node admits may simply be left out.
+        if not problem.skips and not any(index in b.eligible for b in problem.bins):
+            nodes = sum(b.count for b in problem.bins)
+            return _Finding(
+                Outcome.IMPOSSIBLE,
+                "no-eligible-nodes",
+                f"{_who(gang, problem, [item])} needs {_demand_text([item], item.demand[0][0])}"
+                f"; none of the {nodes} GPU nodes matches its nodeSelector, "
+                "node affinity and tolerations",
+            )
+    n = len(items)
+    subsets: list[tuple[int, ...]] = [tuple(range(n))]
+    if n > 1:
+        subsets += [(i,) for i in range(n)]
+    if 2 < n <= MAX_SUBSET_ROLES:
+        subsets += [s for size in range(2, n) for s in combinations(range(n), size)]
+    for subset in subsets:
+        chosen = [items[i] for i in subset]
+        bins = _eligible(problem, subset)
+        resources = sorted({r for item in chosen for r, _ in item.demand})
+        for resource in resources:
+            need = sum(item.count * item.needs(resource) for item in chosen)
+            if problem.skips:
+                # Any minMember subset still needs the smallest demands of that many.
+                sizes = sorted(a for item in chosen for a in [item.needs(resource)] * item.count)
+                need = sum(sizes[: max(0, len(sizes) - problem.skips)])
+            have = sum(b.count * b.amount(resource) for b in bins)
+            if need > have:
+                return _Finding(
+                    Outcome.IMPOSSIBLE,
+                    "total-demand",
+                    f"{_who(gang, problem, chosen)} needs {_demand_text(chosen, resource)}; "
+                    f"the nodes it may use hold at most {have} ({_nodes_text(bins, resource)})",
+                )
+    return None
+
+
+def _member_bounds(gang: Gang, problem: _Problem) -> _Finding | None:
+    """Rules 3 and 4: a member that fits no node; identical members that cannot pack."""
+    placeable = 0
+    for index, item in enumerate(problem.items):
+        bins = _eligible(problem, [index])
+        slots = sum(b.count * _per_node(item.demand, dict(b.gpus)) for b in bins)
+        placeable += min(slots, item.count)
+        if problem.skips:
+            continue
+        wants = " + ".join(f"{a} {r}" for r, a in item.demand)
+        if slots == 0:
+            largest = ", ".join(f"{max(b.amount(r) for b in bins)} {r}" for r, _ in item.demand)
+            return _Finding(
+                Outcome.IMPOSSIBLE,
+                "member-too-big",
+                f"{_who(gang, problem, [item])}: each member needs {wants}; the largest "
+                f"node it may use has {largest}",
+            )
+        if slots < item.count:
+            resource = item.demand[0][0]
+            return _Finding(
+                Outcome.IMPOSSIBLE,
+                "packing",
+                f"{_who(gang, problem, [item])} needs {item.count} members of {wants}; the "
+                f"nodes it may use fit only {slots} ({_nodes_text(bins, resource)})",
+            )
+    needed = sum(i.count for i in problem.items) - problem.skips
+    if placeable < needed:
+        return _Finding(
+            Outcome.IMPOSSIBLE,
+            "member-too-big",
+            f"gang {gang.namespace}/{gang.name}{problem.scope} needs {needed} members placed; "
+            f"at most {placeable} can be placed on the nodes they may use",
+        )
+    return None
+
+
+_Vector = tuple[tuple[str, int], ...]
+#: A node type in the search: (bin index, GPUs left per resource). Nodes of one bin
+#: start alike and diverge as members land on them.
+_NodeType = tuple[int, _Vector]
+
+
+def _search(problem: _Problem) -> Outcome:
+    """Branch and bound over node types; FITS, IMPOSSIBLE, or UNDECIDED on budget."""
+    order = sorted(
+        range(len(problem.items)),
+        key=lambda i: (-max(a for _, a in problem.items[i].demand), -problem.items[i].count),
+    )
+    # Biggest members first: they have the fewest places to go.
+    members = [i for i in order for _ in range(problem.items[i].count)]
+    state: dict[_NodeType, int] = {
+        (b, bn.gpus): bn.count for b, bn in enumerate(problem.bins) if bn.count
+    }
+    failed: set[tuple[int, int, frozenset[tuple[_NodeType, int]]]] = set()
+    budget = SEARCH_BUDGET
+
+    def move(source: _NodeType, target: _NodeType) -> None:
+        state[source] -= 1
+        if not state[source]:
+            del state[source]
+        state[target] = state.get(target, 0) + 1
+
+    def place(position: int, skips: int) -> bool | None:
+        nonlocal budget
+        if position == len(members):
+            return True
+        key = (position, skips, frozenset(state.items()))
+        if key in failed:
+            return False
+        budget -= 1
+        if budget < 0:
+            return None
+        index = members[position]
+        demand = dict(problem.items[index].demand)
+        # Best fit first: the tightest node that still holds the member.
+        options = sorted(
+            (sum(a for _, a in node_type[1]), node_type)
+            for node_type in state
+            if index in problem.bins[node_type[0]].eligible
+            and _fits(problem.items[index].demand, dict(node_type[1]))
+        )
+        for _, node_type in options:
+            after = (node_type[0], tuple((r, a - demand.get(r, 0)) for r, a in node_type[1]))
+            move(node_type, after)
+            result = place(position + 1, skips)
+            move(after, node_type)
+            if result is not False:
+                return result
+        if skips > 0:
+            result = place(position + 1, skips - 1)
+            if result is not False:
+                return result
+        failed.add(key)
+        return False
+
+    result = place(0, problem.skips)
+    if result is None:
+        return Outcome.UNDECIDED
+    return Outcome.FITS if result else Outcome.IMPOSSIBLE
+
+
+def _decide(gang: Gang, problem: _Problem) -> _Finding:
+    finding = _capacity_bounds(gang, problem) or _member_bounds(gang, problem)
+    if finding is not None:
+        return finding
+    if len(problem.items) == 1 and not problem.skips:
+        # Rules 1 to 4 are exact for identical members.
+        return _Finding(Outcome.FITS)
+    outcome = _search(problem)
+    if outcome is Outcome.IMPOSSIBLE:
+        resources = sorted({r for i in problem.items for r, _ in i.demand})
+        bins = _eligible(problem, range(len(problem.items)))
+        demand = "; ".join(_demand_text(problem.items, r) for r in resources)
+        nodes = "; ".join(_nodes_text(bins, r) for r in resources)
+        return _Finding(
+            Outcome.IMPOSSIBLE,
+            "packing",
+            f"gang {gang.namespace}/{gang.name}{problem.scope} needs {demand}; its members "
+            f"cannot be packed onto the nodes they may use ({nodes})",
+        )
+    return _Finding(outcome)
+
+
+def _evaluate(gang: Gang, capacity: Capacity, view: str) -> tuple[_Finding, _Problem | None]:
+    problem = _problem(gang, capacity, view)
+    if problem is None:
+        return _Finding(Outcome.FITS), None
+    return _decide(gang, problem), problem
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_WARNING else text[: MAX_WARNING - 1] + "…"
+
+
+def _wait_warning(gang: Gang, capacity: Capacity, problem: _Problem | None) -> str:
+    name = f"{gang.namespace}/{gang.name}"
+    if len(name) > 40:
+        name = name[:39] + "…"
+    if problem is not None:
+        every = range(len(problem.items))
+        for resource in sorted({r for i in problem.items for r, _ in i.demand}):
+            need = sum(i.count * i.needs(resource) for i in problem.items)
+            free = sum(b.count * b.amount(resource) for b in _eligible(problem, every))
+            if free < need:
+                return _short(
+                    f"gang {name} fits the cluster but only {free} of the {need} "
+                    f"{resource} it needs are free now; it will wait"
+                )
+    return _short(f"gang {name} fits the cluster but not the GPUs free now; it will wait")
+
+
+def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
+    """Admit unless the gang is proven unable to run even on the empty cluster."""
+    items, _ = _gpu_roles(gang, capacity)
+    if not items:
+        return Verdict(allowed=True)
+    if capacity.unknown:
+        return Verdict(
+            allowed=True,
+            warnings=(
+                _short(
+                    f"no GPU nodes or pools known; gang {gang.namespace}/{gang.name} "
+                    "was not checked for capacity"
+                ),
+            ),
+        )
+    finding, _ = _evaluate(gang, capacity, "ever")
+    if finding.outcome is Outcome.IMPOSSIBLE:
+        return Verdict(allowed=False, reason=finding.reason, code=finding.code)
+    now, free_problem = _evaluate(gang, capacity, "free")
+    if now.outcome is Outcome.IMPOSSIBLE:
+        return Verdict(allowed=True, warnings=(_wait_warning(gang, capacity, free_problem),))
+    return Verdict(allowed=True)
+
+
+def fits_now(gang: Gang, capacity: Capacity) -> bool:
+    """Whether the gang fits the GPUs free right now (True unless proven otherwise)."""
+    items, _ = _gpu_roles(gang, capacity)
+    if not items or capacity.unknown:
+        return True
+    finding, _ = _evaluate(gang, capacity, "free")
+    return finding.outcome is not Outcome.IMPOSSIBLE
