@@ -1,0 +1,173 @@
+"""List + watch one resource into an in-memory store, like client-go's reflector.
+
+`Informer` lists (paginated), remembers the list's resourceVersion, then watches
+from it; each event updates the store through a `convert` function (the pod
+informer stores `PodInfo`s, not raw pods). A watch that ends is resumed from the last
+resourceVersion seen (bookmarks included); "410 Gone" (the version is too old) means
+events were missed, so the informer lists again and replaces the store. Connection
+errors back off and retry. `on_change` is called after every change so the
+controller can re-plan.
+
+I/O (through `Rest`) in a background thread; no decisions here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+from .rest import ApiError, Query, Rest
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: How long one watch request lasts before the server closes it and we resume.
+WATCH_SECONDS = 240
+
+
+def _rv_newer(new: str, old: str) -> bool:
+    """Whether `new` is at least as new as `old`; opaque versions compare as 'newer'."""
+    if new.isdigit() and old.isdigit():
+        return int(new) >= int(old)
+    return True
+
+
+class Informer(Generic[T]):
+    """A watch-fed store of one resource kind, keyed by uid."""
+
+    def __init__(
+        self,
+        rest: Rest,
+        path: str,
+        convert: Callable[[Mapping[str, Any]], T | None],
+        on_change: Callable[[], None],
+        *,
+        query: Query = (),
+        name: str = "",
+    ) -> None:
+        self._rest = rest
+        self._path = path
+        self._convert = convert
+        self._on_change = on_change
+        self._query = list(query)
+        self.name = name or path
+        self._lock = threading.Lock()
+        self._items: dict[str, T] = {}
+        self._versions: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.synced = threading.Event()
+        self.relists = 0
+        self.resource_version = ""
+
+    # -- store ---------------------------------------------------------------------
+
+    def items(self) -> list[T]:
+        with self._lock:
+            return list(self._items.values())
+
+    def put(self, obj: Mapping[str, Any]) -> None:
+        """Store an object (from a watch event or a write's answer) unless older."""
+        meta = obj.get("metadata") or {}
+        uid = str(meta.get("uid", ""))
+        version = str(meta.get("resourceVersion", ""))
+        value = self._convert(obj)
+        with self._lock:
+            if uid in self._versions and not _rv_newer(version, self._versions[uid]):
+                return
+            if value is None:
+                self._items.pop(uid, None)
+            else:
+                self._items[uid] = value
+            self._versions[uid] = version
+
+    def _delete(self, obj: Mapping[str, Any]) -> None:
+        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        with self._lock:
+            self._items.pop(uid, None)
+            self._versions.pop(uid, None)
+
+    # -- loop --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"informer-{self.name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _list(self) -> None:
+        answer = self._rest.list_all(self._path, self._query)
+        items: dict[str, T] = {}
+        versions: dict[str, str] = {}
+        for obj in answer.get("items") or []:
+            meta = obj.get("metadata") or {}
+            value = self._convert(obj)
+            uid = str(meta.get("uid", ""))
+            versions[uid] = str(meta.get("resourceVersion", ""))
+            if value is not None:
+                items[uid] = value
+        with self._lock:
+            self._items, self._versions = items, versions
+        self.resource_version = str((answer.get("metadata") or {}).get("resourceVersion", ""))
+        self.relists += 1
+        self.synced.set()
+        self._on_change()
+
+    def _watch(self) -> None:
+        query = [*self._query, ("resourceVersion", self.resource_version)]
+        for event in self._rest.watch(self._path, query, WATCH_SECONDS):
+            if self._stop.is_set():
+                return
+            kind = event.get("type")
+            obj = event.get("object") or {}
+            if kind == "ERROR":
+                code = int(obj.get("code") or 0)
+                raise ApiError(code, str(obj.get("reason", "")), str(obj.get("message", "")))
+            version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+            if kind == "BOOKMARK":
+                self.resource_version = version or self.resource_version
+                continue
+            if kind == "DELETED":
+                self._delete(obj)
+            else:
+                self.put(obj)
+            self.resource_version = version or self.resource_version
+            self._on_change()
+
+    def _run(self) -> None:
+        backoff = 0.2
+        need_list = True
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    self._list()
+                    need_list = False
+                self._watch()
+                backoff = 0.2
+            except ApiError as err:
+                if self._stop.is_set():
+                    return
+                if err.status == 410:
+                    # Our resourceVersion is compacted away: events were lost.
+                    log.info("watch %s: %s; listing again", self.name, err)
+                    need_list = True
+                    continue
+                log.warning("watch %s failed: %s; retrying in %.1fs", self.name, err, backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+            except Exception:  # a dropped stream or a bug must not end the watch thread
+                if self._stop.is_set():
+                    return
+                log.exception("watch %s crashed; listing again", self.name)
+                need_list = True
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)

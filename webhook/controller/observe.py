@@ -1,0 +1,288 @@
+"""Read gangs back from the pods the API server holds: the controller's only state.
+
+`pod_info(pod, config)` reduces one pod (a plain dict, as listed or watched) to the
+facts the controller and `gangkeeper status` need; `observe_gangs(pods)` groups the
+gang pods into `GangObservation`s in arrival order. Everything is recomputed from the
+API objects, never remembered, so a restarted (or newly elected) controller sees the
+same gangs its predecessor saw.
+
+Pure: plain dicts in, frozen dataclasses out. No I/O, no kubernetes import.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, cast, get_args
+
+from gangkeeper.policies.config import Config
+from gangkeeper.policies.errors import InvalidObject
+from gangkeeper.policies.model import Backend, Placement
+from gangkeeper.policies.podspec import placement_of, pod_demand
+
+from .keys import (
+    BACKEND_ANNOTATION,
+    COSCHEDULING_GROUP_LABEL,
+    GANG_LABEL,
+    GANG_NAME_ANNOTATION,
+    GATE,
+    MIN_MEMBER_ANNOTATION,
+    OWNER_ANNOTATION,
+    ROLE_LABEL,
+    VOLCANO_GROUP_ANNOTATION,
+)
+
+_BACKENDS: tuple[str, ...] = get_args(Backend)
+_TERMINAL = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The gang's top-level owner, from the `gangkeeper.io/owner` annotation."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+    def reference(self) -> dict[str, Any]:
+        """An ownerReference, so a PodGroup is garbage-collected with the owner."""
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": False,
+            "blockOwnerDeletion": False,
+        }
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    """What the controller needs from one live pod (gang member or not)."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    #: creationTimestamp in seconds since the epoch (0 when absent).
+    created: float
+    #: `spec.nodeName`; empty while the pod is not bound.
+    node_name: str
+    #: Every scheduling gate, in order (ours and others').
+    gates: tuple[str, ...]
+    #: Effective GPU demand per resource; empty when none or unreadable.
+    demand: Mapping[str, int]
+    placement: Placement
+    #: Why demand/placement could not be read ("" when fine).
+    problem: str = ""
+    #: The gang label value; "" for a pod that is not a gang member.
+    gang: str = ""
+    role: str = ""
+    gang_name: str = ""
+    min_member: int | None = None
+    backend: str = ""
+    owner: Owner | None = None
+    #: The scheduler's group name the pod points at (coscheduling label, volcano
+    #: annotation or native `spec.schedulingGroup.podGroupName`); "" when none.
+    group_name: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def gated(self) -> bool:
+        """Carries gangkeeper's gate (other systems' gates do not count)."""
+        return GATE in self.gates
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.node_name)
+
+    @property
+    def in_flight(self) -> bool:
+        """Free to be scheduled but not bound yet: it will take capacity soon."""
+        return not self.gates and not self.node_name
+
+
+def parse_time(value: object) -> float:
+    """RFC 3339 timestamp (as the API server writes it) to epoch seconds; 0 if absent."""
+    if not isinstance(value, str) or not value:
+        return 0.0
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _owner(raw: object) -> Owner | None:
+    if not isinstance(raw, str):
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    values = [data.get(k) for k in ("apiVersion", "kind", "name", "uid")]
+    if not all(isinstance(v, str) and v for v in values):
+        return None
+    api_version, kind, name, uid = cast(list[str], values)
+    return Owner(api_version=api_version, kind=kind, name=name, uid=uid)
+
+
+def _min_member(raw: object) -> int | None:
+    if not isinstance(raw, str) or not raw.strip().isdigit():
+        return None
+    value = int(raw.strip())
+    return value if value >= 1 else None
+
+
+def _str_map(raw: object) -> dict[str, str]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def is_live(pod: Mapping[str, Any]) -> bool:
+    """Neither finished nor being deleted: the pod holds or will hold capacity."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    return not meta.get("deletionTimestamp") and status.get("phase") not in _TERMINAL
+
+
+def pod_info(pod: Mapping[str, Any], config: Config) -> PodInfo:
+    """Reduce a pod dict to `PodInfo`; a malformed spec is recorded, never raised."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    labels = _str_map(meta.get("labels"))
+    annotations = _str_map(meta.get("annotations"))
+    gates = tuple(
+        str(g.get("name", "")) for g in spec.get("schedulingGates") or [] if isinstance(g, dict)
+    )
+    problem = ""
+    demand: dict[str, int] = {}
+    placement = Placement()
+    try:
+        demand = pod_demand(spec, config)
+        placement = placement_of(spec)
+    except InvalidObject as err:
+        problem = str(err)
+    gang = labels.get(GANG_LABEL, "")
+    scheduling_group = spec.get("schedulingGroup") or {}
+    group_name = (
+        labels.get(COSCHEDULING_GROUP_LABEL)
+        or annotations.get(VOLCANO_GROUP_ANNOTATION)
+        or (scheduling_group.get("podGroupName") if isinstance(scheduling_group, dict) else "")
+        or ""
+    )
+    return PodInfo(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        resource_version=str(meta.get("resourceVersion", "")),
+        created=parse_time(meta.get("creationTimestamp")),
+        node_name=str(spec.get("nodeName") or ""),
+        gates=gates,
+        demand=demand,
+        placement=placement,
+        problem=problem,
+        gang=gang,
+        role=labels.get(ROLE_LABEL, ""),
+        gang_name=annotations.get(GANG_NAME_ANNOTATION, gang),
+        min_member=_min_member(annotations.get(MIN_MEMBER_ANNOTATION)),
+        backend=annotations.get(BACKEND_ANNOTATION, ""),
+        owner=_owner(annotations.get(OWNER_ANNOTATION)),
+        group_name=str(group_name),
+        labels=labels,
+    )
+
+
+@dataclass(frozen=True)
+class GangObservation:
+    """One gang as its live member pods show it right now."""
+
+    namespace: str
+    #: The gang label value (also the PodGroup name for the scheduler backends).
+    label: str
+    #: The full gang name (annotation), for messages.
+    name: str
+    #: None when no member carries a readable `gangkeeper.io/min-member`.
+    min_member: int | None
+    backend: Backend
+    owner: Owner | None
+    #: Live members, oldest first.
+    members: tuple[PodInfo, ...]
+    #: Creation time of the oldest live member: the gang's place in the queue.
+    arrived: float
+    #: Why the gang cannot be judged (bad annotation, unreadable member); "" if fine.
+    problem: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.label)
+
+    @property
+    def present(self) -> int:
+        return len(self.members)
+
+    @property
+    def gated(self) -> tuple[PodInfo, ...]:
+        return tuple(m for m in self.members if m.gated)
+
+    @property
+    def bound(self) -> int:
+        return sum(1 for m in self.members if m.bound)
+
+    def total_demand(self, members: Iterable[PodInfo] | None = None) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for member in self.members if members is None else members:
+            for resource, amount in member.demand.items():
+                total[resource] = total.get(resource, 0) + amount
+        return total
+
+
+def _gang(namespace: str, label: str, members: list[PodInfo], config: Config) -> GangObservation:
+    members.sort(key=lambda m: (m.created, m.name))
+    problems: list[str] = []
+    declared = {m.min_member for m in members if m.min_member is not None}
+    # Members of one gang normally agree; if they do not, the larger value is the
+    # safe one: releasing early would break all-or-nothing, waiting longer would not.
+    min_member = max(declared) if declared else None
+    if min_member is None:
+        problems.append(
+            f"no member carries a whole number ≥ 1 in annotation {MIN_MEMBER_ANNOTATION}"
+        )
+    backends = {m.backend for m in members if m.backend in _BACKENDS}
+    backend = (
+        cast(Backend, sorted(backends)[0]) if len(backends) == 1 else config.backend_for(namespace)
+    )
+    if len(backends) > 1:
+        problems.append(f"members disagree on {BACKEND_ANNOTATION}: {', '.join(sorted(backends))}")
+    unreadable = [m for m in members if m.problem]
+    if unreadable:
+        problems.append(f"pod {unreadable[0].name} cannot be read: {unreadable[0].problem}")
+    owner = next((m.owner for m in members if m.owner is not None), None)
+    name = next((m.gang_name for m in members if m.gang_name), label)
+    return GangObservation(
+        namespace=namespace,
+        label=label,
+        name=name,
+        min_member=min_member,
+        backend=backend,
+        owner=owner,
+        members=tuple(members),
+        arrived=members[0].created,
+        problem="; ".join(problems),
+    )
+
+
+def observe_gangs(pods: Iterable[PodInfo], config: Config) -> list[GangObservation]:
+    """Group live gang pods by (namespace, gang label), oldest gang first."""
+    groups: dict[tuple[str, str], list[PodInfo]] = {}
+    for pod in pods:
+        if pod.gang:
+            groups.setdefault((pod.namespace, pod.gang), []).append(pod)
+    gangs = [_gang(ns, label, members, config) for (ns, label), members in groups.items()]
+    gangs.sort(key=lambda g: (g.arrived, g.namespace, g.label))
+    return gangs

@@ -1,0 +1,145 @@
+"""A thin JSON client over the kubernetes `ApiClient`: plain dicts in and out.
+
+The generated API classes turn every object into typed models, which costs about a
+millisecond per pod: too slow for a 1,000-pod gang and useless to the pure code,
+which reads dicts. `Rest` reuses the `ApiClient`'s configuration (host, TLS, token
+refresh) and connection pool, sends JSON, and returns parsed JSON; `watch` yields
+watch events line by line. Errors become `ApiError` with the HTTP status.
+
+I/O only: no decisions here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, cast
+
+from kubernetes.client import ApiClient
+
+
+class ApiError(Exception):
+    """The API server answered with an error status (or could not be reached: 0)."""
+
+    def __init__(self, status: int, reason: str, body: str = "") -> None:
+        self.status = status
+        self.reason = reason
+        self.body = body
+        message = reason
+        try:
+            parsed = json.loads(body) if body else {}
+            if isinstance(parsed, dict) and parsed.get("message"):
+                message = str(parsed["message"])
+        except ValueError:
+            pass
+        super().__init__(f"HTTP {status}: {message}")
+
+
+Query = Sequence[tuple[str, str | int]]
+
+
+class Rest:
+    """JSON requests against the cluster an `ApiClient` is configured for."""
+
+    def __init__(self, api_client: ApiClient) -> None:
+        self.api_client = api_client
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: Query = (),
+        body: object = None,
+        *,
+        content_type: str = "application/json",
+        timeout: float | tuple[float, float] | None = 30.0,
+    ) -> Any:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            _, url, headers, body, _ = self.api_client.param_serialize(
+                method=method,
+                resource_path=path,
+                query_params=list(query),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            return self.api_client.call_api(
+                method, url, header_params=headers, body=body, _request_timeout=timeout
+            )
+        except ApiError:
+            raise
+        except Exception as exc:  # urllib3/ssl errors: the API is unreachable now
+            raise ApiError(0, f"{type(exc).__name__}: {exc}") from exc
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Query = (),
+        body: object = None,
+        *,
+        content_type: str = "application/json",
+        timeout: float = 30.0,
+    ) -> dict[str, Any]:
+        """One request; the parsed JSON answer, or ApiError for a non-2xx status."""
+        response = self._send(method, path, query, body, content_type=content_type, timeout=timeout)
+        data = response.read()
+        if not 200 <= response.status < 300:
+            raise ApiError(response.status, str(response.reason), data.decode(errors="replace"))
+        if not data:
+            return {}
+        return cast(dict[str, Any], json.loads(data))
+
+    def get(self, path: str, query: Query = ()) -> dict[str, Any]:
+        return self.request("GET", path, query)
+
+    def list_all(self, path: str, query: Query = (), page: int = 500) -> dict[str, Any]:
+        """A paginated list, merged: items of every page plus the first page's metadata."""
+        items: list[Any] = []
+        token = ""
+        first: dict[str, Any] | None = None
+        while True:
+            params = [*query, ("limit", page)]
+            if token:
+                params.append(("continue", token))
+            answer = self.get(path, params)
+            if first is None:
+                first = answer
+            items.extend(answer.get("items") or [])
+            token = str((answer.get("metadata") or {}).get("continue") or "")
+            if not token:
+                break
+        result = dict(first or {})
+        result["items"] = items
+        return result
+
+    def watch(
+        self, path: str, query: Query, timeout_seconds: int
+    ) -> Iterator[Mapping[str, Any]]:
+        """Watch events of one request; ends when the server closes the stream."""
+        params = [*query, ("watch", "true"), ("timeoutSeconds", timeout_seconds),
+                  ("allowWatchBookmarks", "true")]
+        response = self._send("GET", path, params, timeout=(10.0, timeout_seconds + 30.0))
+        if not 200 <= response.status < 300:
+            data = response.read()
+            raise ApiError(response.status, str(response.reason), data.decode(errors="replace"))
+        raw = response.response
+        try:
+            pending = b""
+            for chunk in raw.stream(amt=None, decode_content=False):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield cast(Mapping[str, Any], json.loads(line))
+            if pending.strip():
+                yield cast(Mapping[str, Any], json.loads(pending))
+        finally:
+            raw.release_conn()
+
+    def close_all(self) -> None:
+        """Drop pooled connections: unblocks watches on shutdown."""
+        pool = getattr(self.api_client.rest_client, "pool_manager", None)
+        if pool is not None:
+            pool.clear()
