@@ -1,0 +1,126 @@
+"""The two entry points the webhook and `gangkeeper check` call.
+
+- `decide_pod(pod, ...)`: recognise the pod's gang, check the gang's feasibility and
+  plan the pod's mutation: one `PodDecision` (membership, verdict, the pod as it should
+  look or None, and why nothing was changed).
+- `validate_object(obj, ...)`: one `ObjectDecision` per gang of a workload object (a
+  Pod is answered for its own gang); an object that is not a gang gives [].
+
+`InvalidObject` from the recognisers propagates: the caller answers per
+`config.on_unreadable`. Pure: composes recognisers, feasibility and mutation; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .capacity import Capacity
+from .config import Config
+from .feasibility import check_gang
+from .model import Gang, KubeObject, OwnerLookup, PodMembership, Verdict
+from .mutation import MutationPlan, plan_pod
+from .recognizers.base import Registry
+
+#: Pod label by which a user opts one pod out (DESIGN.md contracts).
+SKIP_LABEL = "gangkeeper.io/skip"
+#: Namespaces never gang-keyed, whatever the webhook configuration says.
+NEVER_NAMESPACES = frozenset({"kube-system"})
+
+
+@dataclass(frozen=True)
+class PodDecision:
+    """The answer for one pod."""
+
+    #: The pod's gang and role; None when the pod is not part of a gang.
+    membership: PodMembership | None
+    #: Feasibility of the gang (or a conflict rejection); allowed for non-gang pods.
+    verdict: Verdict
+    #: The pod as it should look; None when nothing changes.
+    patched: dict[str, Any] | None = None
+    #: Why the pod was left unchanged ("" when patched).
+    skipped: str = ""
+    plan: MutationPlan | None = None
+
+
+@dataclass(frozen=True)
+class ObjectDecision:
+    """The answer for one gang of a validated object."""
+
+    gang: Gang
+    verdict: Verdict
+
+
+def _with_namespace(pod: KubeObject, namespace: str) -> KubeObject:
+    """The pod with metadata.namespace filled from the request when absent.
+
+    On CREATE the API server may send a pod without metadata.namespace; the
+    recognisers and the gang name need it.
+    """
+    metadata = pod.get("metadata")
+    if not isinstance(metadata, Mapping) or metadata.get("namespace") or not namespace:
+        return pod
+    return {**pod, "metadata": {**metadata, "namespace": namespace}}
+
+
+def _opted_out(pod: KubeObject) -> bool:
+    metadata = pod.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    return isinstance(labels, Mapping) and labels.get(SKIP_LABEL) == "true"
+
+
+def decide_pod(
+    pod: KubeObject,
+    *,
+    namespace: str,
+    capacity: Capacity,
+    lookup: OwnerLookup,
+    config: Config,
+    registry: Registry | None = None,
+) -> PodDecision:
+    """Recognise, check and plan one pod (the mutating and validating pod webhooks)."""
+    from .recognizers.registry import recognize_pod
+
+    allowed = Verdict(allowed=True)
+    if namespace in NEVER_NAMESPACES:
+        return PodDecision(None, allowed, skipped=f"namespace {namespace} is never gang-keyed")
+    if _opted_out(pod):
+        return PodDecision(None, allowed, skipped=f"pod opted out ({SKIP_LABEL}=true)")
+    pod = _with_namespace(pod, namespace)
+    membership = recognize_pod(pod, lookup, config, registry)
+    if membership is None:
+        return PodDecision(None, allowed, skipped="not part of a gang")
+    verdict = check_gang(membership.gang, capacity)
+    plan = plan_pod(pod, membership, config, namespace)
+    if plan.outcome == "reject":
+        verdict = Verdict(
+            allowed=False, reason=plan.message, warnings=verdict.warnings, code="conflict"
+        )
+    if not verdict.allowed:
+        return PodDecision(membership, verdict, skipped=verdict.reason, plan=plan)
+    if not plan.changes:
+        why = plan.message or "already carries its gang keys"
+        return PodDecision(membership, verdict, skipped=why, plan=plan)
+    return PodDecision(membership, verdict, patched=plan.apply(pod), plan=plan)
+
+
+def validate_object(
+    obj: KubeObject,
+    *,
+    capacity: Capacity,
+    lookup: OwnerLookup,
+    config: Config,
+    registry: Registry | None = None,
+) -> list[ObjectDecision]:
+    """One decision per gang of a workload object; [] when it is not a gang."""
+    from .recognizers.registry import recognize_object, recognize_pod
+
+    if obj.get("apiVersion") == "v1" and obj.get("kind") == "Pod":
+        if _opted_out(obj):
+            return []
+        membership = recognize_pod(obj, lookup, config, registry)
+        gangs = [] if membership is None else [membership.gang]
+    else:
+        gangs = recognize_object(obj, lookup, config, registry)
+    return [ObjectDecision(gang, check_gang(gang, capacity)) for gang in gangs]

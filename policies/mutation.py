@@ -1,0 +1,280 @@
+"""What a gang pod should look like after admission: the mutation plan per backend.
+
+`plan_pod(pod, membership, config, namespace)` says which labels, annotations,
+schedulerName, scheduling gate and (native backend) `spec.schedulingGroup` a pod of a
+gang gets, following docs/internals.md ("What a gang pod carries") and the backend
+table of DESIGN.md. `MutationPlan.apply(pod)` returns a deep copy of the pod as it
+should look; the webhook diffs the two into a JSONPatch.
+
+Rules:
+- only absent keys are added: a value the user set is never overwritten, so planning
+  on an already mutated pod adds nothing (idempotent);
+- a pod that carries another gang system's keys (Kueue, Volcano, scheduler-plugins
+  coscheduling, YuniKorn, a native scheduling group of another name) or a foreign
+  `schedulerName` is left alone: skipped or rejected per `config.on_conflict`, with a
+  message naming the keys found;
+- a pod already bound (`spec.nodeName`) cannot take a scheduling gate and is skipped;
+- label values are valid (≤ 63 characters, alphanumeric ends; also a DNS subdomain, as
+  PodGroup names must be): long or odd gang names get a stable hash suffix.
+
+Pure: dicts in, a frozen plan and a new dict out; no I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .config import Config
+from .model import Backend, KubeObject, PodMembership
+
+GANG_LABEL = "gangkeeper.io/gang"
+ROLE_LABEL = "gangkeeper.io/role"
+MIN_MEMBER_ANNOTATION = "gangkeeper.io/min-member"
+GANG_NAME_ANNOTATION = "gangkeeper.io/gang-name"
+OWNER_ANNOTATION = "gangkeeper.io/owner"
+BACKEND_ANNOTATION = "gangkeeper.io/backend"
+GATE = "gangkeeper.io/gang"
+COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
+VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
+DEFAULT_SCHEDULER = "default-scheduler"
+
+#: Keys by which other gang systems mark their pods: (system, where, key or prefix).
+#: A trailing "/" matches every key under that prefix.
+FOREIGN_KEYS: tuple[tuple[str, str, str], ...] = (
+    ("Kueue", "label", "kueue.x-k8s.io/pod-group-name"),
+    ("Kueue", "annotation", "kueue.x-k8s.io/pod-group-total-count"),
+    ("Volcano", "annotation", VOLCANO_ANNOTATION),
+    ("Volcano", "label", VOLCANO_ANNOTATION),
+    ("Volcano", "annotation", "volcano.sh/"),
+    ("Volcano", "label", "volcano.sh/"),
+    ("Volcano", "annotation", "scheduling.volcano.sh/"),
+    ("Volcano", "label", "scheduling.volcano.sh/"),
+    ("scheduler-plugins", "label", COSCHEDULING_LABEL),
+    ("scheduler-plugins", "label", "pod-group.scheduling.sigs.k8s.io"),
+    ("YuniKorn", "annotation", "yunikorn.apache.org/task-group-name"),
+    ("YuniKorn", "annotation", "yunikorn.apache.org/task-groups"),
+    ("YuniKorn", "annotation", "yunikorn.apache.org/app-id"),
+    ("YuniKorn", "label", "yunikorn.apache.org/app-id"),
+    ("YuniKorn", "label", "applicationId"),
+)
+
+_MAX_LABEL = 63
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+_HASH_CHARS = 8
+
+Outcome = Literal["mutate", "unchanged", "skip", "reject"]
+
+
+def label_value(name: str) -> str:
+    """`name` if it is a valid label value and DNS subdomain, else a stable short form.
+
+    The short form keeps a readable prefix and appends 8 hex digits of the name's
+    SHA-256, so two long names with the same prefix still differ.
+    """
+    if len(name) <= _MAX_LABEL and _DNS_LABEL.fullmatch(name):
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:_HASH_CHARS]
+    prefix = re.sub(r"[^-a-z0-9.]", "-", name.lower())[: _MAX_LABEL - _HASH_CHARS - 1]
+    prefix = re.sub(r"^[^a-z0-9]+|[^a-z0-9]+$", "", prefix)
+    return f"{prefix}-{digest}" if prefix else digest
+
+
+@dataclass(frozen=True)
+class MutationPlan:
+    """The additions one pod needs; empty mappings/None mean nothing to add."""
+
+    outcome: Outcome
+    backend: Backend
+    #: Why the pod is skipped or rejected (names the keys found); "" otherwise.
+    message: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    scheduler_name: str | None = None
+    add_gate: bool = False
+    #: Native backend: `spec.schedulingGroup.podGroupName` to set.
+    pod_group_name: str | None = None
+
+    @property
+    def changes(self) -> bool:
+        return self.outcome == "mutate"
+
+    def apply(self, pod: KubeObject) -> dict[str, Any]:
+        """A deep copy of `pod` with the plan's additions (the pod itself is untouched)."""
+        result: dict[str, Any] = copy.deepcopy(dict(pod))
+        if not self.changes:
+            return result
+        metadata = result.setdefault("metadata", {})
+        if self.labels:
+            labels = metadata.get("labels") or {}
+            metadata["labels"] = {
+                **labels,
+                **{k: v for k, v in self.labels.items() if k not in labels},
+            }
+        if self.annotations:
+            annotations = metadata.get("annotations") or {}
+            metadata["annotations"] = {
+                **annotations,
+                **{k: v for k, v in self.annotations.items() if k not in annotations},
+            }
+        spec = result.setdefault("spec", {})
+        if self.scheduler_name is not None:
+            spec["schedulerName"] = self.scheduler_name
+        if self.add_gate:
+            gates = list(spec.get("schedulingGates") or [])
+            if not any(isinstance(g, Mapping) and g.get("name") == GATE for g in gates):
+                gates.append({"name": GATE})
+            spec["schedulingGates"] = gates
+        if self.pod_group_name is not None and not spec.get("schedulingGroup"):
+            spec["schedulingGroup"] = {"podGroupName": self.pod_group_name}
+        return result
+
+
+def _str_map(value: object) -> Mapping[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def foreign_keys(
+    pod: KubeObject, *, ours: Mapping[tuple[str, str], str] | None = None
+) -> list[str]:
+    """Another gang system's keys on the pod, as "System label key=value" texts.
+
+    `ours` maps (where, key) to the value this backend itself writes: a key holding
+    exactly that value is our own earlier mutation (or the user agreeing with it),
+    not a conflict.
+    """
+    metadata = pod.get("metadata") if isinstance(pod, Mapping) else None
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    found: list[str] = []
+    places = {
+        "label": _str_map(metadata.get("labels")),
+        "annotation": _str_map(metadata.get("annotations")),
+    }
+    for system, where, pattern in FOREIGN_KEYS:
+        for key, value in places[where].items():
+            hit = key.startswith(pattern) if pattern.endswith("/") else key == pattern
+            if not hit or (ours or {}).get((where, key)) == value:
+                continue
+            text = f"{system} {where} {key}={value}"
+            if text not in found:
+                found.append(text)
+    spec = pod.get("spec") if isinstance(pod, Mapping) else None
+    spec = spec if isinstance(spec, Mapping) else {}
+    group = spec.get("schedulingGroup")
+    if group:
+        name = group.get("podGroupName") if isinstance(group, Mapping) else None
+        if (ours or {}).get(("spec", "schedulingGroup")) != name:
+            found.append(f"native spec.schedulingGroup.podGroupName={name}")
+    if spec.get("workloadRef"):
+        found.append("native spec.workloadRef")
+    return found
+
+
+def _owner_json(membership: PodMembership) -> str:
+    source = membership.gang.source
+    return json.dumps(
+        {
+            "apiVersion": source.api_version,
+            "kind": source.kind,
+            "name": source.name,
+            "uid": source.uid,
+        },
+        separators=(",", ":"),
+    )
+
+
+def plan_pod(
+    pod: KubeObject, membership: PodMembership, config: Config, namespace: str
+) -> MutationPlan:
+    """The additions that make `pod` a member of its gang under the chosen backend.
+
+    Scheduling gates can only be added when a pod is created; the webhook calls this
+    on CREATE. Never raises on odd metadata: unreadable fields count as absent.
+    """
+    backend = config.backend_for(namespace)
+    gang = membership.gang
+    group = label_value(gang.name)
+    metadata = pod.get("metadata") if isinstance(pod, Mapping) else None
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    spec = pod.get("spec") if isinstance(pod, Mapping) else None
+    spec = spec if isinstance(spec, Mapping) else {}
+
+    ours: dict[tuple[str, str], str] = {}
+    if backend == "coscheduling":
+        ours[("label", COSCHEDULING_LABEL)] = group
+    elif backend == "volcano":
+        ours[("annotation", VOLCANO_ANNOTATION)] = group
+    elif backend == "native":
+        ours[("spec", "schedulingGroup")] = group
+
+    def refuse(message: str) -> MutationPlan:
+        outcome: Outcome = "reject" if config.on_conflict == "reject" else "skip"
+        return MutationPlan(outcome=outcome, backend=backend, message=message)
+
+    found = foreign_keys(pod, ours=ours)
+    if found:
+        return refuse(
+            f"pod already belongs to another gang system ({'; '.join(found)}); "
+            f"gangkeeper does not gang it twice"
+        )
+    wanted_scheduler = config.scheduler_name_for(backend)
+    current_scheduler = spec.get("schedulerName")
+    scheduler: str | None = None
+    if current_scheduler in (None, "", DEFAULT_SCHEDULER):
+        if wanted_scheduler != (current_scheduler or DEFAULT_SCHEDULER):
+            scheduler = wanted_scheduler
+    elif current_scheduler != wanted_scheduler:
+        return refuse(
+            f"pod uses scheduler {current_scheduler!r}, not {wanted_scheduler!r} as the "
+            f"{backend} backend needs (foreign scheduler)"
+        )
+    if spec.get("nodeName"):
+        return MutationPlan(
+            outcome="skip",
+            backend=backend,
+            message=f"pod is already bound to node {spec.get('nodeName')}; "
+            "a scheduling gate cannot be added",
+        )
+
+    wanted_labels = {GANG_LABEL: group, ROLE_LABEL: label_value(membership.role)}
+    wanted_annotations = {
+        MIN_MEMBER_ANNOTATION: str(gang.min_member),
+        GANG_NAME_ANNOTATION: gang.name,
+        OWNER_ANNOTATION: _owner_json(membership),
+        BACKEND_ANNOTATION: backend,
+    }
+    if backend == "coscheduling":
+        wanted_labels[COSCHEDULING_LABEL] = group
+    elif backend == "volcano":
+        wanted_annotations[VOLCANO_ANNOTATION] = group
+    # Any key already present is the user's (or ours from before): never overwrite it,
+    # even when its value is not a string.
+    raw_labels, raw_annotations = metadata.get("labels"), metadata.get("annotations")
+    present_labels = set(raw_labels) if isinstance(raw_labels, Mapping) else set()
+    present_annotations = set(raw_annotations) if isinstance(raw_annotations, Mapping) else set()
+    labels = {k: v for k, v in wanted_labels.items() if k not in present_labels}
+    annotations = {k: v for k, v in wanted_annotations.items() if k not in present_annotations}
+    gates = spec.get("schedulingGates")
+    has_gate = isinstance(gates, list) and any(
+        isinstance(g, Mapping) and g.get("name") == GATE for g in gates
+    )
+    pod_group = group if backend == "native" and not spec.get("schedulingGroup") else None
+    plan = MutationPlan(
+        outcome="mutate",
+        backend=backend,
+        labels=labels,
+        annotations=annotations,
+        scheduler_name=scheduler,
+        add_gate=not has_gate,
+        pod_group_name=pod_group,
+    )
+    if not (labels or annotations or scheduler or plan.add_gate or pod_group):
+        return MutationPlan(outcome="unchanged", backend=backend)
+    return plan
