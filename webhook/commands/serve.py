@@ -1,17 +1,292 @@
-"""`gangkeeper serve` (not yet implemented)."""
+"""`gangkeeper serve`: the admission webhook server (and, with a cluster, the gang controller).
+
+Two modes, chosen by where cluster access comes from:
+  - no `--kubeconfig` and not in a pod: the capacity is `--nodes FILE` (default: the
+    sample fleet in `examples/`), certificates are issued into `--cert-dir` on first
+    start, and the server answers real AdmissionReviews with no cluster at all;
+  - `--kubeconfig PATH` or in-cluster: Nodes, bound pods and owners are watched, and the
+    gang controller runs unless `--no-controller` (`--controller-only` runs only it,
+    with /healthz and /metrics).
+
+Wires the parts together and runs uvicorn; every decision lives elsewhere.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+REPO_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+DEFAULT_NODES = REPO_EXAMPLES / "fleet.yaml"
+DEFAULT_NAMESPACE = "gangkeeper-system"
+WEBHOOK_CONFIGURATIONS = ("gangkeeper-mutating", "gangkeeper-validating")
+#: Hidden switch for `bench.webhook`: exposes POST /noop, the floor of the stack.
+NOOP_ENV = "GANGKEEPER_BENCH_NOOP"
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser("serve", help="serve (not yet implemented)")
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "serve",
+        help="run the admission webhook server",
+        description="Serve POST /mutate and /validate (AdmissionReview v1) over HTTPS. "
+        "Without a kubeconfig or in-cluster config, capacity comes from --nodes and "
+        "certificates are issued into --cert-dir.",
+    )
+    parser.add_argument("--config", metavar="FILE", help="gangkeeper config (YAML)")
+    parser.add_argument(
+        "--nodes", metavar="FILE",
+        help=f"fleet of Node objects when there is no cluster (default: {DEFAULT_NODES})",
+    )
+    parser.add_argument(
+        "--owners", metavar="FILE", action="append", default=[],
+        help="workload manifests the no-cluster mode answers owner lookups from (repeatable)",
+    )
+    parser.add_argument("--kubeconfig", metavar="PATH", help="talk to this cluster")
+    parser.add_argument("--host", help="listen address (default 127.0.0.1; 0.0.0.0 in a pod)")
+    parser.add_argument("--port", type=int, default=8443, help="listen port (default 8443)")
+    parser.add_argument(
+        "--cert-dir", metavar="DIR", default="./certs",
+        help="tls.crt/tls.key (and ca.crt) live here; reloaded when they change",
+    )
+    parser.add_argument(
+        "--cert-mode", choices=("auto", "files", "self-managed", "cert-manager"), default="auto",
+        help="auto: self-managed in a pod, else issue local files; cert-manager: only read "
+        "the mounted files",
+    )
+    parser.add_argument(
+        "--namespace", default=os.environ.get("POD_NAMESPACE", DEFAULT_NAMESPACE),
+        help="gangkeeper's own namespace (controller Lease, certificate Secret)",
+    )
+    parser.add_argument("--service", default="gangkeeper", help="gangkeeper's Service name")
+    parser.add_argument("--log-level", default="info",
+                        choices=("debug", "info", "warning", "error"))
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--no-controller", action="store_true",
+                       help="do not run the gang controller")
+    group.add_argument("--controller-only", action="store_true",
+                       help="run only the gang controller (with /healthz and /metrics)")
+    parser.add_argument("--enable-noop", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
 
 
+class UsageError(Exception):
+    """A bad flag or file; printed without a traceback, exit code 2."""
+
+
+def _load_config(path: str | None) -> Any:
+    import yaml
+
+    from gangkeeper.policies.config import load_config
+    from gangkeeper.policies.errors import InvalidConfig
+
+    if not path:
+        return load_config(None)
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError(f"--config {path}: {exc}") from exc
+    if raw is not None and not isinstance(raw, Mapping):
+        raise UsageError(f"--config {path}: expected a mapping, got {type(raw).__name__}")
+    try:
+        return load_config(raw)
+    except InvalidConfig as exc:
+        raise UsageError(f"--config {path}: {exc}") from exc
+
+
+class _Periodic:
+    """Call `fn` now and then every `seconds` in a daemon thread (cert reconcile)."""
+
+    def __init__(self, name: str, fn: Any, seconds: float) -> None:
+        self._fn = fn
+        self._seconds = seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    def _loop(self) -> None:
+        import logging
+
+        while not self._stop.wait(self._seconds):
+            try:
+                self._fn()
+            except Exception as exc:
+                logging.getLogger(__name__).warning(
+                    "periodic task failed", extra={"task": self._thread.name, "error": str(exc)}
+                )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def _wait_for_files(*paths: Path, timeout: float = 300.0) -> None:
+    """cert-manager writes the Secret a moment after the pod starts; wait for it."""
+    deadline = time.monotonic() + timeout
+    while not all(p.is_file() for p in paths):
+        if time.monotonic() > deadline:
+            missing = ", ".join(str(p) for p in paths if not p.is_file())
+            raise UsageError(f"certificate files never appeared: {missing}")
+        time.sleep(1.0)
+
+
+def _controller_service(api: Any, config: Any, namespace: str) -> Any | None:
+    import logging
+    import socket
+
+    log = logging.getLogger(__name__)
+    try:
+        from gangkeeper.webhook.controller import GangController  # type: ignore[attr-defined]
+    except ImportError as exc:
+        log.warning("gang controller not available; serving admission only",
+                    extra={"error": str(exc)})
+        return None
+    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    return GangController(api, config, namespace=namespace, identity=identity)
+
+
+def _controller_collector(controller: Any) -> Any:
+    """Expose what `GangController.metrics()` returns ({name: number}) as gauges."""
+
+    def collect() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        for name, value in dict(controller.metrics()).items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                metric = name if name.startswith("gangkeeper_") else f"gangkeeper_controller_{name}"
+                samples[(metric, ())] = float(value)
+        return samples
+
+    return collect
+
+
 def run(args: argparse.Namespace) -> int:
-    print("gangkeeper serve: not implemented yet", file=sys.stderr)
-    return 2
+    try:
+        return _run(args)
+    except UsageError as exc:
+        print(f"gangkeeper serve: {exc}", file=sys.stderr)
+        return 2
+
+
+def _build_view(args: argparse.Namespace, api: Any, config: Any, metrics: Any) -> Any:
+    """The cluster view: a fleet file without a cluster, watches with one."""
+    import logging
+
+    from gangkeeper.policies.errors import PolicyError
+
+    from ..cluster import StaticClusterView, WatchClusterView
+    from ..manifests_io import ManifestError
+
+    log = logging.getLogger("gangkeeper.serve")
+    if api is None:
+        if args.controller_only:
+            raise UsageError("--controller-only needs a cluster (--kubeconfig or in-cluster)")
+        nodes = Path(args.nodes) if args.nodes else DEFAULT_NODES
+        if not nodes.is_file():
+            raise UsageError(
+                f"no cluster and no fleet file at {nodes}: pass --nodes FILE "
+                "(Node objects, as `kubectl get nodes -o yaml` prints) or --kubeconfig PATH"
+            )
+        try:
+            view = StaticClusterView.from_files(nodes, config, [Path(p) for p in args.owners])
+        except (ManifestError, PolicyError, OSError) as exc:
+            raise UsageError(str(exc)) from exc
+        log.info("serving without a cluster", extra={"nodes": str(nodes)})
+        return view
+    if args.nodes:
+        log.info("--nodes ignored: capacity comes from the cluster")
+    if args.controller_only:
+        # The controller keeps its own watches; an empty, synced view keeps /readyz honest.
+        return StaticClusterView([], config)
+    return WatchClusterView(api, config, on_synced=metrics.set_synced)
+
+
+def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
+    """The reloading TLS context, after making sure certificate files exist."""
+    from ..kube import in_cluster
+    from ..tls import CertificateUnavailable, ReloadingTLS
+
+    cert_dir = Path(args.cert_dir)
+    cert_file, key_file = cert_dir / "tls.crt", cert_dir / "tls.key"
+    mode = args.cert_mode
+    if mode == "auto":
+        mode = "self-managed" if in_cluster() else "files"
+    if mode == "files":
+        from gangkeeper.certs import ensure_local
+
+        paths = ensure_local(cert_dir, ["localhost"], ["127.0.0.1"])
+        cert_file, key_file = paths.cert, paths.key
+    elif mode == "self-managed":
+        from gangkeeper import certs
+
+        managed = getattr(certs, "SelfManagedCerts", None)
+        if managed is None or api is None:
+            raise UsageError(
+                "self-managed certificates need a cluster and gangkeeper.certs.SelfManagedCerts"
+            )
+        manager = managed(
+            api, namespace=args.namespace, secret_name=f"{args.service}-tls",
+            service_name=args.service, webhook_names=list(WEBHOOK_CONFIGURATIONS),
+            cert_dir=cert_dir,
+        )
+        manager.reconcile()
+        services.append(_Periodic("cert-reconcile", manager.reconcile, 60.0))
+    else:
+        _wait_for_files(cert_file, key_file)
+    try:
+        return ReloadingTLS(cert_file, key_file)
+    except CertificateUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .. import logs
+    from ..app import Server, create_app
+    from ..kube import KubeconfigError, in_cluster, serve_client
+    from ..metrics import Metrics
+
+    log_config = logs.configure(args.log_level)
+    config = _load_config(args.config)
+    try:
+        api = serve_client(args.kubeconfig)
+    except KubeconfigError as exc:
+        raise UsageError(str(exc)) from exc
+    metrics = Metrics()
+    view = _build_view(args, api, config, metrics)
+    services: list[Any] = [] if api is None or args.controller_only else [view]
+    if api is not None and not args.no_controller:
+        controller = _controller_service(api, config, args.namespace)
+        if controller is not None:
+            services.append(controller)
+            if callable(getattr(controller, "metrics", None)):
+                metrics.add_collector(_controller_collector(controller))
+    tls = None if args.controller_only else _build_tls(args, api, services)
+    server = Server(
+        config=config,
+        view=view,
+        metrics=metrics,
+        tls=tls,
+        services=services,
+        cert_file=tls.cert_file if tls is not None else None,
+        admission=not args.controller_only,
+        noop=args.enable_noop or os.environ.get(NOOP_ENV) == "1",
+    )
+    uv_config = uvicorn.Config(
+        create_app(server),
+        host=args.host or ("0.0.0.0" if in_cluster() else "127.0.0.1"),
+        port=args.port,
+        log_config=log_config,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+        ssl_context_factory=(lambda _cfg, _default: tls.server_context) if tls else None,
+    )
+    uvicorn.Server(uv_config).run()
+    return 0

@@ -1,0 +1,272 @@
+"""The FastAPI application: routers for admission, health and metrics, and a lifespan.
+
+`create_app(server)` builds the app around a `Server` (config, cluster view, metrics,
+TLS, background services). Routes read what they need through small provider
+functions (`get_server`, `get_policy`) used as dependencies, so tests can override
+them. The lifespan starts the background services (watch caches, the gang controller,
+the certificate poller) and stops them on shutdown.
+
+This module does HTTP: it reads bodies, calls `admission` (pure) and writes JSON, logs
+one line per admission and updates metrics. It never decides anything itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Protocol
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import PlainTextResponse, Response
+
+from gangkeeper.policies.config import Config
+
+from . import admission
+from .cluster import ClusterView
+from .metrics import Metrics
+from .tls import ReloadingTLS
+
+log = logging.getLogger("gangkeeper.admission")
+
+
+class Service(Protocol):
+    """Background work the app runs for its lifetime (watches, controller)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass
+class Server:
+    """Everything a request needs, built once by `gangkeeper serve` (or a test)."""
+
+    config: Config
+    view: ClusterView
+    metrics: Metrics = field(default_factory=Metrics)
+    tls: ReloadingTLS | None = None
+    services: Sequence[Service] = ()
+    #: Where the expiry metric reads notAfter from (the serving certificate).
+    cert_file: Path | None = None
+    max_body_bytes: int = admission.MAX_BODY_BYTES
+    cert_poll_seconds: float = 2.0
+    #: Serve the admission endpoints (off in `serve --controller-only`).
+    admission: bool = True
+    #: Expose `POST /noop` (the benchmark's floor); never on in production.
+    noop: bool = False
+    #: Extra readiness checks: name → callable returning True when ready.
+    readiness: dict[str, Callable[[], bool]] = field(default_factory=dict)
+
+    def not_ready(self) -> list[str]:
+        waiting = []
+        if not self.view.synced:
+            waiting.append("cluster caches not synced")
+        if self.admission and self.tls is None:
+            waiting.append("serving certificate not loaded")
+        waiting.extend(name for name, ready in self.readiness.items() if not ready())
+        return waiting
+
+    def update_certificate_expiry(self) -> None:
+        if self.cert_file is None:
+            return
+        try:
+            from gangkeeper.certs import certificate_not_after
+
+            self.metrics.set_certificate_expiry(certificate_not_after(self.cert_file).timestamp())
+        except Exception as exc:  # a metric must never stop the server
+            log.warning("cannot read certificate expiry", extra={"error": str(exc)})
+
+
+# --- providers (overridable dependencies) ---------------------------------------------
+
+
+def get_server(request: Request) -> Server:
+    server: Server = request.app.state.server
+    return server
+
+
+def get_policy(server: Annotated[Server, Depends(get_server)]) -> admission.Policy:
+    view = server.view
+    return admission.Policy(capacity=view.capacity, lookup=view.lookup, config=server.config)
+
+
+ServerDep = Annotated[Server, Depends(get_server)]
+PolicyDep = Annotated[admission.Policy, Depends(get_policy)]
+
+
+# --- admission -----------------------------------------------------------------------
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, refused once it passes `limit` without reading the rest."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise admission.BadReview(413, f"body of {declared} bytes is over the limit of {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise admission.BadReview(413, f"body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(
+        json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode(),
+        status_code=status,
+        media_type="application/json",
+    )
+
+
+async def _admit(
+    endpoint: admission.Endpoint, request: Request, server: Server, policy: admission.Policy
+) -> Response:
+    started = time.perf_counter()
+    try:
+        body = await _read_body(request, server.max_body_bytes)
+        review = admission.parse_review(body, max_bytes=server.max_body_bytes)
+    except admission.BadReview as bad:
+        server.metrics.observe_admission(
+            endpoint, "error", "bad-request", time.perf_counter() - started
+        )
+        log.warning(
+            "admission request refused",
+            extra={"endpoint": endpoint, "status": bad.status, "error": bad.message},
+        )
+        return _json({"error": bad.message}, bad.status)
+    answer = admission.answer(endpoint, review, policy)
+    elapsed = time.perf_counter() - started
+    server.metrics.observe_admission(
+        endpoint, answer.verdict, answer.outcome, elapsed, answer.reason
+    )
+    extra = {
+        **answer.summary,
+        "allowed": answer.allowed,
+        "outcome": answer.outcome,
+        "duration_ms": round(elapsed * 1000, 3),
+    }
+    if answer.exception is not None:
+        exc = answer.exception
+        log.error("admission policy failed", extra=extra,
+                  exc_info=(type(exc), exc, exc.__traceback__))
+    else:
+        log.info("admission", extra=extra)
+    return _json(answer.review)
+
+
+def admission_router(*, noop: bool) -> APIRouter:
+    router = APIRouter(tags=["admission"])
+
+    @router.post("/mutate")
+    async def mutate(request: Request, server: ServerDep, policy: PolicyDep) -> Response:
+        return await _admit("mutate", request, server, policy)
+
+    @router.post("/validate")
+    async def validate(request: Request, server: ServerDep, policy: PolicyDep) -> Response:
+        return await _admit("validate", request, server, policy)
+
+    if noop:
+
+        @router.post("/noop", include_in_schema=False)
+        async def floor(request: Request, server: ServerDep, policy: PolicyDep) -> Response:
+            return await _admit("noop", request, server, policy)
+
+    return router
+
+
+# --- health and metrics --------------------------------------------------------------
+
+
+def health_router() -> APIRouter:
+    router = APIRouter(tags=["health"])
+
+    @router.get("/healthz", response_class=PlainTextResponse)
+    async def healthz() -> str:
+        return "ok\n"
+
+    @router.get("/readyz")
+    async def readyz(server: ServerDep) -> Response:
+        waiting = server.not_ready()
+        if waiting:
+            return _json({"ready": False, "waiting": waiting}, 503)
+        return _json({"ready": True})
+
+    return router
+
+
+def metrics_router() -> APIRouter:
+    router = APIRouter(tags=["metrics"])
+
+    @router.get("/metrics")
+    async def metrics(server: ServerDep) -> Response:
+        return Response(
+            server.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
+        )
+
+    return router
+
+
+# --- lifespan ------------------------------------------------------------------------
+
+
+async def _poll_certificate(server: Server) -> None:
+    tls = server.tls
+    assert tls is not None
+    while True:
+        await asyncio.sleep(server.cert_poll_seconds)
+        try:
+            if tls.poll():
+                server.metrics.count_certificate_reload()
+                server.update_certificate_expiry()
+        except Exception as exc:  # keep polling: the next renewal must still be seen
+            log.warning("certificate poll failed", extra={"error": str(exc)})
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    server: Server = app.state.server
+    server.update_certificate_expiry()
+    started: list[Service] = []
+    poller: asyncio.Task[None] | None = None
+    try:
+        for service in server.services:
+            service.start()
+            started.append(service)
+        if server.tls is not None:
+            poller = asyncio.create_task(_poll_certificate(server))
+        yield
+    finally:
+        if poller is not None:
+            poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poller
+        for service in reversed(started):
+            try:
+                service.stop()
+            except Exception as exc:  # stop the others regardless
+                log.warning("service did not stop cleanly",
+                            extra={"service": type(service).__name__, "error": str(exc)})
+
+
+def create_app(server: Server) -> FastAPI:
+    app = FastAPI(
+        title="gangkeeper",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.server = server
+    if server.admission:
+        app.include_router(admission_router(noop=server.noop))
+    app.include_router(health_router())
+    app.include_router(metrics_router())
+    return app
