@@ -11,6 +11,13 @@ and the caBundle injection) and the standard library; never imports `gangkeeper.
 In cert-manager mode none of this runs: the server only reads the mounted files.
 """
 
+from .incluster import (
+    CertSyncError,
+    ClientCalls,
+    KubeCalls,
+    SelfManagedCerts,
+    cert_mode_from_env,
+)
 from .issue import (
     CA_LIFETIME,
     RENEW_FRACTION,
@@ -26,8 +33,13 @@ __all__ = [
     "RENEW_FRACTION",
     "SERVING_LIFETIME",
     "CertPaths",
+    "CertSyncError",
     "CertificateError",
+    "ClientCalls",
+    "KubeCalls",
     "Material",
+    "SelfManagedCerts",
+    "cert_mode_from_env",
     "certificate_not_after",
     "ensure_local",
     "service_dns_names",
