@@ -279,7 +279,7 @@ def _summary(review: Review, endpoint: Endpoint) -> dict[str, Any]:
         "operation": review.operation,
         "kind": review.kind["kind"],
         "namespace": review.namespace,
-        "name": review.request.get("name") or meta.get("name") or meta.get("generateName") or "",
+        "object": review.request.get("name") or meta.get("name") or meta.get("generateName") or "",
         "dry_run": bool(review.request.get("dryRun")),
     }
 
@@ -353,8 +353,10 @@ def _pod_answer(review: Review, policy: Policy, endpoint: Endpoint) -> Answer:
             "reject", "rejected", verdict.code or "rejected", summary,
         )
     patch: list[dict[str, Any]] = []
-    if endpoint == "mutate" and decision.patched_pod is not None:
-        patch = json_patch(pod, decision.patched_pod)
+    if endpoint == "mutate" and decision.patched is not None:
+        # The policy fills metadata.namespace from the request before planning; diff
+        # against the same so the patch never touches the namespace.
+        patch = json_patch(_with_namespace(pod, review.namespace), decision.patched)
     summary["patch_ops"] = len(patch)
     return Answer(
         _response(review, allowed=True, warnings=warnings, patch=patch),

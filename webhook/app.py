@@ -144,6 +144,16 @@ async def _admit(
         return _json({"error": bad.message}, bad.status)
     answer = admission.answer(endpoint, review, policy)
     elapsed = time.perf_counter() - started
+    try:
+        _record(server, endpoint, answer, elapsed)
+    except Exception:  # bookkeeping must never turn an answer into a 500
+        log.exception("cannot record admission", extra={"uid": review.uid})
+    return _json(answer.review)
+
+
+def _record(
+    server: Server, endpoint: admission.Endpoint, answer: admission.Answer, elapsed: float
+) -> None:
     server.metrics.observe_admission(
         endpoint, answer.verdict, answer.outcome, elapsed, answer.reason
     )
@@ -159,7 +169,6 @@ async def _admit(
                   exc_info=(type(exc), exc, exc.__traceback__))
     else:
         log.info("admission", extra=extra)
-    return _json(answer.review)
 
 
 def admission_router(*, noop: bool) -> APIRouter:
