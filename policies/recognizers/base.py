@@ -8,6 +8,7 @@ function the caller supplies. Registration is explicit data on a `Registry` inst
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,10 +27,17 @@ class ResourceRule:
 
 
 class Recognizer(Protocol):
-    #: Registry key, e.g. "job", "jobset", "pytorchjob".
-    name: str
-    #: Workload resources this recogniser validates (empty for pod-only recognisers).
-    rules: tuple[ResourceRule, ...]
+    # Read-only members, so frozen dataclasses and properties satisfy the protocol
+    # as well as plain class attributes do.
+    @property
+    def name(self) -> str:
+        """Registry key, e.g. "job", "jobset", "pytorchjob"."""
+        ...
+
+    @property
+    def rules(self) -> tuple[ResourceRule, ...]:
+        """Workload resources this recogniser validates (empty for pod-only ones)."""
+        ...
 
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
@@ -63,7 +71,7 @@ class Registry:
             raise DuplicateRecognizer(f"recogniser {recognizer.name!r} registered twice")
         self._by_name[recognizer.name] = recognizer
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Recognizer]:
         return iter(self._by_name.values())
 
     def __len__(self) -> int:

@@ -1,0 +1,348 @@
+"""Shared reading helpers for recognisers: object metadata, counts, owner chains, gangs.
+
+Every recogniser normalises its kind into the same shape — roles built from pod
+templates (`template_role`) and a gang built by `build_gang` — so all the rules that
+cut across kinds live here once: explicit `gangkeeper.io/*` annotations win over what
+the workload says, counts are whole and sane, and pods find their top-level owner by
+following controller ownerReferences through the caller's lookup (`owner_chain`).
+
+Pure: reads plain dicts and calls the lookup; no I/O of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..config import Config
+from ..errors import InvalidObject
+from ..model import Gang, KubeObject, OwnerLookup, Placement, Role, Source
+from ..podspec import as_list, as_mapping, as_str, field_path, placement_of, pod_demand
+
+GANG_NAME = "gangkeeper.io/gang-name"
+MIN_MEMBER = "gangkeeper.io/min-member"
+
+#: More members than this is a typo, not a gang; refusing it keeps arithmetic small.
+MAX_MEMBERS = 1_000_000
+#: ownerReferences deeper than this are a loop or junk; real chains are ≤ 4 long
+#: (Pod → Job → JobSet → TrainJob; LWS worker → StatefulSet → leader Pod → ... → LWS).
+MAX_OWNER_DEPTH = 8
+
+#: The role that stands for members a recogniser has not seen (e.g. the other pods of
+#: a group known from one pod): they count towards minMember but demand nothing, so
+#: a verdict never rests on a guess about them.
+UNSEEN_ROLE = "unseen"
+
+
+@dataclass(frozen=True)
+class Meta:
+    """The identity of an object, read once with types checked."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+
+    @property
+    def group(self) -> str:
+        return group_of(self.api_version)
+
+    def source(self) -> Source:
+        return Source(self.api_version, self.kind, self.namespace, self.name, self.uid)
+
+
+def group_of(api_version: str) -> str:
+    """ "batch/v1" → "batch"; "v1" → "" (the core group)."""
+    return api_version.rpartition("/")[0]
+
+
+def type_of(obj: object) -> tuple[str, str] | None:
+    """(group, kind) of an object, or None when it is not a Kubernetes object at all."""
+    if not isinstance(obj, Mapping):
+        return None
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    return group_of(api_version), kind
+
+
+def _string_map(value: object, path: str) -> Mapping[str, str]:
+    body = as_mapping(value, path)
+    for key, item in body.items():
+        as_str(item, field_path(path, str(key)))
+    return body
+
+
+def read_meta(obj: KubeObject) -> Meta:
+    """Metadata of an object whose apiVersion and kind are already known to be strings.
+
+    A missing namespace reads as "default", as kubectl applies it; the webhook fills
+    the request's namespace in before calling. A missing name falls back to
+    generateName, so an object created with generateName can still be validated.
+    """
+    metadata = as_mapping(obj.get("metadata"), "metadata")
+    name = as_str(metadata.get("name"), "metadata.name", default="") or as_str(
+        metadata.get("generateName"), "metadata.generateName", default=""
+    )
+    return Meta(
+        api_version=as_str(obj.get("apiVersion"), "apiVersion"),
+        kind=as_str(obj.get("kind"), "kind"),
+        namespace=as_str(metadata.get("namespace"), "metadata.namespace", default="") or "default",
+        name=name,
+        uid=as_str(metadata.get("uid"), "metadata.uid", default=""),
+        labels=_string_map(metadata.get("labels"), "metadata.labels"),
+        annotations=_string_map(metadata.get("annotations"), "metadata.annotations"),
+    )
+
+
+def count(value: object, path: str, default: int) -> int:
+    """A member count (replicas, parallelism, ...): whole, ≥ 0, at most MAX_MEMBERS."""
+    if value is None:
+        return default
+    # bool is an int in Python; `true` in YAML is never a count.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidObject(path, f"must be a whole number, got {type(value).__name__} {value!r}")
+    if value < 0:
+        raise InvalidObject(path, f"cannot be negative, got {value}")
+    if value > MAX_MEMBERS:
+        raise InvalidObject(path, f"{value:,} is more than {MAX_MEMBERS:,} members; refusing it")
+    return value
+
+
+def count_text(value: str, path: str) -> int:
+    """A count written as a decimal string (annotations and labels hold only strings)."""
+    text = value.strip()
+    if not text.isdigit():
+        raise InvalidObject(path, f"must be a whole number written in decimal, got {value!r}")
+    return count(int(text), path, 0)
+
+
+@dataclass(frozen=True)
+class TemplateRole:
+    """A role and the pod-template annotations it came from (for explicit keys)."""
+
+    role: Role
+    annotations: Mapping[str, str]
+    path: str
+
+
+def template_role(
+    name: str, members: int, template: object, path: str, config: Config
+) -> TemplateRole:
+    """A role of `members` pods made from a pod template at `path`."""
+    body = as_mapping(template, path, required=True)
+    metadata_path = field_path(path, "metadata")
+    metadata = as_mapping(body.get("metadata"), metadata_path)
+    annotations = _string_map(metadata.get("annotations"), field_path(metadata_path, "annotations"))
+    spec_path = field_path(path, "spec")
+    spec = body.get("spec")
+    return TemplateRole(
+        role=Role(
+            name=name,
+            count=members,
+            demand=pod_demand(spec, config, spec_path),
+            placement=placement_of(spec, spec_path),
+        ),
+        annotations=annotations,
+        path=metadata_path,
+    )
+
+
+def explicit_keys(annotations: Mapping[str, str], path: str) -> tuple[str | None, int | None]:
+    """(gang name, minMember) from explicit gangkeeper annotations; None where absent."""
+    name = annotations.get(GANG_NAME)
+    if name is not None and not name.strip():
+        raise InvalidObject(field_path(field_path(path, "annotations"), GANG_NAME), "is empty")
+    raw_min = annotations.get(MIN_MEMBER)
+    min_member = None
+    if raw_min is not None:
+        min_path = field_path(field_path(path, "annotations"), MIN_MEMBER)
+        min_member = count_text(raw_min, min_path)
+        if min_member < 1:
+            raise InvalidObject(min_path, "must be at least 1")
+    return (name.strip() if name is not None else None), min_member
+
+
+def with_explicit(gang: Gang, name: str | None, min_member: int | None) -> Gang:
+    """The gang with explicit annotation values applied; they win over the workload's.
+
+    A minMember above the members this object accounts for means the gang spans more
+    than this object (several Jobs or pods sharing one gang name): the others are
+    added as an UNSEEN_ROLE that demands nothing.
+    """
+    if name is None and min_member is None:
+        return gang
+    roles = tuple(r for r in gang.roles if r.name != UNSEEN_ROLE)
+    seen = sum(r.count for r in roles)
+    target = min_member if min_member is not None else gang.min_member
+    if target > seen:
+        roles = (*roles, Role(UNSEEN_ROLE, target - seen, {}, Placement()))
+    return replace(gang, name=name or gang.name, min_member=target, roles=roles)
+
+
+def build_gang(
+    meta: Meta,
+    name: str,
+    parts: Sequence[TemplateRole],
+    recognizer: str,
+    min_member: int | None = None,
+) -> Gang | None:
+    """A gang from its roles, explicit template annotations applied; None if < 2 pods.
+
+    Roles with no pods are dropped. One member alone is not a gang unless explicit
+    annotations say it belongs to a larger one.
+    """
+    roles = tuple(p.role for p in parts if p.role.count > 0)
+    size = sum(r.count for r in roles)
+    explicit_name: str | None = None
+    explicit_min: int | None = None
+    for part in parts:
+        part_name, part_min = explicit_keys(part.annotations, part.path)
+        # Two templates of one workload naming different gangs is a contradiction
+        # the user must resolve; guessing would split or merge gangs silently.
+        if part_name is not None:
+            if explicit_name is not None and part_name != explicit_name:
+                raise InvalidObject(
+                    field_path(field_path(part.path, "annotations"), GANG_NAME),
+                    f"{part_name!r} differs from {explicit_name!r} set on another template",
+                )
+            explicit_name = part_name
+        if part_min is not None:
+            if explicit_min is not None and part_min != explicit_min:
+                raise InvalidObject(
+                    field_path(field_path(part.path, "annotations"), MIN_MEMBER),
+                    f"{part_min} differs from {explicit_min} set on another template",
+                )
+            explicit_min = part_min
+    if explicit_name is None and explicit_min is None and size < 2:
+        return None
+    gang = Gang(
+        namespace=meta.namespace,
+        name=name,
+        min_member=min(min_member, size) if min_member is not None else size,
+        roles=roles,
+        source=meta.source(),
+        recognizer=recognizer,
+    )
+    return with_explicit(gang, explicit_name, explicit_min)
+
+
+# --- owner chains -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Link:
+    """One controller ownerReference on the way up, and the object when the lookup knew it."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    obj: KubeObject | None
+
+    @property
+    def group(self) -> str:
+        return group_of(self.api_version)
+
+
+def controller_ref(obj: KubeObject) -> Mapping[str, Any] | None:
+    """The ownerReference with controller: true, if any; malformed entries are skipped.
+
+    ownerReferences are written by controllers, not users, and a pod whose references
+    cannot be read is simply not followed: it may still be recognised by its labels.
+    """
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None
+    refs = metadata.get("ownerReferences")
+    if not isinstance(refs, list):
+        return None
+    for ref in refs:
+        if (
+            isinstance(ref, Mapping)
+            and ref.get("controller") is True
+            and isinstance(ref.get("apiVersion"), str)
+            and isinstance(ref.get("kind"), str)
+            and isinstance(ref.get("name"), str)
+        ):
+            return ref
+    return None
+
+
+def owner_chain(obj: KubeObject, namespace: str, lookup: OwnerLookup) -> tuple[Link, ...]:
+    """Controller owners from the nearest up, as far as the references go.
+
+    An owner the lookup does not know still appears (obj None) but ends the chain:
+    its own owners cannot be read.
+    """
+    links: list[Link] = []
+    current: KubeObject | None = obj
+    seen: set[tuple[str, str, str]] = set()
+    while current is not None and len(links) < MAX_OWNER_DEPTH:
+        ref = controller_ref(current)
+        if ref is None:
+            break
+        key = (ref["apiVersion"], ref["kind"], ref["name"])
+        if key in seen:  # a reference loop: junk, stop rather than spin
+            break
+        seen.add(key)
+        owner = lookup(ref["apiVersion"], ref["kind"], namespace, ref["name"])
+        uid = ref.get("uid")
+        links.append(
+            Link(
+                ref["apiVersion"],
+                ref["kind"],
+                ref["name"],
+                uid if isinstance(uid, str) else "",
+                owner if isinstance(owner, Mapping) else None,
+            )
+        )
+        current = links[-1].obj
+    return tuple(links)
+
+
+def topmost(
+    chain: Sequence[Link], kinds: set[tuple[str, str]], wrapped_by: set[tuple[str, str]]
+) -> Link | None:
+    """The top-most link of one of `kinds`, unless a `wrapped_by` kind sits above it.
+
+    A Job inside a JobSet belongs to the JobSet's gang, a JobSet made by a TrainJob to
+    the TrainJob's: the recogniser of the outermost kind decides, even when that
+    outer object is unknown to the lookup.
+    """
+    for index in range(len(chain) - 1, -1, -1):
+        link = chain[index]
+        if (link.group, link.kind) in kinds:
+            above = chain[index + 1 :]
+            if any((a.group, a.kind) in wrapped_by for a in above):
+                return None
+            return link
+    return None
+
+
+def role_named(gang: Gang, name: str) -> str | None:
+    """The gang's role of that name (case-insensitive), as the gang spells it."""
+    wanted = name.lower()
+    for role in gang.roles:
+        if role.name.lower() == wanted:
+            return role.name
+    return None
+
+
+def lookup_object(
+    lookup: OwnerLookup, api_version: str, kind: str, namespace: str, name: str
+) -> KubeObject | None:
+    """The lookup's answer, or None for anything that is not an object."""
+    if not name:
+        return None
+    found = lookup(api_version, kind, namespace, name)
+    return found if isinstance(found, Mapping) else None
+
+
+def items_of(value: object, path: str) -> list[tuple[str, Any]]:
+    """(path, item) pairs of a list field, for error messages naming the index."""
+    return [(field_path(path, i), item) for i, item in enumerate(as_list(value, path))]

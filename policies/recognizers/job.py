@@ -1,0 +1,63 @@
+"""batch/v1 Job: its `parallelism` pods run at once and form the gang.
+
+Indexed or not, the Job controller keeps min(parallelism, completions) pods running
+(completions unset means "until one succeeds", so parallelism pods). A suspended Job
+is still validated: it is about to be resumed. A Job that is part of a JobSet belongs
+to the JobSet's gang, so its pods are left to the JobSet recogniser.
+
+Pure: reads dicts and calls the caller's lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..config import Config
+from ..model import Gang, KubeObject, OwnerLookup, PodMembership
+from ..podspec import as_mapping, field_path
+from .base import ResourceRule
+from .common import build_gang, count, owner_chain, read_meta, template_role, topmost, type_of
+
+JOB = ("batch", "Job")
+JOBSET = ("jobset.x-k8s.io", "JobSet")
+ROLE = "worker"
+
+
+def job_pods(spec: Mapping[str, Any], path: str) -> int:
+    """How many pods of a Job spec run at the same time."""
+    parallelism = count(spec.get("parallelism"), field_path(path, "parallelism"), 1)
+    completions = spec.get("completions")
+    if completions is None:
+        return parallelism
+    return min(parallelism, count(completions, field_path(path, "completions"), 1))
+
+
+class JobRecognizer:
+    name = "job"
+    rules = (ResourceRule("batch", ("v1",), "jobs", "Job"),)
+
+    def recognize_object(
+        self, obj: KubeObject, lookup: OwnerLookup, config: Config
+    ) -> list[Gang] | None:
+        if type_of(obj) != JOB:
+            return None
+        meta = read_meta(obj)
+        spec = as_mapping(obj.get("spec"), "spec", required=True)
+        part = template_role(
+            ROLE, job_pods(spec, "spec"), spec.get("template"), "spec.template", config
+        )
+        gang = build_gang(meta, meta.name, [part], self.name)
+        return [gang] if gang is not None else []
+
+    def recognize_pod(
+        self, pod: KubeObject, lookup: OwnerLookup, config: Config
+    ) -> PodMembership | None:
+        namespace = read_meta(pod).namespace
+        link = topmost(owner_chain(pod, namespace, lookup), {JOB}, {JOBSET})
+        # Without the Job itself the size is unknown; the job-name label alone
+        # would only be a guess, so the pod is left to other recognisers.
+        if link is None or link.obj is None:
+            return None
+        gangs = self.recognize_object(link.obj, lookup, config)
+        return PodMembership(gangs[0], ROLE) if gangs else None

@@ -1,0 +1,9 @@
+"""PaddleJob (kubeflow.org/v1, PaddlePaddle): the training-operator recogniser, named."""
+
+from __future__ import annotations
+
+from .trainingoperator import TrainingOperatorRecognizer
+
+RECOGNIZER = TrainingOperatorRecognizer(
+    name="paddlejob", kind="PaddleJob", plural="paddlejobs", replica_specs="paddleReplicaSpecs"
+)

@@ -1,0 +1,106 @@
+"""The recognisers gangkeeper ships, registered explicitly, and the two entry points.
+
+`default_registry()` lists every recogniser in the order pods are asked about:
+workload kinds first (each claims only pods whose top-level owner is of its kind),
+then PodGroup and Kueue keys on the pod, and gangkeeper's own annotations last as
+the fallback. Adding a kind is one module and one line here.
+
+`recognize_object` and `recognize_pod` never crash on junk: an object that is not a
+Kubernetes object, or of a kind nobody knows, is simply not a gang ([] / None).
+InvalidObject is raised only for an object of a known kind with a malformed field.
+
+Pure: the only outside call is the caller's lookup, memoised per call.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ..config import Config
+from ..model import Gang, KubeObject, OwnerLookup, PodMembership
+from . import jaxjob, mpijob, paddlejob, pytorchjob, tfjob, xgboostjob
+from .annotations import AnnotationsRecognizer
+from .base import Registry
+from .common import type_of
+from .job import JobRecognizer
+from .jobset import JobSetRecognizer
+from .kueue import KueuePodGroupRecognizer
+from .leaderworkerset import LeaderWorkerSetRecognizer
+from .podgroup import COSCHEDULING, VOLCANO
+from .trainjob import TrainJobRecognizer
+
+
+@cache
+def default_registry() -> Registry:
+    """A registry of every recogniser gangkeeper ships (built once, then shared)."""
+    registry = Registry()
+    for recognizer in (
+        TrainJobRecognizer(),
+        JobSetRecognizer(),
+        JobRecognizer(),
+        pytorchjob.RECOGNIZER,
+        tfjob.RECOGNIZER,
+        mpijob.RECOGNIZER,
+        xgboostjob.RECOGNIZER,
+        paddlejob.RECOGNIZER,
+        jaxjob.RECOGNIZER,
+        LeaderWorkerSetRecognizer(),
+        VOLCANO,
+        COSCHEDULING,
+        KueuePodGroupRecognizer(),
+        AnnotationsRecognizer(),
+    ):
+        registry.register(recognizer)
+    return registry
+
+
+def _memoised(lookup: OwnerLookup) -> OwnerLookup:
+    """The lookup, answering repeated questions from memory within one call.
+
+    Several recognisers walk the same owner chain of a pod; the caller's lookup
+    may be a cache with locks, so each question is asked once.
+    """
+    answers: dict[tuple[str, str, str, str], KubeObject | None] = {}
+
+    def ask(api_version: str, kind: str, namespace: str, name: str) -> KubeObject | None:
+        key = (api_version, kind, namespace, name)
+        if key not in answers:
+            answers[key] = lookup(api_version, kind, namespace, name)
+        return answers[key]
+
+    return ask
+
+
+def recognize_pod(
+    pod: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None
+) -> PodMembership | None:
+    """The gang and role of a pod, or None when it belongs to no gang we can size."""
+    if type_of(pod) != ("", "Pod"):
+        return None
+    ask = _memoised(lookup)
+    for recognizer in registry if registry is not None else default_registry():
+        membership = recognizer.recognize_pod(pod, ask, config)
+        if membership is not None:
+            return membership
+    return None
+
+
+def recognize_object(
+    obj: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None
+) -> list[Gang]:
+    """The gangs a workload object (or a pod) makes; [] when it is not a gang."""
+    kind = type_of(obj)
+    if kind is None:
+        return []
+    if kind == ("", "Pod"):
+        membership = recognize_pod(obj, lookup, config, registry)
+        return [membership.gang] if membership is not None else []
+    ask = _memoised(lookup)
+    for recognizer in registry if registry is not None else default_registry():
+        gangs = recognizer.recognize_object(obj, ask, config)
+        if gangs is not None:
+            return gangs
+    return []
+
+
+__all__ = ["default_registry", "recognize_object", "recognize_pod"]

@@ -1,0 +1,104 @@
+"""The Kubeflow training-operator family (kubeflow.org/v1), implemented once.
+
+PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob and JAXJob share one shape: a map
+of replica specs (`spec.<x>ReplicaSpecs`, keyed by replica type such as Master or
+Worker), each with `replicas` (default 1) and a pod `template`. The gang is all their
+replicas, one role per replica type; `spec.runPolicy.schedulingPolicy.minAvailable`,
+when set, is the minMember, as the operator gives its own PodGroups. Each kind is a
+`TrainingOperatorRecognizer` instance in its own small module.
+
+Pods are matched through their controller ownerReference (the operator always sets
+it) and their replica-type label; there is no fallback by name: the job holds the size.
+
+Pure: reads dicts and calls the caller's lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import Config
+from ..model import Gang, KubeObject, OwnerLookup, PodMembership
+from ..podspec import as_mapping, field_path
+from .base import ResourceRule
+from .common import (
+    build_gang,
+    count,
+    owner_chain,
+    read_meta,
+    role_named,
+    template_role,
+    topmost,
+    type_of,
+)
+
+GROUP = "kubeflow.org"
+#: Set by the training-operator on every pod it creates (value in lower case); the
+#: mpi-operator v2 sets job-role instead.
+REPLICA_TYPE_LABELS = ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role")
+
+
+@dataclass(frozen=True)
+class TrainingOperatorRecognizer:
+    """A recogniser for one kind of the family; a per-kind module only fills the names."""
+
+    name: str
+    kind: str
+    plural: str
+    replica_specs: str
+    versions: tuple[str, ...] = ("v1",)
+
+    @property
+    def rules(self) -> tuple[ResourceRule, ...]:
+        return (ResourceRule(GROUP, self.versions, self.plural, self.kind),)
+
+    def recognize_object(
+        self, obj: KubeObject, lookup: OwnerLookup, config: Config
+    ) -> list[Gang] | None:
+        if type_of(obj) != (GROUP, self.kind):
+            return None
+        meta = read_meta(obj)
+        spec = as_mapping(obj.get("spec"), "spec", required=True)
+        specs_path = field_path("spec", self.replica_specs)
+        replica_specs = as_mapping(spec.get(self.replica_specs), specs_path, required=True)
+        parts = []
+        for replica_type, replica in replica_specs.items():
+            path = field_path(specs_path, str(replica_type))
+            body = as_mapping(replica, path, required=True)
+            replicas = count(body.get("replicas"), field_path(path, "replicas"), 1)
+            parts.append(
+                template_role(
+                    str(replica_type),
+                    replicas,
+                    body.get("template"),
+                    field_path(path, "template"),
+                    config,
+                )
+            )
+        policy_path = "spec.runPolicy.schedulingPolicy"
+        run_policy = as_mapping(spec.get("runPolicy"), "spec.runPolicy")
+        scheduling = as_mapping(run_policy.get("schedulingPolicy"), policy_path)
+        min_available = scheduling.get("minAvailable")
+        min_member = (
+            count(min_available, field_path(policy_path, "minAvailable"), 0) or None
+            if min_available is not None
+            else None
+        )
+        gang = build_gang(meta, meta.name, parts, self.name, min_member)
+        return [gang] if gang is not None else []
+
+    def recognize_pod(
+        self, pod: KubeObject, lookup: OwnerLookup, config: Config
+    ) -> PodMembership | None:
+        meta = read_meta(pod)
+        link = topmost(owner_chain(pod, meta.namespace, lookup), {(GROUP, self.kind)}, set())
+        if link is None or link.obj is None:
+            return None
+        gangs = self.recognize_object(link.obj, lookup, config)
+        if not gangs:
+            return None
+        for label in REPLICA_TYPE_LABELS:
+            role = role_named(gangs[0], meta.labels.get(label, ""))
+            if role is not None:
+                return PodMembership(gangs[0], role)
+        return None

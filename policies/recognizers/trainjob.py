@@ -1,0 +1,176 @@
+"""Kubeflow Trainer TrainJob (trainer.kubeflow.org/v1alpha1), resolved with its runtime.
+
+A TrainJob names a ClusterTrainingRuntime (the default kind) or a namespaced
+TrainingRuntime in `spec.runtimeRef`; the runtime's `spec.template` is a JobSet spec
+that the Trainer controller turns into a JobSet of the TrainJob's name. What the
+TrainJob sets wins over the runtime, as in the Trainer's plugins:
+- `spec.trainer.numNodes` (else the runtime's `mlPolicy.numNodes`, else 1) is the pod
+  count of the `node` replicatedJob; with MPI `runLauncherAsNode` the launcher is one
+  of those nodes, so `node` runs numNodes - 1 pods;
+- `spec.trainer.resourcesPerNode` replaces the resources of the `node` container in
+  the trainer steps (the `node` replicatedJob and any labelled
+  `trainer.kubeflow.org/trainjob-ancestor-step: trainer`).
+Initializer jobs finish before the trainer starts and are not gang members.
+
+A runtime the lookup does not know is an InvalidObject naming spec.runtimeRef: the
+size cannot be known without it and is never guessed.
+
+Pure: reads dicts and calls the caller's lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..config import Config
+from ..errors import InvalidObject
+from ..model import Gang, KubeObject, OwnerLookup, PodMembership
+from ..podspec import as_list, as_mapping, as_str, field_path
+from ..quantity import gpu_count
+from .base import ResourceRule
+from .common import (
+    build_gang,
+    controller_ref,
+    count,
+    group_of,
+    lookup_object,
+    owner_chain,
+    read_meta,
+    topmost,
+    type_of,
+)
+from .jobset import jobset_of_pod, member_of, replicated_job_parts
+
+TRAINJOB = ("trainer.kubeflow.org", "TrainJob")
+TRAINER_VERSION = "v1alpha1"
+RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
+NODE = "node"
+LAUNCHER = "launcher"
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+
+def _runtime(trainjob: Mapping[str, Any], namespace: str, lookup: OwnerLookup) -> Mapping[str, Any]:
+    spec = as_mapping(trainjob.get("spec"), "spec", required=True)
+    ref = as_mapping(spec.get("runtimeRef"), "spec.runtimeRef", required=True)
+    name = as_str(ref.get("name"), "spec.runtimeRef.name")
+    kind = as_str(ref.get("kind"), "spec.runtimeRef.kind", default="ClusterTrainingRuntime")
+    group = as_str(ref.get("apiGroup"), "spec.runtimeRef.apiGroup", default=TRAINJOB[0])
+    if kind not in RUNTIME_KINDS or group != TRAINJOB[0]:
+        raise InvalidObject(
+            "spec.runtimeRef",
+            f"must name a {' or '.join(RUNTIME_KINDS)} of {TRAINJOB[0]}, got {group}/{kind}",
+        )
+    # A ClusterTrainingRuntime is cluster-scoped: the lookup gets an empty namespace.
+    scope = namespace if kind == "TrainingRuntime" else ""
+    runtime = lookup_object(lookup, f"{group}/{TRAINER_VERSION}", kind, scope, name)
+    if runtime is None:
+        where = f" in namespace {namespace}" if scope else ""
+        raise InvalidObject("spec.runtimeRef", f"{kind} {name!r}{where} not found")
+    return runtime
+
+
+def _resources_per_node(trainer: Mapping[str, Any], config: Config) -> Mapping[str, Any] | None:
+    path = "spec.trainer.resourcesPerNode"
+    raw = trainer.get("resourcesPerNode")
+    if raw is None:
+        return None
+    resources = as_mapping(raw, path)
+    # Checked here so a bad GPU count is reported where the user wrote it, not at
+    # the runtime template it is copied into.
+    for part in ("requests", "limits"):
+        part_path = field_path(path, part)
+        for name, amount in as_mapping(resources.get(part), part_path).items():
+            if isinstance(name, str) and config.is_gpu_resource(name):
+                gpu_count(amount, field_path(part_path, name))
+    return resources
+
+
+def _with_resources(
+    pod_template: Mapping[str, Any], resources: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The pod template with the trainer container's resources replaced."""
+    spec = dict(as_mapping(pod_template.get("spec"), "spec"))
+    containers = [
+        dict(c) if isinstance(c, Mapping) else c
+        for c in as_list(spec.get("containers"), "spec.containers")
+    ]
+    named = [c for c in containers if isinstance(c, dict) and c.get("name") == NODE]
+    targets = named or [c for c in containers[:1] if isinstance(c, dict)]
+    for container in targets:
+        container["resources"] = resources
+    spec["containers"] = containers
+    return {**pod_template, "spec": spec}
+
+
+class TrainJobRecognizer:
+    name = "trainjob"
+    rules = (ResourceRule("trainer.kubeflow.org", (TRAINER_VERSION,), "trainjobs", "TrainJob"),)
+
+    def recognize_object(
+        self, obj: KubeObject, lookup: OwnerLookup, config: Config
+    ) -> list[Gang] | None:
+        if type_of(obj) != TRAINJOB:
+            return None
+        meta = read_meta(obj)
+        runtime = _runtime(obj, meta.namespace, lookup)
+        spec = as_mapping(obj.get("spec"), "spec", required=True)
+        trainer = as_mapping(spec.get("trainer"), "spec.trainer")
+        runtime_spec = as_mapping(runtime.get("spec"), "runtime spec", required=True)
+        ml_policy = as_mapping(runtime_spec.get("mlPolicy"), "runtime spec.mlPolicy")
+        num_nodes = count(
+            trainer.get("numNodes"),
+            "spec.trainer.numNodes",
+            count(ml_policy.get("numNodes"), "runtime spec.mlPolicy.numNodes", 1),
+        )
+        mpi = as_mapping(ml_policy.get("mpi"), "runtime spec.mlPolicy.mpi")
+        launcher_is_node = mpi.get("runLauncherAsNode") is True
+        resources = _resources_per_node(trainer, config)
+        template = as_mapping(runtime_spec.get("template"), "runtime spec.template", required=True)
+        jobset_spec = as_mapping(template.get("spec"), "runtime spec.template.spec", required=True)
+        names = {
+            r.get("name")
+            for r in as_list(
+                jobset_spec.get("replicatedJobs"), "runtime spec.template.spec.replicatedJobs"
+            )
+            if isinstance(r, Mapping)
+        }
+
+        def adjust(
+            name: str, job_template: Mapping[str, Any], pods: int, pod_template: Mapping[str, Any]
+        ) -> tuple[int, Mapping[str, Any]]:
+            job_meta = as_mapping(job_template.get("metadata"), "metadata")
+            labels = as_mapping(job_meta.get("labels"), "metadata.labels")
+            trainer_step = name == NODE or labels.get(ANCESTOR_LABEL) == "trainer"
+            if name == NODE:
+                pods = num_nodes - 1 if launcher_is_node and LAUNCHER in names else num_nodes
+                pods = max(pods, 0)
+            if trainer_step and resources is not None:
+                pod_template = _with_resources(pod_template, resources)
+            return pods, pod_template
+
+        parts = replicated_job_parts(jobset_spec, "runtime spec.template.spec", config, adjust)
+        gang = build_gang(meta, meta.name, parts, self.name)
+        return [gang] if gang is not None else []
+
+    def recognize_pod(
+        self, pod: KubeObject, lookup: OwnerLookup, config: Config
+    ) -> PodMembership | None:
+        chain = owner_chain(pod, read_meta(pod).namespace, lookup)
+        link = topmost(chain, {TRAINJOB}, set())
+        trainjob = link.obj if link is not None else None
+        if trainjob is None and link is None:
+            # The Job may be unknown to the lookup; the JobSet is named on the pod.
+            jobset = jobset_of_pod(pod, chain, lookup)
+            owner = controller_ref(jobset) if jobset is not None else None
+            if owner is not None and (group_of(owner["apiVersion"]), owner["kind"]) == TRAINJOB:
+                trainjob = lookup_object(
+                    lookup,
+                    owner["apiVersion"],
+                    owner["kind"],
+                    read_meta(pod).namespace,
+                    owner["name"],
+                )
+        if trainjob is None:
+            return None
+        return member_of(pod, self.recognize_object(trainjob, lookup, config) or [])
