@@ -1,0 +1,273 @@
+"""Fixtures of the end-to-end tests: a real control plane with gangkeeper registered.
+
+By default the cluster is a gangkeeper sandbox (real etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler and `gangkeeper serve` on loopback) started
+once per session through the pytest-kubernetes provider in
+`gangkeeper.webhook.sandbox.k8s_provider`. `pytest --k8s-provider=kind` or
+`--k8s-kubeconfig=PATH` run the same tests against another cluster where gangkeeper
+is installed; tests that need to stop the gangkeeper process skip there.
+
+Without the control-plane binaries every e2e test skips with a reason naming
+`deploy/sandbox/build.sh`; `GANGKEEPER_E2E=require` turns that into a failure.
+
+Tests isolate themselves: each creates its own nodes (`create_gpu_nodes`, with a
+unique label its pods select) and uses a fresh namespace (`gang_namespace` or
+`plain_namespace`). Nothing here mocks the API server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import pytest
+from kubernetes import client
+from kubernetes import config as kube_config
+from kubernetes.client.exceptions import ApiException
+
+from gangkeeper.webhook.sandbox import (
+    BUILD_COMMAND,
+    BinariesMissing,
+    Sandbox,
+    create_nodes,
+    delete_nodes,
+    gpu_node,
+)
+
+T = TypeVar("T")
+ENABLED_LABEL = "gangkeeper.io/enabled"
+MUTATING_WEBHOOK = "gangkeeper-mutating"
+E2E_DIR = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if E2E_DIR in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def _required() -> bool:
+    return os.environ.get("GANGKEEPER_E2E", "").lower() == "require"
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if _required():
+        pytest.fail(f"GANGKEEPER_E2E=require: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+class Cluster:
+    """A running cluster with gangkeeper registered, as the e2e tests see it."""
+
+    def __init__(self, kubeconfig: Path, sandbox: Sandbox | None) -> None:
+        self.kubeconfig = str(kubeconfig)
+        self.sandbox = sandbox
+        self.api_client = kube_config.new_client_from_config(config_file=self.kubeconfig)
+        self.core = client.CoreV1Api(self.api_client)
+        self.batch = client.BatchV1Api(self.api_client)
+        self.apps = client.AppsV1Api(self.api_client)
+        self.custom = client.CustomObjectsApi(self.api_client)
+        self.coordination = client.CoordinationV1Api(self.api_client)
+        self.admission = client.AdmissionregistrationV1Api(self.api_client)
+        self._nodes: list[str] = []
+        kubectl = sandbox.binaries.kubectl if sandbox is not None else shutil.which("kubectl")
+        if kubectl is None:
+            raise RuntimeError("kubectl is not on PATH")
+        self._kubectl = str(kubectl)
+
+    def kubectl(
+        self, *args: str, check: bool = True, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl against the cluster; with `check`, a non-zero exit fails the
+        test with kubectl's stderr in the message."""
+        done = subprocess.run(
+            [self._kubectl, f"--kubeconfig={self.kubeconfig}", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        if check and done.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} exited {done.returncode}:\n{done.stderr}\n{done.stdout}"
+            )
+        return done
+
+    def create_gpu_nodes(
+        self,
+        prefix: str,
+        count: int,
+        gpus: int,
+        *,
+        resource: str = "nvidia.com/gpu",
+        labels: Mapping[str, str] | None = None,
+        taints: Sequence[Mapping[str, str]] | None = None,
+    ) -> list[str]:
+        """`count` Ready nodes `prefix-0..` with `gpus` each; deleted at session end."""
+        manifests = [
+            gpu_node(f"{prefix}-{i}", gpus, resource=resource, labels=labels, taints=taints)
+            for i in range(count)
+        ]
+        names = create_nodes(self.core, manifests)
+        self._nodes.extend(names)
+        return names
+
+    def delete_created_nodes(self) -> None:
+        delete_nodes(self.core, self._nodes)
+        self._nodes.clear()
+
+    def _need_sandbox(self) -> Sandbox:
+        if self.sandbox is None:
+            pytest.skip("stopping gangkeeper needs the sandbox (it runs gangkeeper as a process)")
+        return self.sandbox
+
+    def gangkeeper_stop(self) -> None:
+        self._need_sandbox().stop_gangkeeper()
+
+    def gangkeeper_start(self) -> None:
+        self._need_sandbox().start_gangkeeper()
+
+    def gangkeeper_restart(self) -> None:
+        sandbox = self._need_sandbox()
+        sandbox.stop_gangkeeper()
+        sandbox.start_gangkeeper()
+
+    @staticmethod
+    def wait_for(
+        predicate: Callable[[], T],
+        timeout: float = 30.0,
+        interval: float = 0.2,
+        message: str = "",
+    ) -> T:
+        """Poll until `predicate()` is truthy and return its value; fail after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"timed out after {timeout}s waiting for {message or predicate}"
+                )
+            time.sleep(interval)
+
+    def new_namespace(self, *, opted_in: bool) -> str:
+        name = f"{'gang' if opted_in else 'plain'}-{uuid.uuid4().hex[:8]}"
+        labels = {ENABLED_LABEL: "true"} if opted_in else {}
+        self.core.create_namespace({"metadata": {"name": name, "labels": labels}})
+        # The ServiceAccount admission plugin refuses pods until `default` exists.
+        self.wait_for(
+            lambda: _exists(lambda: self.core.read_namespaced_service_account("default", name)),
+            timeout=60.0,
+            message=f"ServiceAccount {name}/default",
+        )
+        return name
+
+    def delete_namespace(self, name: str) -> None:
+        # No kubelet confirms deletion of bound pods: delete them at once, or they
+        # stay Terminating forever and the namespace with them.
+        with contextlib.suppress(ApiException):
+            self.core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
+        with contextlib.suppress(ApiException):
+            self.core.delete_namespace(name)
+
+    def close(self) -> None:
+        self.api_client.close()
+
+
+def _exists(read: Callable[[], object]) -> bool:
+    try:
+        read()
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise
+    return True
+
+
+@pytest.fixture(scope="session")
+def k8s_cluster_manager(
+    request: pytest.FixtureRequest,
+    k8s_manager: Callable[..., type[Any]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Any]:
+    """The session's pytest-kubernetes cluster manager (the sandbox by default)."""
+    from gangkeeper.webhook.sandbox.k8s_provider import SandboxManager
+
+    klass = k8s_manager()
+    options = request.config
+    try:
+        manager = klass(
+            options.getoption("k8s_cluster_name"),
+            options.getoption("k8s_provider_config"),
+            options.getoption("k8s_kubeconfig") or options.getoption("k8s_kubeconfig_override"),
+        )
+    except BinariesMissing as e:
+        _unavailable(str(e))
+    except RuntimeError as e:
+        _unavailable(f"no cluster provider ({e}); build the sandbox with `{BUILD_COMMAND}`")
+    started = time.monotonic()
+    if isinstance(manager, SandboxManager):
+        # Tests bring their own nodes; a fleet would only absorb their pods.
+        manager.create(directory=tmp_path_factory.mktemp("sandbox"), fleet=None)
+    else:
+        manager.create()
+    request.config.stash[_STARTUP] = time.monotonic() - started
+    yield manager
+    manager.delete()
+
+
+_STARTUP = pytest.StashKey[float]()
+
+
+@pytest.fixture(scope="session")
+def cluster(k8s_cluster_manager: Any) -> Iterator[Cluster]:
+    """The cluster of the session, with gangkeeper registered (see module docstring)."""
+    sandbox = getattr(k8s_cluster_manager, "sandbox", None)
+    kubeconfig = k8s_cluster_manager.kubeconfig
+    if kubeconfig is None:
+        pytest.fail("the cluster manager has no kubeconfig after create()")
+    handle = Cluster(Path(kubeconfig), sandbox)
+    try:
+        if not _exists(
+            lambda: handle.admission.read_mutating_webhook_configuration(MUTATING_WEBHOOK)
+        ):
+            pytest.fail(
+                f"MutatingWebhookConfiguration {MUTATING_WEBHOOK} not found: install gangkeeper "
+                "in the cluster (or run without --k8s-provider/--k8s-kubeconfig for the sandbox)",
+                pytrace=False,
+            )
+        yield handle
+    finally:
+        handle.delete_created_nodes()
+        handle.close()
+
+
+@pytest.fixture
+def gang_namespace(cluster: Cluster) -> Iterator[str]:
+    """A fresh namespace labelled gangkeeper.io/enabled=true; deleted afterwards."""
+    name = cluster.new_namespace(opted_in=True)
+    yield name
+    cluster.delete_namespace(name)
+
+
+@pytest.fixture
+def plain_namespace(cluster: Cluster) -> Iterator[str]:
+    """A fresh namespace without the opt-in label; deleted afterwards."""
+    name = cluster.new_namespace(opted_in=False)
+    yield name
+    cluster.delete_namespace(name)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    startup = config.stash.get(_STARTUP, None)
+    if startup is not None:
+        terminalreporter.write_line(f"e2e cluster startup: {startup:.1f}s")
