@@ -69,6 +69,9 @@ class GangReport:
     reason: str
     #: Seconds since the oldest live member was created.
     age_seconds: float
+    #: Creation time (epoch seconds) of the oldest live member: identifies this gang
+    #: instance when a gang of the same name comes back later.
+    arrived: float
     #: Waiting for longer than `Config.gang_timeout_seconds`.
     stuck: bool
 
@@ -248,6 +251,7 @@ def plan(
                 code=code,
                 reason=reason,
                 age_seconds=age,
+                arrived=gang.arrived,
                 stuck=state == "waiting" and age >= config.gang_timeout_seconds,
             )
         )

@@ -1,0 +1,474 @@
+"""`GangController`: the thin I/O loop around the pure plan.
+
+Threads (all daemons, all stopped by `stop()`):
+- **elector**: acquire/renew the Lease `gangkeeper-controller` (election.py decides);
+  only while it holds the lease does the controller write anything.
+- **informers**: list+watch every pod and every node (informer.py); pods are kept
+  reduced to `PodInfo`s. All pods, not only gang pods, because bound and in-flight
+  pods are what make GPUs used.
+- **reconciler**: after changes settle (a few milliseconds), run `plan.plan(...)` on
+  the caches; as leader, perform its releases: ensure the group object (create;
+  "already exists" is fine), then remove gangkeeper's gate from every gated member in
+  one burst of concurrent JSON patches. Each patch `test`s the gate list it read, so a
+  pod changed meanwhile is left for the next pass, and never loses another
+  system's gate. Stuck gangs get Events (once per gang and cause per process).
+
+Nothing is remembered that the API does not hold: a new leader re-reads pods, gates
+and group objects and finishes whatever a previous leader left half done.
+
+May do API I/O; decides nothing itself (see plan.py, election.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any
+
+from kubernetes.client import ApiClient
+
+from gangkeeper.policies.config import Config
+
+from .election import LeaseStep, Observation, micro_time, next_lease, released_lease
+from .informer import Informer
+from .keys import EVENT_SOURCE, GATE, LEASE_NAME
+from .observe import GangObservation, PodInfo, is_live, pod_info
+from .plan import GangReport, Plan, Release, plan
+from .podgroups import (
+    COSCHEDULING,
+    NATIVE_VERSIONS,
+    VOLCANO,
+    GroupResource,
+    group_object,
+    native_resource,
+)
+from .rest import ApiError, Rest
+
+log = logging.getLogger(__name__)
+
+Sample = tuple[str, tuple[tuple[str, str], ...]]
+
+
+def ungate_patch(pod: PodInfo) -> list[dict[str, Any]]:
+    """JSON patch lifting only gangkeeper's gate, guarded by a test of the gates read."""
+    current = [{"name": g} for g in pod.gates]
+    remaining = [{"name": g} for g in pod.gates if g != GATE]
+    return [
+        {"op": "test", "path": "/spec/schedulingGates", "value": current},
+        {"op": "replace", "path": "/spec/schedulingGates", "value": remaining},
+    ]
+
+
+def event_body(
+    regarding: Mapping[str, str], reason: str, note: str, identity: str, wall: float
+) -> dict[str, Any]:
+    """An events.k8s.io/v1 Warning about `regarding` (pod or owner)."""
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {
+            "generateName": f"{regarding['name'][:200]}.gangkeeper-",
+            "namespace": regarding["namespace"],
+        },
+        "eventTime": micro_time(wall),
+        "reportingController": EVENT_SOURCE,
+        "reportingInstance": identity[:128],
+        "action": "Release",
+        "reason": reason,
+        "note": note[:1024],
+        "type": "Warning",
+        "regarding": dict(regarding),
+    }
+
+
+#: Event reason per wait cause.
+EVENT_REASONS = {
+    "incomplete": "GangIncomplete",
+    "no-fit": "GangDoesNotFit",
+    "held": "GangHeld",
+    "invalid": "GangInvalid",
+}
+#: Events per stuck gang go to the owner and at most this many member pods.
+EVENT_POD_LIMIT = 100
+
+
+class GangController:
+    """Leader-elected gang releaser; see the module docstring."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        config: Config,
+        *,
+        namespace: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        workers: int = 64,
+        settle_seconds: float = 0.02,
+        resync_seconds: float = 10.0,
+    ) -> None:
+        self.config = config
+        self.namespace = namespace
+        self.identity = identity or f"gangkeeper-{uuid.uuid4().hex[:8]}"
+        self._lease_duration = lease_duration
+        self._renew_deadline = renew_deadline
+        self._retry_period = retry_period
+        self._settle = settle_seconds
+        self._resync = resync_seconds
+        self._workers = workers
+        configuration = api_client.configuration
+        # One pooled connection per patch worker, or the burst queues on the pool.
+        if (configuration.connection_pool_maxsize or 0) < workers + 8:
+            configuration.connection_pool_maxsize = workers + 8
+            api_client.rest_client = type(api_client.rest_client)(configuration)
+        self.rest = Rest(api_client)
+        self._stop = threading.Event()
+        self._dirty = threading.Event()
+        self._leader = threading.Event()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._pool: ThreadPoolExecutor | None = None
+        self._lease: Mapping[str, Any] | None = None
+        self._native: GroupResource | None = None
+        self._native_checked = False
+        self._evented: set[tuple[str, str, float, str]] = set()
+        self._last_plan = Plan(releases=(), reports=())
+        self._counters: dict[Sample, float] = {}
+        self.pods: Informer[PodInfo] = Informer(
+            self.rest, "/api/v1/pods", self._pod, self._dirty.set, name="pods"
+        )
+        self.nodes: Informer[Mapping[str, Any]] = Informer(
+            self.rest, "/api/v1/nodes", lambda n: n, self._dirty.set, name="nodes"
+        )
+
+    def _pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
+        return pod_info(raw, self.config) if is_live(raw) else None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the watches, the elector and the reconciler (returns at once)."""
+        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="gang-release")
+        self.pods.start()
+        self.nodes.start()
+        for target, name in ((self._elect, "elector"), (self._reconcile_loop, "reconciler")):
+            thread = threading.Thread(target=target, name=f"gang-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        """Stop every thread and give the lease up so another replica takes over at once."""
+        self._stop.set()
+        self._dirty.set()
+        self.pods.stop()
+        self.nodes.stop()
+        for thread in self._threads:
+            thread.join(timeout=5.0)
+        if self._leader.is_set():
+            self._leader.clear()
+            self._give_up_lease()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        # Watches block in a socket read; dropping the pool's connections ends them.
+        self.rest.close_all()
+        self.pods.join(2.0)
+        self.nodes.join(2.0)
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leader.is_set()
+
+    @property
+    def synced(self) -> bool:
+        return self.pods.synced.is_set() and self.nodes.synced.is_set()
+
+    def reports(self) -> tuple[GangReport, ...]:
+        """The last pass's view of every gang (what `gangkeeper status` computes)."""
+        return self._last_plan.reports
+
+    # -- leader election -------------------------------------------------------------------
+
+    def _lease_path(self, name: str = "") -> str:
+        base = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
+        return f"{base}/{name}" if name else base
+
+    def _try_lease(self, observed: Observation | None) -> tuple[bool, Observation | None]:
+        try:
+            lease: Mapping[str, Any] | None = self.rest.get(self._lease_path(LEASE_NAME))
+        except ApiError as err:
+            if err.status != 404:
+                raise
+            lease = None
+        step: LeaseStep = next_lease(
+            lease,
+            name=LEASE_NAME,
+            namespace=self.namespace,
+            identity=self.identity,
+            duration_seconds=max(1, round(self._lease_duration)),
+            wall=time.time(),
+            monotonic=time.monotonic(),
+            observed=observed,
+        )
+        if step.action == "wait":
+            return False, step.observation
+        try:
+            if step.action == "create":
+                written = self.rest.request("POST", self._lease_path(), body=step.body)
+            else:
+                written = self.rest.request("PUT", self._lease_path(LEASE_NAME), body=step.body)
+        except ApiError as err:
+            if err.status in (409, 422):  # someone else wrote first: not ours this round
+                return False, step.observation
+            raise
+        self._lease = written
+        return True, step.observation
+
+    def _elect(self) -> None:
+        observed: Observation | None = None
+        last_renew = 0.0
+        while not self._stop.is_set():
+            try:
+                ok, observed = self._try_lease(observed)
+            except ApiError as err:
+                log.warning("lease %s/%s: %s", self.namespace, LEASE_NAME, err)
+                ok = False
+            now = time.monotonic()
+            if ok:
+                last_renew = now
+                if not self._leader.is_set():
+                    log.info("%s became the gang controller leader", self.identity)
+                    self._leader.set()
+                    self._dirty.set()
+            elif self._leader.is_set() and now - last_renew > self._renew_deadline:
+                log.warning("%s lost the gang controller lease", self.identity)
+                self._leader.clear()
+            self._stop.wait(self._retry_period)
+
+    def _give_up_lease(self) -> None:
+        try:
+            lease = self.rest.get(self._lease_path(LEASE_NAME))
+            body = released_lease(lease, self.identity)
+            if body is not None:
+                self.rest.request("PUT", self._lease_path(LEASE_NAME), body=body)
+        except ApiError as err:
+            log.info("could not release lease: %s", err)
+
+    # -- reconcile ---------------------------------------------------------------------------
+
+    def _reconcile_loop(self) -> None:
+        while not self._stop.is_set():
+            self._dirty.wait(self._resync)
+            if self._stop.is_set():
+                return
+            # Let a burst of watch events (a Job creating 1,000 pods) settle into one pass.
+            self._stop.wait(self._settle)
+            self._dirty.clear()
+            try:
+                self.reconcile_once()
+            except Exception:  # one bad pass must not end the loop
+                log.exception("gang controller pass failed")
+                self._stop.wait(1.0)
+
+    def reconcile_once(self) -> Plan:
+        """One pass: plan from the caches; as leader, release and report."""
+        if not self.synced:
+            return self._last_plan
+        result = plan(self.pods.items(), self.nodes.items(), self.config, time.time())
+        self._last_plan = result
+        if not self._leader.is_set() or self._stop.is_set():
+            return result
+        if result.releases:
+            started = time.monotonic()
+            self._release_all(result.releases)
+            self._count("gangkeeper_gang_release_seconds_sum", (), time.monotonic() - started)
+            # Patched pods are in the cache already; re-plan so the next gang in line
+            # is judged against them.
+            self._dirty.set()
+        self._report_stuck(result.reports)
+        return result
+
+    def _count(self, name: str, labels: tuple[tuple[str, str], ...], value: float = 1.0) -> None:
+        with self._lock:
+            key = (name, labels)
+            self._counters[key] = self._counters.get(key, 0.0) + value
+
+    def _release_all(self, releases: tuple[Release, ...]) -> None:
+        pool = self._pool
+        assert pool is not None
+        ready: list[Release] = []
+        for release in releases:
+            if release.needs_group and not self._ensure_group(release.gang):
+                continue
+            ready.append(release)
+        futures = [
+            pool.submit(self._ungate, pod) for release in ready for pod in release.pods
+        ]
+        wait(futures)
+        for release in ready:
+            log.info(
+                "released gang %s/%s: %d pods",
+                release.gang.namespace, release.gang.name, len(release.pods),
+            )
+            self._count("gangkeeper_gang_releases_total", (("backend", release.gang.backend),))
+        self._count("gangkeeper_gang_release_seconds_count", ())
+
+    def _ungate(self, pod: PodInfo) -> None:
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+        try:
+            answer = self.rest.request(
+                "PATCH", path, body=ungate_patch(pod), content_type="application/json-patch+json"
+            )
+        except ApiError as err:
+            # 422: the gates changed since we read them (test op); 404: pod gone;
+            # 409: conflict. The next pass decides again on fresh state.
+            outcome = "conflict" if err.status in (404, 409, 422) else "error"
+            if outcome == "error":
+                log.warning("ungating %s/%s: %s", pod.namespace, pod.name, err)
+            self._count("gangkeeper_gang_ungate_errors_total", (("cause", outcome),))
+            return
+        self.pods.put(answer)
+        self._count("gangkeeper_gang_ungated_pods_total", ())
+
+    def _group_resource(self, backend: str) -> GroupResource | None:
+        if backend == "coscheduling":
+            return COSCHEDULING
+        if backend == "volcano":
+            return VOLCANO
+        if not self._native_checked:
+            try:
+                group = self.rest.get("/apis/scheduling.k8s.io")
+                served = {str(v.get("version")) for v in group.get("versions") or []}
+                for version in NATIVE_VERSIONS:
+                    if version not in served:
+                        continue
+                    resources = self.rest.get(f"/apis/scheduling.k8s.io/{version}")
+                    if any(r.get("name") == "podgroups" for r in resources.get("resources") or []):
+                        self._native = native_resource(version)
+                        break
+                self._native_checked = True
+            except ApiError as err:
+                log.warning("discovering scheduling.k8s.io: %s", err)
+                return None
+        return self._native
+
+    def _ensure_group(self, gang: GangObservation) -> bool:
+        resource = self._group_resource(gang.backend)
+        if resource is None:
+            log.warning(
+                "gang %s/%s: backend %s needs a PodGroup API the cluster does not serve",
+                gang.namespace, gang.name, gang.backend,
+            )
+            self._count("gangkeeper_gang_group_errors_total", (("backend", gang.backend),))
+            return False
+        body = group_object(gang, resource)
+        path = f"/apis/{resource.api_version}/namespaces/{gang.namespace}/{resource.plural}"
+        try:
+            self.rest.request("POST", path, body=body)
+            self._count("gangkeeper_gang_groups_created_total", (("backend", gang.backend),))
+        except ApiError as err:
+            if err.status != 409:  # 409: exists already (a previous leader made it)
+                log.warning("creating %s for %s/%s: %s", path, gang.namespace, gang.name, err)
+                self._count("gangkeeper_gang_group_errors_total", (("backend", gang.backend),))
+                return False
+        return True
+
+    # -- stuck gangs --------------------------------------------------------------------------
+
+    def _report_stuck(self, reports: tuple[GangReport, ...]) -> None:
+        pods_by_gang: dict[tuple[str, str], list[PodInfo]] | None = None
+        for report in reports:
+            if not report.stuck:
+                continue
+            key = (report.namespace, report.label, report.arrived, report.code)
+            if key in self._evented:
+                continue
+            self._evented.add(key)
+            if pods_by_gang is None:
+                pods_by_gang = {}
+                for pod in self.pods.items():
+                    if pod.gang:
+                        pods_by_gang.setdefault((pod.namespace, pod.gang), []).append(pod)
+            members = pods_by_gang.get((report.namespace, report.label), [])
+            self._emit(report, members)
+
+    def _emit(self, report: GangReport, members: list[PodInfo]) -> None:
+        reason = EVENT_REASONS.get(report.code, "GangWaiting")
+        note = (
+            f"gang {report.namespace}/{report.name} waiting "
+            f"{int(report.age_seconds)}s (timeout {self.config.gang_timeout_seconds}s): "
+            f"{report.reason}"
+        )
+        targets: list[dict[str, str]] = []
+        owner = next((m.owner for m in members if m.owner is not None), None)
+        if owner is not None:
+            targets.append({"apiVersion": owner.api_version, "kind": owner.kind,
+                            "name": owner.name, "uid": owner.uid,
+                            "namespace": report.namespace})
+        for member in members[:EVENT_POD_LIMIT]:
+            targets.append({"apiVersion": "v1", "kind": "Pod", "name": member.name,
+                            "uid": member.uid, "namespace": member.namespace})
+        path = f"/apis/events.k8s.io/v1/namespaces/{report.namespace}/events"
+        pool = self._pool
+        assert pool is not None
+        for target in targets:
+            body = event_body(target, reason, note, self.identity, time.time())
+            pool.submit(self._post_event, path, body)
+        self._count("gangkeeper_gang_stuck_reports_total", (("reason", report.code),))
+
+    def _post_event(self, path: str, body: dict[str, Any]) -> None:
+        try:
+            self.rest.request("POST", path, body=body)
+        except ApiError as err:
+            log.warning("event for %s: %s", body["regarding"].get("name"), err)
+
+    # -- metrics ---------------------------------------------------------------------------------
+
+    def metric_samples(self) -> dict[Sample, float]:
+        """Labelled samples ({(name, labels): value}): a `webhook.metrics` Collector."""
+        samples: dict[Sample, float] = {
+            ("gangkeeper_controller_leader", ()): 1.0 if self.is_leader else 0.0,
+            ("gangkeeper_controller_synced", ()): 1.0 if self.synced else 0.0,
+        }
+        for state in ("waiting", "releasing", "released"):
+            samples[("gangkeeper_gangs", (("state", state),))] = 0.0
+        for code in EVENT_REASONS:
+            samples[("gangkeeper_gangs_waiting", (("reason", code),))] = 0.0
+        stuck = 0.0
+        for report in self._last_plan.reports:
+            samples[("gangkeeper_gangs", (("state", report.state),))] += 1
+            if report.state == "waiting":
+                key: Sample = ("gangkeeper_gangs_waiting", (("reason", report.code),))
+                samples[key] = samples.get(key, 0.0) + 1
+            stuck += 1 if report.stuck else 0
+        samples[("gangkeeper_gangs_stuck", ())] = stuck
+        samples[("gangkeeper_controller_relists_total", (("resource", "pods"),))] = float(
+            self.pods.relists
+        )
+        samples[("gangkeeper_controller_relists_total", (("resource", "nodes"),))] = float(
+            self.nodes.relists
+        )
+        with self._lock:
+            samples.update(self._counters)
+        return samples
+
+    def metrics(self) -> dict[str, float]:
+        """The same numbers flattened to {name: value} (labelled series summed).
+
+        `gangkeeper_gangs` by state becomes `gangkeeper_gangs_<state>`.
+        """
+        flat: dict[str, float] = {}
+        for (name, labels), value in self.metric_samples().items():
+            key = f"gangkeeper_gangs_{labels[0][1]}" if name == "gangkeeper_gangs" else name
+            flat[key] = flat.get(key, 0.0) + value
+        return flat
+
+
+def metrics_collector(controller: GangController) -> Callable[[], dict[Sample, float]]:
+    """What the server can register with `Metrics.add_collector` (labelled samples)."""
+    return controller.metric_samples
