@@ -105,39 +105,34 @@ class Processes:
 
     def alive(self, name: str) -> bool:
         record = self.record(name)
-        return record is not None and _is_running(record)
+        return record is not None and self._running(record)
 
-    def exit_code(self, name: str) -> int | None:
-        """The exit code if this process started it and it has exited, else None."""
-        proc = self._children.get(name)
-        return None if proc is None else proc.poll()
+    def _running(self, record: Record) -> bool:
+        proc = self._children.get(record.name)
+        if proc is not None and proc.pid == record.pid:
+            # Our own child: poll() is exact, and right after fork /proc still
+            # shows the Python parent's command line until exec.
+            return proc.poll() is None
+        return _is_running(record)
 
     def stop(self, name: str, *, timeout: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after `timeout`; forget the PID file either way."""
         record = self.record(name)
-        if record is not None and _is_running(record):
+        if record is not None and self._running(record):
             _signal(record.pid, signal.SIGTERM)
             deadline = time.monotonic() + timeout
-            while _is_running(record) and time.monotonic() < deadline:
-                self._reap(name)
+            while self._running(record) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            if _is_running(record):
+            if self._running(record):
                 _signal(record.pid, signal.SIGKILL)
-                while _is_running(record):
-                    self._reap(name)
+                while self._running(record):
                     time.sleep(0.05)
-        self._reap(name)
         self._children.pop(name, None)
         (self.pids / f"{name}.pid").unlink(missing_ok=True)
 
     def stop_all(self) -> None:
         for name in self.names():
             self.stop(name)
-
-    def _reap(self, name: str) -> None:
-        proc = self._children.get(name)
-        if proc is not None:
-            proc.poll()
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:

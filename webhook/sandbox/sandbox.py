@@ -409,6 +409,9 @@ class Sandbox:
             f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
+            # The endpoint reconciler refuses a loopback address for the `kubernetes`
+            # Service; nothing in the sandbox reaches the API server through it.
+            "--endpoint-reconciler-type=none",
             f"--secure-port={ports.apiserver}",
             f"--tls-cert-file={pki.apiserver.cert}",
             f"--tls-private-key-file={pki.apiserver.key}",
