@@ -203,7 +203,7 @@ def _who(gang: Gang, problem: _Problem, items: Sequence[_Item]) -> str:
     if len(items) == len(problem.items) or len(problem.items) == 1:
         return base
     roles = ", ".join(i.name for i in items)
-    return f"{base} role{'s' if len(items) > 1 else ''} {roles}"
+    return f"{base} (role{'s' if len(items) > 1 else ''} {roles})"
 
 
 # -- the checks ---------------------------------------------------------------------------
