@@ -35,7 +35,7 @@ from .config import Config
 from .eligibility import node_eligible, uses_node_identity
 from .errors import InvalidObject
 from .model import KubeObject, Placement, Taint
-from .podspec import as_list, as_mapping, as_str, field_path
+from .podspec import as_list, as_mapping, as_str, field_path, pod_demand
 from .quantity import parse_quantity
 
 #: Labels whose value is unique per node. Kept out of the shape (else every node is
@@ -305,6 +305,22 @@ class Capacity:
                 return
             self._pods[uid] = (node_name, gpus)
             self._move(node_name, gpus, +1)
+
+    def add_pod_object(self, pod: KubeObject) -> None:
+        """`add_pod` for a Pod dict: its uid, spec.nodeName and effective GPU demand.
+
+        A pod not bound to a node, or finished (Succeeded/Failed), holds no GPUs and is
+        removed instead. Raises InvalidObject for a malformed spec.
+        """
+        meta = as_mapping(pod.get("metadata"), "Pod.metadata", required=True)
+        uid = as_str(meta.get("uid"), "Pod.metadata.uid")
+        spec = as_mapping(pod.get("spec"), "Pod.spec", required=True)
+        node_name = as_str(spec.get("nodeName"), "Pod.spec.nodeName", default="")
+        status = as_mapping(pod.get("status"), "Pod.status")
+        if not node_name or status.get("phase") in ("Succeeded", "Failed"):
+            self.remove_pod(uid)
+            return
+        self.add_pod(uid, node_name, pod_demand(spec, self._config, "Pod.spec"))
 
     def remove_pod(self, uid: str) -> None:
         """Stop counting a pod (deleted, finished or rebound); unknown uids are ignored."""

@@ -110,23 +110,22 @@ class MutationPlan:
         if not self.changes:
             return result
         metadata = result.setdefault("metadata", {})
-        if self.labels:
-            labels = metadata.get("labels") or {}
-            metadata["labels"] = {
-                **labels,
-                **{k: v for k, v in self.labels.items() if k not in labels},
-            }
-        if self.annotations:
-            annotations = metadata.get("annotations") or {}
-            metadata["annotations"] = {
-                **annotations,
-                **{k: v for k, v in self.annotations.items() if k not in annotations},
-            }
-        spec = result.setdefault("spec", {})
+        for where, additions in (("labels", self.labels), ("annotations", self.annotations)):
+            if not additions:
+                continue
+            # A value that is not a mapping cannot hold keys; the API server would
+            # refuse it anyway, so it is replaced rather than crashed on.
+            have = metadata.get(where)
+            have = have if isinstance(have, Mapping) else {}
+            metadata[where] = {**have, **{k: v for k, v in additions.items() if k not in have}}
+        spec = result.get("spec")
+        if not isinstance(spec, dict):
+            spec = result["spec"] = {}
         if self.scheduler_name is not None:
             spec["schedulerName"] = self.scheduler_name
         if self.add_gate:
-            gates = list(spec.get("schedulingGates") or [])
+            raw_gates = spec.get("schedulingGates")
+            gates = list(raw_gates) if isinstance(raw_gates, list) else []
             if not any(isinstance(g, Mapping) and g.get("name") == GATE for g in gates):
                 gates.append({"name": GATE})
             spec["schedulingGates"] = gates

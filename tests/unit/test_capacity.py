@@ -208,3 +208,27 @@ def test_a_node_without_a_name_is_an_error() -> None:
 def test_fractional_allocatable_offers_its_floor() -> None:
     capacity = Capacity.from_nodes([node("n", "2500m")])
     assert totals(capacity.bins([Placement()])) == {2: 1}
+
+
+def bound_pod(uid: str, node_name: str, gpus: int | str, phase: str = "Running") -> dict[str, Any]:
+    return {
+        "metadata": {"name": uid, "uid": uid},
+        "spec": {
+            "nodeName": node_name,
+            "containers": [{"name": "c", "resources": {"limits": {GPU: str(gpus)}}}],
+        },
+        "status": {"phase": phase},
+    }
+
+
+def test_pod_objects_count_their_effective_demand_until_they_finish() -> None:
+    capacity = Capacity.from_nodes([node("a", 8)])
+    capacity.add_pod_object(bound_pod("p1", "a", 3))
+    assert totals(capacity.bins([Placement()], view="free")) == {5: 1}
+    capacity.add_pod_object(bound_pod("p1", "a", 3, phase="Succeeded"))
+    assert totals(capacity.bins([Placement()], view="free")) == {8: 1}
+
+
+def test_a_pod_object_with_a_fractional_gpu_is_an_error_naming_the_field() -> None:
+    with pytest.raises(InvalidObject, match=r"Pod\.spec\.containers\[0\]"):
+        Capacity.from_nodes([node("a", 8)]).add_pod_object(bound_pod("p", "a", "1.5"))
