@@ -1,0 +1,178 @@
+"""`python -m bench [--quick] [--json FILE] [--out DIR] [--only NAMES]`: all benchmarks.
+
+Runs, in order, the policy-core, webhook and controller benchmarks (each owns its own
+setup) and then the three cluster benchmarks, which share one sandbox control plane
+(scheduling outcome, pod-create latency, memory — memory last, because it fills the
+API server with 50,000 pods). A benchmark that is missing or fails is recorded in the
+report with its error; the others still run. Prints the Markdown report, writes it to
+`<out>/report.md`, the raw figures to `--json` (default `<out>/results.json`) and the
+plots to `<out>/`.
+
+May start and stop sandbox processes (through bench.cluster) and write under --out and
+--json; nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import shlex
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.report import BenchResult, machine, markdown, plot_scheduling, write_json
+
+#: (name, module, needs the shared sandbox)
+BENCHMARKS: tuple[tuple[str, str, bool], ...] = (
+    ("policy", "bench.policy", False),
+    ("webhook", "bench.webhook", False),
+    ("controller", "bench.controller", False),
+    ("scheduling", "bench.scheduling", True),
+    ("create_latency", "bench.create_latency", True),
+    ("memory", "bench.memory", True),
+)
+
+
+def _log(message: str) -> None:
+    # Progress goes to stderr so stdout is exactly the Markdown report.
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def run_one(name: str, call: Callable[[], list[dict[str, Any]]]) -> BenchResult:
+    """Run one benchmark; any exception becomes a `failed` result, never a crash."""
+    started = time.monotonic()
+    _log(f"{name}: start")
+    try:
+        rows = call()
+    except Exception as exc:
+        _log(f"{name}: failed: {exc}\n{traceback.format_exc()}")
+        return BenchResult(
+            name=name,
+            status="failed",
+            seconds=time.monotonic() - started,
+            rows=[],
+            error=f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}",
+        )
+    seconds = time.monotonic() - started
+    _log(f"{name}: done in {seconds:.0f} s")
+    return BenchResult(name=name, status="ok", seconds=seconds, rows=list(rows), error="")
+
+
+def _load(module: str) -> Any:
+    """The benchmark module, or a string saying why it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return f"{module} does not exist yet"
+        return f"{module} cannot be imported: {exc}"
+    except Exception as exc:
+        return f"{module} cannot be imported: {type(exc).__name__}: {exc}"
+
+
+def _call(module: Any, quick: bool, *extra: Any) -> list[dict[str, Any]]:
+    return list(module.run(quick, *extra))
+
+
+def _missing(name: str, why: str) -> BenchResult:
+    _log(f"{name}: missing: {why}")
+    return BenchResult(name=name, status="missing", seconds=0.0, rows=[], error=why)
+
+
+def run_all(quick: bool, only: set[str] | None = None) -> list[BenchResult]:
+    selected = [b for b in BENCHMARKS if only is None or b[0] in only]
+    results: list[BenchResult] = []
+    for name, module, needs_cluster in selected:
+        if needs_cluster:
+            continue
+        loaded = _load(module)
+        if isinstance(loaded, str):
+            results.append(_missing(name, loaded))
+        else:
+            results.append(run_one(name, functools.partial(_call, loaded, quick)))
+    cluster_benches = [b for b in selected if b[2]]
+    if cluster_benches:
+        results += _run_cluster_benches(quick, cluster_benches)
+    return results
+
+
+def _run_cluster_benches(
+    quick: bool, benches: Sequence[tuple[str, str, bool]]
+) -> list[BenchResult]:
+    from bench.cluster import open_cluster
+
+    results: list[BenchResult] = []
+    started = time.monotonic()
+    _log("starting the sandbox control plane for the cluster benchmarks")
+    try:
+        with open_cluster(quick=quick, log=_log) as cluster:
+            _log(f"sandbox ready in {cluster.startup_seconds:.0f} s")
+            for name, module, _ in benches:
+                loaded = _load(module)
+                if isinstance(loaded, str):
+                    results.append(_missing(name, loaded))
+                    continue
+                results.append(run_one(name, functools.partial(_call, loaded, quick, cluster)))
+    except Exception as exc:
+        # The sandbox could not start (or stop): every benchmark not yet run says so.
+        done = {r["name"] for r in results}
+        error = f"sandbox: {type(exc).__name__}: {' '.join(str(exc).split())[:400]}"
+        _log(error)
+        for name, _, _ in benches:
+            if name not in done:
+                results.append(
+                    BenchResult(
+                        name=name,
+                        status="failed",
+                        seconds=time.monotonic() - started,
+                        rows=[],
+                        error=error,
+                    )
+                )
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes; < 5 minutes")
+    parser.add_argument("--json", type=Path, help="raw figures (default <out>/results.json)")
+    parser.add_argument("--out", type=Path, default=Path("bench/results"), help="report and plots")
+    parser.add_argument(
+        "--only",
+        help="comma-separated subset: " + ",".join(b[0] for b in BENCHMARKS),
+    )
+    args = parser.parse_args(argv)
+    only = None
+    if args.only:
+        only = {n.strip() for n in args.only.split(",") if n.strip()}
+        unknown = only - {b[0] for b in BENCHMARKS}
+        if unknown:
+            parser.error(f"--only: unknown benchmark(s) {', '.join(sorted(unknown))}")
+    command = "python -m bench " + shlex.join(sys.argv[1:] if argv is None else list(argv))
+    info = machine()
+    started = time.monotonic()
+    results = run_all(args.quick, only)
+    _log(f"all benchmarks done in {time.monotonic() - started:.0f} s")
+
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    plots = []
+    for result in results:
+        if result["name"] == "scheduling" and result["status"] == "ok":
+            plot = plot_scheduling(result["rows"], out / "scheduling.png")
+            if plot is not None:
+                plots.append(plot)
+    report = markdown(results, info, command.strip(), plots)
+    (out / "report.md").write_text(report)
+    write_json(args.json or out / "results.json", results, info, command.strip())
+    sys.stdout.write(report)
+    return 0 if all(r["status"] == "ok" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""One sandbox control plane shared by the cluster benchmarks (scheduling, latency, memory).
+
+`open_cluster()` starts `gangkeeper.webhook.sandbox.Sandbox` in a temporary directory
+with no fleet and a gangkeeper config made for the benchmarks (the `native` namespace
+routed to the native backend; a declared GPU pool with no nodes, so latency pods are
+admitted yet never placed), creates the benchmark namespaces, and tears everything
+down on exit. `BenchCluster` wraps the few cluster operations the benchmarks share.
+
+May touch: its temporary sandbox directory, the processes the sandbox starts, and
+objects it creates in that sandbox's API server. Nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ENABLED_LABEL = "gangkeeper.io/enabled"
+GATE = "gangkeeper.io/gang"
+POOL_LABEL = "bench.gangkeeper.io/pool"
+LATENCY_POOL = "latency"
+COSCHEDULING_REASON = (
+    "scheduler-plugins (coscheduling) cannot be built here: its Go module is not served "
+    "by the Go proxy (403), so there is no scheduler to run it"
+)
+
+#: name → opted in? The scheduling namespaces must match bench.scheduling.NAMESPACES.
+NAMESPACES: Mapping[str, bool] = {
+    "bench-sched-none": False,
+    "bench-sched-gate": True,
+    "bench-sched-native": True,
+    "bench-latency-plain": False,
+    "bench-latency-gang": True,
+    "bench-memory": False,
+}
+
+BENCH_CONFIG: Mapping[str, Any] = {
+    "backend": "gate",
+    "namespaceBackends": {"bench-sched-native": "native"},
+    # A pool that could hold the latency pods but has no Node now: the validating
+    # webhook admits them (capacity could exist) while the scheduler never binds them,
+    # so the latency benchmark measures creation alone.
+    "pools": [
+        {
+            "name": "bench-latency",
+            "maxCount": 1000,
+            "labels": {POOL_LABEL: LATENCY_POOL},
+            "allocatable": {"nvidia.com/gpu": 8},
+        }
+    ],
+}
+
+
+def api_client(kubeconfig: Path, pool: int = 16) -> Any:
+    """A kubernetes ApiClient whose connection pool fits our worker threads."""
+    from kubernetes import client
+    from kubernetes import config as kube_config
+
+    configuration = client.Configuration()
+    kube_config.load_kube_config(  # type: ignore[no-untyped-call]
+        config_file=str(kubeconfig), client_configuration=configuration
+    )
+    configuration.connection_pool_maxsize = pool
+    return client.ApiClient(configuration)
+
+
+@dataclass
+class BenchCluster:
+    """A running sandbox plus typed API handles, for the benchmarks."""
+
+    sandbox: Any
+    kubeconfig: Path
+    api: Any
+    core: Any
+    startup_seconds: float
+
+    # -- gangkeeper process ------------------------------------------------------------
+
+    def gangkeeper_pid(self) -> int:
+        record = self.sandbox.processes.record("gangkeeper")
+        if record is None:
+            raise RuntimeError("the sandbox has no gangkeeper process recorded")
+        return int(record.pid)
+
+    def restart_gangkeeper(self) -> float:
+        """Restart `gangkeeper serve`; return seconds until its /readyz said ready."""
+        self.sandbox.stop_gangkeeper()
+        started = time.monotonic()
+        self.sandbox.start_gangkeeper(deadline=time.monotonic() + 600)
+        return time.monotonic() - started
+
+    # -- nodes and pods ----------------------------------------------------------------
+
+    def ensure_fleet(self, name: str, count: int, gpus: int, *, label: str) -> list[str]:
+        """`count` Ready nodes `bench-<name>-<i>` with `gpus` GPUs each, labelled label=name."""
+        from gangkeeper.webhook.sandbox import create_nodes, gpu_node
+
+        wanted = [f"bench-{name}-{i}" for i in range(count)]
+        existing = {
+            n.metadata.name for n in self.core.list_node(label_selector=f"{label}={name}").items
+        }
+        missing = [n for n in wanted if n not in existing]
+        create_nodes(self.core, [gpu_node(n, gpus, labels={label: name}) for n in missing])
+        return wanted
+
+    def wait_nodes_free(self, nodes: list[str], timeout: float = 120.0) -> None:
+        """Wait until no pod is bound to these nodes (the previous run is gone)."""
+        wait_for(lambda: self.bound_on(nodes) == 0, timeout, f"nodes {nodes[0]}... free", 0.5)
+
+    def bound_on(self, nodes: list[str]) -> int:
+        """How many pods are bound to these nodes now (any namespace)."""
+        total = 0
+        for node in nodes:
+            pods = self.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}")
+            total += len(pods.items)
+        return total
+
+    def clear_pods(self, namespace: str, timeout: float = 120.0) -> None:
+        """Delete every pod of the namespace at once (grace 0: no kubelet) and wait."""
+        self.core.delete_collection_namespaced_pod(
+            namespace, grace_period_seconds=0, _preload_content=False
+        )
+        wait_for(
+            lambda: not self.core.list_namespaced_pod(namespace, limit=1).items,
+            timeout,
+            f"pods of {namespace} deleted",
+        )
+
+    # -- what each scheduling mode needs ---------------------------------------------
+
+    def probe_pod(self, namespace: str) -> dict[str, Any]:
+        """The pod as admission would store it (server-side dry run: nothing is created)."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "bench-probe",
+                "annotations": {
+                    "gangkeeper.io/gang-name": "bench-probe",
+                    "gangkeeper.io/min-member": "1",
+                },
+            },
+            "spec": {
+                "nodeSelector": {POOL_LABEL: LATENCY_POOL},
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "registry.invalid/probe",
+                        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                    }
+                ],
+            },
+        }
+        response = self.core.create_namespaced_pod(
+            namespace, body, dry_run="All", _preload_content=False
+        )
+        pod: dict[str, Any] = json.loads(response.data)
+        return pod
+
+    def mode_unavailable(self, mode: str) -> str | None:
+        """Why a scheduling mode cannot be measured on this sandbox, or None if it can."""
+        namespace = f"bench-sched-{mode}"
+        if mode == "coscheduling":
+            return COSCHEDULING_REASON
+        if mode == "none":
+            return None
+        try:
+            pod = self.probe_pod(namespace)
+        except Exception as exc:
+            return f"probe pod refused in {namespace}: {_first_line(exc)}"
+        spec = pod.get("spec") or {}
+        gates = [g.get("name") for g in spec.get("schedulingGates") or []]
+        if GATE not in gates:
+            return f"gangkeeper did not gate a probe pod in {namespace} (webhook not mutating)"
+        if mode == "native":
+            if not self._serves("scheduling.k8s.io", "podgroups"):
+                return "the API server does not serve scheduling.k8s.io PodGroups"
+            group = (spec.get("schedulingGroup") or {}).get("podGroupName")
+            if not group:
+                return (
+                    "gangkeeper's native backend did not set spec.schedulingGroup.podGroupName "
+                    f"on a probe pod in {namespace}"
+                )
+        return None
+
+    def _serves(self, group: str, plural: str) -> bool:
+        from kubernetes import client
+
+        try:
+            groups = client.ApisApi(self.api).get_api_versions()
+        except Exception:
+            return False
+        for g in groups.groups:
+            if g.name != group:
+                continue
+            for version in g.versions:
+                found = client.CustomObjectsApi(self.api).get_api_resources(group, version.version)
+                if any(r.name == plural for r in found.resources):
+                    return True
+        return False
+
+
+def wait_for(
+    predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.2
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def _has_default_sa(core: Any, namespace: str) -> bool:
+    found = core.list_namespaced_service_account(namespace, field_selector="metadata.name=default")
+    return bool(found.items)
+
+
+def _first_line(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    text = body.decode() if isinstance(body, bytes) else str(body or exc)
+    return " ".join(text.split())[:300]
+
+
+@contextlib.contextmanager
+def open_cluster(
+    quick: bool = True, log: Callable[[str], None] | None = None
+) -> Iterator[BenchCluster]:
+    """Start a sandbox for the benchmarks and stop it (removing its state) afterwards."""
+    from kubernetes import client
+
+    from gangkeeper.webhook.sandbox import Sandbox
+
+    directory = Path(tempfile.mkdtemp(prefix="gangkeeper-bench-"))
+    config = directory / "bench-config.yaml"
+    config.write_text(yaml.safe_dump(dict(BENCH_CONFIG), sort_keys=False))
+    sandbox = Sandbox(directory, log=log)
+    try:
+        info = sandbox.up(fleet=None, config=config)
+        api = api_client(info.kubeconfig)
+        core: Any = client.CoreV1Api(api)
+        for name, opted_in in NAMESPACES.items():
+            labels = {ENABLED_LABEL: "true"} if opted_in else {}
+            core.create_namespace({"metadata": {"name": name, "labels": labels}})
+        for name in NAMESPACES:
+            # The ServiceAccount admission plugin refuses pods until "default" exists.
+            wait_for(
+                functools.partial(_has_default_sa, core, name),
+                60,
+                f"default ServiceAccount in {name}",
+            )
+        try:
+            yield BenchCluster(
+                sandbox=sandbox,
+                kubeconfig=info.kubeconfig,
+                api=api,
+                core=core,
+                startup_seconds=info.startup_seconds,
+            )
+        finally:
+            api.close()
+    finally:
+        sandbox.down()
+        config.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            directory.rmdir()

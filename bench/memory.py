@@ -1,0 +1,185 @@
+"""Resident memory of `gangkeeper serve` with its caches full (5,000 nodes, 50,000 pods).
+
+Baseline: the same process freshly started on the near-empty sandbox. Then the nodes
+(8 GPUs each) and the pods (bound straight to them with `spec.nodeName`, so no
+scheduler work; most hold one GPU, the way a busy GPU cluster looks) are created in
+the sandbox's API server, and gangkeeper is restarted: its /readyz turns ready only
+after every watched resource has been listed, so the caches then hold all of it.
+VmRSS (and the peak, VmHWM) come from /proc/<pid>/status. Target ≤ 300 MB.
+
+Pure part: `read_status_kb`, `memory_rows`. Live part: creates nodes labelled
+`bench.gangkeeper.io/fleet=memory` and pods in `bench-memory` of the cluster it is
+given, restarts that cluster's gangkeeper process, reads its /proc status.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench.cluster import BenchCluster
+
+NAMESPACE = "bench-memory"
+FLEET = "memory"
+GPUS_PER_NODE = 8
+TARGET_MB = 300.0
+WORKERS = 8
+
+
+def read_status_kb(status: str, field: str) -> int:
+    """A `kB` field (VmRSS, VmHWM, ...) of /proc/<pid>/status text, in kB."""
+    for line in status.splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name == field:
+            parts = value.split()
+            if len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+                return int(parts[0])
+            raise ValueError(f"/proc status field {field} is not '<n> kB': {value.strip()!r}")
+    raise ValueError(f"/proc status has no field {field}")
+
+
+def process_memory_mb(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of a live process in MB (10^6 bytes)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return (
+        read_status_kb(status, "VmRSS") * 1024 / 1e6,
+        read_status_kb(status, "VmHWM") * 1024 / 1e6,
+    )
+
+
+def memory_rows(
+    *, nodes: int, pods: int, baseline_mb: float, rss_mb: float, peak_mb: float, sync_s: float
+) -> list[dict[str, Any]]:
+    return [
+        {"state": "fresh start (baseline)", "nodes": 0, "pods": 0,
+         "rss_mb": round(baseline_mb, 1), "vs_baseline": 1.0},
+        {"state": "caches full", "nodes": nodes, "pods": pods,
+         "rss_mb": round(rss_mb, 1), "vs_baseline": round(rss_mb / baseline_mb, 2),
+         "added_mb": round(rss_mb - baseline_mb, 1),
+         "kb_per_pod": round((rss_mb - baseline_mb) * 1e3 / pods, 2) if pods else None,
+         "peak_mb": round(peak_mb, 1), "sync_s": round(sync_s, 1),
+         "target": f"≤ {TARGET_MB:g} MB", "met": rss_mb <= TARGET_MB},
+    ]  # fmt: skip
+
+
+def memory_node(index: int) -> dict[str, Any]:
+    from bench.scheduling import FLEET_LABEL, GPU
+
+    capacity = {"cpu": "128", "memory": "1Ti", "pods": "110", GPU: str(GPUS_PER_NODE)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"bench-{FLEET}-{index:05d}",
+            "labels": {
+                FLEET_LABEL: FLEET,
+                "kubernetes.io/hostname": f"bench-{FLEET}-{index:05d}",
+                "node.kubernetes.io/instance-type": ("p4d.24xlarge", "p5.48xlarge")[index % 2],
+                "topology.kubernetes.io/zone": f"zone-{index % 3}",
+            },
+        },
+        "status": {"capacity": capacity, "allocatable": capacity},
+    }
+
+
+def memory_pod(index: int, node_count: int) -> dict[str, Any]:
+    """Pod `index`, bound to a node round-robin; 8 of every 10 hold a GPU."""
+    from bench.scheduling import GPU
+
+    node = f"bench-{FLEET}-{index % node_count:05d}"
+    gpu = (index // node_count) % 10 < GPUS_PER_NODE
+    requests = {"cpu": "2", "memory": "8Gi", **({GPU: "1"} if gpu else {})}
+    limits = {"memory": "8Gi", **({GPU: "1"} if gpu else {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"mem-{index:06d}",
+            "labels": {"app": "trainer", "job": f"job-{index // 8:05d}"},
+        },
+        "spec": {
+            "nodeName": node,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "worker",
+                    "image": "registry.invalid/train:bench",
+                    "env": [{"name": "RANK", "value": str(index % 8)}],
+                    "resources": {"requests": requests, "limits": limits},
+                }
+            ],
+        },
+    }
+
+
+def _parallel(call: Callable[[int], None], indices: range, workers: int = WORKERS) -> None:
+    """call(i) for every index on a pool; the first error is raised after all were tried."""
+    errors: list[BaseException] = []
+
+    def guarded(i: int) -> None:
+        try:
+            call(i)
+        except Exception as exc:
+            errors.append(exc)
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bench-mem") as pool:
+        list(pool.map(guarded, indices))
+    if errors:
+        raise RuntimeError(f"{len(errors)} of {len(indices)} API calls failed; first: {errors[0]}")
+
+
+def _settled_rss(pid: int, seconds: float = 3.0) -> tuple[float, float]:
+    """RSS once it stops moving (watch events still landing would grow it)."""
+    last = process_memory_mb(pid)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        time.sleep(seconds)
+        now = process_memory_mb(pid)
+        if abs(now[0] - last[0]) <= 0.01 * last[0]:
+            return now
+        last = now
+    return last
+
+
+def run(quick: bool, cluster: BenchCluster | None = None) -> list[dict[str, Any]]:
+    from bench.cluster import open_cluster
+
+    if cluster is None:
+        with open_cluster(quick=quick) as own:
+            return run(quick, own)
+    nodes, pods = (500, 5000) if quick else (5000, 50000)
+    core = cluster.core
+
+    cluster.restart_gangkeeper()
+    baseline_mb, _ = _settled_rss(cluster.gangkeeper_pid())
+
+    def create_node(i: int) -> None:
+        body = memory_node(i)
+        name = body["metadata"]["name"]
+        core.create_node(body, _preload_content=False)
+        # Status given at create time is not kept for every version; set it explicitly.
+        core.patch_node_status(name, {"status": body["status"]}, _preload_content=False)
+
+    def create_pod(i: int) -> None:
+        core.create_namespaced_pod(NAMESPACE, memory_pod(i, nodes), _preload_content=False)
+
+    _parallel(create_node, range(nodes))
+    _parallel(create_pod, range(pods))
+    sync_s = cluster.restart_gangkeeper()
+    rss_mb, peak_mb = _settled_rss(cluster.gangkeeper_pid())
+    return memory_rows(
+        nodes=nodes, pods=pods, baseline_mb=baseline_mb, rss_mb=rss_mb, peak_mb=peak_mb,
+        sync_s=sync_s,
+    )  # fmt: skip
+
+
+if __name__ == "__main__":  # pragma: no cover - manual entry point
+    import sys
+
+    from bench.report import print_rows
+
+    print_rows("memory", run("--quick" in sys.argv[1:]))

@@ -1,0 +1,633 @@
+"""The headline benchmark: one seeded training-job trace replayed under each gang mode.
+
+A fake 64-GPU fleet (8 Ready nodes x 8 `nvidia.com/gpu`, no kubelet) is served by the
+sandbox's real kube-apiserver and kube-scheduler. The same trace of training jobs (gang
+sizes 1-32 GPUs, Poisson arrivals) is replayed, time-compressed, once per mode:
+
+| mode | namespace | what places the pods |
+| --- | --- | --- |
+| `none` | not opted in | the default scheduler, pod by pod |
+| `gate` | opted in, backend `gate` | gangkeeper's controller lifts whole gangs' gates |
+| `native` | opted in, override `native` | Kubernetes' gang scheduling (`GenericWorkload`) |
+| `coscheduling` | - | not measurable: scheduler-plugins cannot be built (Go proxy 403) |
+
+A job "runs" once every member is bound (no kubelet: running = `spec.nodeName` set), for
+its trace duration, and then the driver deletes its pods. Everything the driver sees is an
+`Event` in a log; the figures (idle GPU-seconds of partial gangs, deadlocked gangs,
+completed jobs, makespan, wait) are computed from that log by the pure `outcome()`, which
+the unit tests exercise with synthetic logs.
+
+Pure part (trace, events, metrics): no I/O. Live part (`Replay`, `run`): talks only to
+the API server of the cluster it is given, creates and deletes only its own namespaces,
+nodes and pods (all labelled `bench.gangkeeper.io/...`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from bench.cluster import BenchCluster
+
+GPU = "nvidia.com/gpu"
+FLEET_NODES = 8
+GPUS_PER_NODE = 8
+FLEET_LABEL = "bench.gangkeeper.io/fleet"
+RUN_LABEL = "bench.gangkeeper.io/run"
+JOB_LABEL = "bench.gangkeeper.io/job"
+
+Mode = Literal["none", "gate", "native", "coscheduling"]
+MODES: tuple[Mode, ...] = ("none", "gate", "native", "coscheduling")
+#: Namespaces are fixed so the gangkeeper config (written before the sandbox starts) can
+#: route `native` to the native backend by a per-namespace override.
+NAMESPACES: dict[Mode, str] = {
+    "none": "bench-sched-none",
+    "gate": "bench-sched-gate",
+    "native": "bench-sched-native",
+    "coscheduling": "bench-sched-coscheduling",
+}
+MODE_TITLES: dict[Mode, str] = {
+    "none": "no gang scheduling",
+    "gate": "gangkeeper gate",
+    "native": "native (GenericWorkload)",
+    "coscheduling": "coscheduling",
+}
+
+
+# ---------------------------------------------------------------------------- trace
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """One training job: `members` pods of `gpus_per_member` GPUs each."""
+
+    name: str
+    arrival: float
+    members: int
+    gpus_per_member: int
+    duration: float
+
+    @property
+    def gpus(self) -> int:
+        return self.members * self.gpus_per_member
+
+
+@dataclass(frozen=True)
+class TraceParams:
+    """What the trace is drawn from; the same params always give the same trace."""
+
+    seed: int = 7
+    jobs: int = 40
+    #: Mean of the exponential inter-arrival time (a Poisson process), seconds.
+    mean_interarrival: float = 1.0
+    #: Durations are uniform in [0.5, 1.5] x this, seconds once all members are bound.
+    mean_duration: float = 6.0
+    #: Gang sizes in GPUs and their relative weights: mostly small jobs, some big enough
+    #: (24, 32 of 64 GPUs) that two partial ones can block each other.
+    sizes: tuple[int, ...] = (1, 2, 4, 8, 12, 16, 24, 32)
+    weights: tuple[float, ...] = (3, 3, 3, 3, 2, 2, 1.5, 1.5)
+
+
+def generate_trace(params: TraceParams) -> list[TraceJob]:
+    """A reproducible job list: same params → same jobs, names in arrival order.
+
+    The per-member size is a power of two up to one node (8 GPUs) that divides the gang
+    size, so a gang can be anything from 32 one-GPU workers to 4 full nodes.
+    """
+    if params.jobs < 1:
+        raise ValueError(f"TraceParams.jobs must be ≥ 1, got {params.jobs}")
+    if params.mean_interarrival <= 0 or params.mean_duration <= 0:
+        raise ValueError("TraceParams.mean_interarrival and mean_duration must be > 0")
+    if len(params.sizes) != len(params.weights) or not params.sizes:
+        raise ValueError("TraceParams.sizes and weights must be non-empty and equally long")
+    fleet = FLEET_NODES * GPUS_PER_NODE
+    if any(s < 1 or s > fleet for s in params.sizes):
+        raise ValueError(f"TraceParams.sizes must lie in 1..{fleet}, got {params.sizes}")
+    rng = random.Random(params.seed)
+    jobs: list[TraceJob] = []
+    t = 0.0
+    for i in range(params.jobs):
+        if i:
+            t += rng.expovariate(1.0 / params.mean_interarrival)
+        size = rng.choices(params.sizes, weights=params.weights)[0]
+        per_member = rng.choice([p for p in (1, 2, 4, 8) if size % p == 0])
+        duration = params.mean_duration * rng.uniform(0.5, 1.5)
+        jobs.append(
+            TraceJob(
+                name=f"job-{i:03d}",
+                arrival=round(t, 3),
+                members=size // per_member,
+                gpus_per_member=per_member,
+                duration=round(duration, 3),
+            )
+        )
+    return jobs
+
+
+def ideal_makespan(
+    jobs: Sequence[TraceJob], fleet_gpus: int = FLEET_NODES * GPUS_PER_NODE
+) -> float:
+    """A lower bound on any schedule's makespan: work / fleet, and last arrival + its run."""
+    work = sum(j.gpus * j.duration for j in jobs) / fleet_gpus
+    tail = max(j.arrival + j.duration for j in jobs)
+    return max(work, tail)
+
+
+# ------------------------------------------------------------------- events, metrics
+
+EventKind = Literal["arrive", "bind", "release", "finish"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something the driver saw, `t` seconds after the trace started.
+
+    `arrive`: the job's pods are being created. `bind`: pod `pod` got a node, holding
+    `gpus`. `release`: pod `pod` was deleted. `finish`: the job ran its duration and
+    was torn down.
+    """
+
+    t: float
+    kind: EventKind
+    job: str
+    pod: str = ""
+    gpus: int = 0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The figures of one mode, computed from its event log up to `horizon`."""
+
+    jobs: int
+    completed: int
+    started: int
+    #: Arrived but not finished within the horizon.
+    deadlocked: int
+    #: GPU-seconds held by bound pods of gangs not yet fully bound (idle waste).
+    idle_gpu_seconds: float
+    #: Share of the fleet's GPU-seconds over the horizon that were idle waste.
+    idle_share: float
+    #: Last finish time, only when every job completed (else None: no makespan).
+    makespan: float | None
+    last_finish: float | None
+    #: Arrival → all members bound, over the jobs that started.
+    wait_mean: float | None
+    wait_p95: float | None
+    horizon: float
+    #: (t, GPUs held by partial gangs) after every change, starting at (0, 0).
+    partial_series: tuple[tuple[float, int], ...] = field(default=())
+    #: (t, jobs completed so far) after every finish, starting at (0, 0).
+    completed_series: tuple[tuple[float, int], ...] = field(default=())
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile (the smallest value with at least p % at or below it)."""
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0 < p <= 100:
+        raise ValueError(f"percentile p must be in (0, 100], got {p}")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def outcome(
+    jobs: Sequence[TraceJob],
+    events: Iterable[Event],
+    horizon: float,
+    fleet_gpus: int = FLEET_NODES * GPUS_PER_NODE,
+) -> Outcome:
+    """Compute a mode's figures from its event log.
+
+    Events after `horizon` are ignored; pods still bound at the horizon count as held
+    until it. A gang is *partial* from its first bind until the moment every member is
+    bound; after that it runs, and the teardown (pods deleted one by one) is not waste.
+    Duplicate binds of a bound pod and releases of an unbound pod change nothing (the
+    watch can repeat itself).
+    """
+    if horizon <= 0:
+        raise ValueError(f"horizon must be > 0, got {horizon}")
+    by_name = {j.name: j for j in jobs}
+    ordered = sorted((e for e in events if e.t <= horizon), key=lambda e: e.t)
+    for e in ordered:
+        if e.job not in by_name:
+            raise ValueError(f"event {e.kind} at t={e.t} names unknown job {e.job!r}")
+        if e.t < 0:
+            raise ValueError(f"event {e.kind} of {e.job} has negative time {e.t}")
+
+    bound: dict[str, dict[str, int]] = {name: {} for name in by_name}
+    arrived: dict[str, float] = {}
+    started: dict[str, float] = {}
+    finished: dict[str, float] = {}
+    partial_gpus = 0
+    idle = 0.0
+    last_t = 0.0
+    partial_series: list[tuple[float, int]] = [(0.0, 0)]
+    completed_series: list[tuple[float, int]] = [(0.0, 0)]
+
+    def held(name: str) -> int:
+        return sum(bound[name].values())
+
+    for e in ordered:
+        idle += partial_gpus * (e.t - last_t)
+        last_t = e.t
+        before = partial_gpus
+        job = by_name[e.job]
+        pods = bound[e.job]
+        if e.kind == "arrive":
+            arrived.setdefault(e.job, e.t)
+        elif e.kind == "bind":
+            if e.pod not in pods:
+                pods[e.pod] = e.gpus
+                if e.job not in started:
+                    partial_gpus += e.gpus
+                    if len(pods) >= job.members:
+                        started[e.job] = e.t
+                        partial_gpus -= held(e.job)
+        elif e.kind == "release":
+            if e.pod in pods:
+                gpus = pods.pop(e.pod)
+                if e.job not in started:
+                    partial_gpus -= gpus
+        elif e.kind == "finish" and e.job not in finished:
+            finished[e.job] = e.t
+            completed_series.append((e.t, len(finished)))
+        if partial_gpus != before:
+            partial_series.append((e.t, partial_gpus))
+    idle += partial_gpus * (horizon - last_t)
+
+    waits = [started[n] - arrived.get(n, by_name[n].arrival) for n in started]
+    all_done = len(finished) == len(by_name)
+    last_finish = max(finished.values()) if finished else None
+    return Outcome(
+        jobs=len(by_name),
+        completed=len(finished),
+        started=len(started),
+        deadlocked=sum(1 for n in arrived if n not in finished),
+        idle_gpu_seconds=idle,
+        idle_share=idle / (fleet_gpus * horizon),
+        makespan=last_finish if all_done else None,
+        last_finish=last_finish,
+        wait_mean=sum(waits) / len(waits) if waits else None,
+        wait_p95=percentile(waits, 95) if waits else None,
+        horizon=horizon,
+        partial_series=tuple(partial_series),
+        completed_series=tuple(completed_series),
+    )
+
+
+def summary_rows(results: dict[Mode, Outcome | str]) -> list[dict[str, Any]]:
+    """One table row per mode; ratios against the baselines measured in the same run.
+
+    `idle_vs_none`: idle GPU-seconds as a share of mode `none`'s (the no-gang baseline).
+    `makespan_vs_best`: makespan over the best makespan among modes that completed
+    every job. A string instead of an Outcome means the mode could not be measured.
+    """
+    measured = {m: o for m, o in results.items() if isinstance(o, Outcome)}
+    base = measured.get("none")
+    makespans = [o.makespan for o in measured.values() if o.makespan is not None]
+    best = min(makespans) if makespans else None
+    rows: list[dict[str, Any]] = []
+    for mode in MODES:
+        if mode not in results:
+            continue
+        o = results[mode]
+        row: dict[str, Any] = {"mode": mode, "title": MODE_TITLES[mode]}
+        if not isinstance(o, Outcome):
+            row["status"] = f"not measurable: {o}"
+            rows.append(row)
+            continue
+        row.update(
+            status="measured",
+            jobs=o.jobs,
+            completed=o.completed,
+            deadlocked=o.deadlocked,
+            idle_gpu_s=round(o.idle_gpu_seconds, 1),
+            idle_share=round(o.idle_share, 4),
+            idle_vs_none=(
+                round(o.idle_gpu_seconds / base.idle_gpu_seconds, 3)
+                if base is not None and base.idle_gpu_seconds > 0
+                else None
+            ),
+            makespan_s=None if o.makespan is None else round(o.makespan, 1),
+            makespan_vs_best=(
+                round(o.makespan / best, 3) if o.makespan is not None and best else None
+            ),
+            wait_mean_s=None if o.wait_mean is None else round(o.wait_mean, 2),
+            wait_p95_s=None if o.wait_p95 is None else round(o.wait_p95, 2),
+            horizon_s=round(o.horizon, 1),
+            series={
+                "partial_gpus": [list(p) for p in o.partial_series],
+                "completed": [list(p) for p in o.completed_series],
+            },
+        )
+        rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------------ live driver
+
+
+def job_pods(job: TraceJob, *, run_id: str, fleet: str) -> list[dict[str, Any]]:
+    """The bare pods of one job, carrying gangkeeper's explicit gang annotations.
+
+    No kubelet runs, so the image is never pulled; grace 0 lets a delete of a bound pod
+    complete at once instead of waiting for a kubelet that will never confirm it.
+    """
+    pods = []
+    for i in range(job.members):
+        gpus = str(job.gpus_per_member)
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{job.name}-{i}",
+                    "labels": {RUN_LABEL: run_id, JOB_LABEL: job.name},
+                    "annotations": {
+                        "gangkeeper.io/gang-name": job.name,
+                        "gangkeeper.io/min-member": str(job.members),
+                    },
+                },
+                "spec": {
+                    "nodeSelector": {FLEET_LABEL: fleet},
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "worker",
+                            "image": "registry.invalid/train:bench",
+                            "resources": {
+                                "requests": {GPU: gpus, "cpu": "100m"},
+                                "limits": {GPU: gpus},
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+    return pods
+
+
+class Replay:
+    """Replay a trace in one namespace and log what happens.
+
+    Threads: a watch on the namespace's pods logs binds and notices complete gangs;
+    the main loop creates pods at arrival times and tears jobs down when their run
+    time is over; a small pool does the API calls so a slow create never delays the
+    clock. All shared state is guarded by one lock.
+    """
+
+    def __init__(
+        self,
+        core: Any,
+        namespace: str,
+        jobs: Sequence[TraceJob],
+        *,
+        run_id: str,
+        fleet: str,
+        horizon: float,
+        frozen_after: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.core = core
+        self.namespace = namespace
+        self.jobs = list(jobs)
+        self.run_id = run_id
+        self.fleet = fleet
+        self.horizon = horizon
+        self.frozen_after = frozen_after
+        self.clock = clock
+        self.events: list[Event] = []
+        self.errors: list[str] = []
+        self.frozen_at: float | None = None
+        self._by_name = {j.name: j for j in self.jobs}
+        self._lock = threading.Lock()
+        self._bound: dict[str, set[str]] = {j.name: set() for j in self.jobs}
+        self._finish_heap: list[tuple[float, str]] = []
+        self._finished: set[str] = set()
+        self._running: set[str] = set()
+        self._stop = threading.Event()
+        self._t0 = 0.0
+        self._last_change = 0.0
+
+    def _now(self) -> float:
+        return self.clock() - self._t0
+
+    def _log(self, event: Event) -> None:
+        self.events.append(event)
+        self._last_change = event.t
+
+    def _on_pod(self, pod: Any) -> None:
+        labels = pod.metadata.labels or {}
+        name = labels.get(JOB_LABEL)
+        node = pod.spec.node_name if pod.spec is not None else None
+        if name not in self._by_name or not node:
+            return
+        job = self._by_name[name]
+        with self._lock:
+            pods = self._bound[name]
+            if pod.metadata.name in pods or name in self._finished:
+                return
+            pods.add(pod.metadata.name)
+            t = self._now()
+            self._log(Event(t, "bind", name, pod.metadata.name, job.gpus_per_member))
+            if len(pods) == job.members:
+                self._running.add(name)
+                heapq.heappush(self._finish_heap, (t + job.duration, name))
+
+    def _watch(self) -> None:
+        from kubernetes import watch  # lazy: the pure part must import without a client
+
+        selector = f"{RUN_LABEL}={self.run_id}"
+        resource_version = ""
+        while not self._stop.is_set():
+            w = watch.Watch()  # type: ignore[no-untyped-call]
+            try:
+                for ev in w.stream(  # type: ignore[no-untyped-call]
+                    self.core.list_namespaced_pod,
+                    self.namespace,
+                    label_selector=selector,
+                    resource_version=resource_version,
+                    timeout_seconds=2,
+                ):
+                    obj = ev["object"]
+                    resource_version = obj.metadata.resource_version or resource_version
+                    if ev["type"] in ("ADDED", "MODIFIED"):
+                        self._on_pod(obj)
+                    if self._stop.is_set():
+                        break
+            except Exception as exc:  # a dropped watch is re-listed, not fatal
+                if "410" in str(exc) or "Expired" in str(exc):
+                    resource_version = ""
+                elif not self._stop.is_set():
+                    self.errors.append(f"watch: {exc}")
+                    time.sleep(0.2)
+            finally:
+                w.stop()  # type: ignore[no-untyped-call]
+
+    def _create(self, pod: dict[str, Any]) -> None:
+        try:
+            self.core.create_namespaced_pod(self.namespace, pod, _preload_content=False)
+        except Exception as exc:  # recorded: a rejected pod is a result, not a crash
+            self.errors.append(f"create {pod['metadata']['name']}: {_short(exc)}")
+
+    def _teardown(self, name: str) -> None:
+        try:
+            self.core.delete_collection_namespaced_pod(
+                self.namespace,
+                label_selector=f"{RUN_LABEL}={self.run_id},{JOB_LABEL}={name}",
+                grace_period_seconds=0,
+                _preload_content=False,
+            )
+        except Exception as exc:
+            self.errors.append(f"delete {name}: {_short(exc)}")
+
+    def run(self) -> list[Event]:
+        """Replay until every job finished, the horizon passed, or the state froze.
+
+        Frozen = every job has arrived, none is running, and nothing changed for
+        `frozen_after` seconds: no pod can be freed any more, so nothing can bind
+        either (the scheduler already failed every pending pod against this exact
+        capacity). The rest of the horizon would only repeat the same state, and
+        `outcome()` extends the held GPUs to the horizon.
+        """
+        pending = sorted(self.jobs, key=lambda j: j.arrival)
+        watcher = threading.Thread(target=self._watch, name="bench-watch", daemon=True)
+        self._t0 = self.clock()
+        watcher.start()
+        time.sleep(0.3)  # let the watch open before the first pod exists
+        self._t0 = self.clock()
+        with ThreadPoolExecutor(max_workers=6, thread_name_prefix="bench-api") as pool:
+            while True:
+                now = self._now()
+                while pending and pending[0].arrival <= now:
+                    job = pending.pop(0)
+                    with self._lock:
+                        self._log(Event(now, "arrive", job.name))
+                    for pod in job_pods(job, run_id=self.run_id, fleet=self.fleet):
+                        pool.submit(self._create, pod)
+                with self._lock:
+                    due = []
+                    while self._finish_heap and self._finish_heap[0][0] <= now:
+                        due.append(heapq.heappop(self._finish_heap)[1])
+                    for name in due:
+                        self._running.discard(name)
+                        self._finished.add(name)
+                        job = self._by_name[name]
+                        for pod_name in sorted(self._bound[name]):
+                            self._log(Event(now, "release", name, pod_name, job.gpus_per_member))
+                        self._log(Event(now, "finish", name))
+                for name in due:
+                    pool.submit(self._teardown, name)
+                with self._lock:
+                    done = len(self._finished) == len(self.jobs)
+                    frozen = (
+                        not pending
+                        and not self._running
+                        and now - self._last_change >= self.frozen_after
+                    )
+                if done or now >= self.horizon:
+                    break
+                if frozen:
+                    self.frozen_at = now
+                    break
+                time.sleep(0.02)
+        self._stop.set()
+        watcher.join(timeout=5)
+        with self._lock:
+            return list(self.events)
+
+
+def _short(exc: BaseException) -> str:
+    """An API error's reason and message on one line, not the whole HTTP dump."""
+    body = getattr(exc, "body", None)
+    if body:
+        text = body.decode() if isinstance(body, bytes) else str(body)
+        return " ".join(text.split())[:300]
+    return " ".join(str(exc).split())[:300]
+
+
+# ------------------------------------------------------------------------ entry point
+
+
+def params_for(quick: bool) -> TraceParams:
+    """Time-compressed traces: the full one keeps 48 jobs busy for about a minute."""
+    if quick:
+        return TraceParams(seed=7, jobs=40, mean_interarrival=0.5, mean_duration=3.0)
+    return TraceParams(seed=7, jobs=48, mean_interarrival=1.0, mean_duration=6.0)
+
+
+def horizon_for(jobs: Sequence[TraceJob]) -> float:
+    """The same horizon for every mode: twice the ideal makespan plus slack for binds."""
+    return round(2.0 * ideal_makespan(jobs) + 10.0, 1)
+
+
+def run(quick: bool, cluster: BenchCluster | None = None) -> list[dict[str, Any]]:
+    """Replay the trace under every mode on a sandbox (started here unless given)."""
+    from bench.cluster import open_cluster
+
+    if cluster is None:
+        with open_cluster(quick=quick) as own:
+            return run(quick, own)
+    return _run_modes(quick, cluster)
+
+
+def _run_modes(quick: bool, cluster: BenchCluster) -> list[dict[str, Any]]:
+    jobs = generate_trace(params_for(quick))
+    horizon = horizon_for(jobs)
+    fleet = "sched"
+    nodes = cluster.ensure_fleet(fleet, FLEET_NODES, GPUS_PER_NODE, label=FLEET_LABEL)
+    results: dict[Mode, Outcome | str] = {}
+    notes: dict[Mode, str] = {}
+    for mode in MODES:
+        reason = cluster.mode_unavailable(mode)
+        if reason:
+            results[mode] = reason
+            continue
+        namespace = NAMESPACES[mode]
+        cluster.wait_nodes_free(nodes)
+        replay = Replay(
+            cluster.core,
+            namespace,
+            jobs,
+            run_id=f"{mode}-{int(time.time())}",
+            fleet=fleet,
+            horizon=horizon,
+        )
+        events = replay.run()
+        cluster.clear_pods(namespace)
+        results[mode] = outcome(jobs, events, horizon)
+        extra = []
+        if replay.frozen_at is not None:
+            extra.append(f"frozen at t={replay.frozen_at:.1f}s (held GPUs extended to horizon)")
+        if replay.errors:
+            extra.append(f"{len(replay.errors)} API errors, first: {replay.errors[0]}")
+        notes[mode] = "; ".join(extra)
+    rows = summary_rows(results)
+    for row in rows:
+        note = notes.get(row["mode"])
+        if note:
+            row["note"] = note
+        row["trace"] = {
+            "seed": params_for(quick).seed,
+            "jobs": len(jobs),
+            "gpus": sum(j.gpus for j in jobs),
+            "ideal_makespan_s": round(ideal_makespan(jobs), 1),
+        }
+    return rows
+
+
+if __name__ == "__main__":  # pragma: no cover - manual entry point
+    import sys
+
+    from bench.report import print_rows
+
+    print_rows("scheduling", run("--quick" in sys.argv[1:]))

@@ -1,0 +1,80 @@
+"""Pure parts of the create-latency and memory benchmarks."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from bench.create_latency import latency_rows, training_pod
+from bench.memory import memory_pod, memory_rows, read_status_kb
+
+STATUS = "Name:\tpython3\nVmPeak:\t  300000 kB\nVmHWM:\t  210000 kB\nVmRSS:\t  150000 kB\n"
+
+
+def test_added_latency_is_the_difference_of_the_percentiles() -> None:
+    plain = [float(i) for i in range(1, 101)]  # p50 50, p99 99
+    gang = [v + 3.0 for v in plain]
+    added = latency_rows(plain, gang)[2]
+    assert added["p50_ms"] == 3.0
+    assert added["p99_ms"] == 3.0
+    assert added["met"] is True
+
+
+def test_a_slow_tail_misses_the_p99_target() -> None:
+    plain = [2.0] * 100
+    gang = [3.0] * 98 + [40.0] * 2
+    added = latency_rows(plain, gang)[2]
+    assert added["p50_ms"] == 1.0
+    assert added["p99_ms"] == 38.0
+    assert added["met"] is False
+
+
+def test_latency_needs_both_samples() -> None:
+    with pytest.raises(ValueError, match="both"):
+        latency_rows([], [1.0])
+
+
+def test_latency_pods_form_gangs_of_eight_with_gpu_requests() -> None:
+    pods = [training_pod(i) for i in range(16)]
+    gangs = Counter(p["metadata"]["annotations"]["gangkeeper.io/gang-name"] for p in pods)
+    assert sorted(gangs.values()) == [8, 8]
+    assert all(
+        p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1" for p in pods
+    )
+
+
+@pytest.mark.parametrize(("field", "kb"), [("VmRSS", 150000), ("VmHWM", 210000)])
+def test_proc_status_fields_are_read_in_kb(field: str, kb: int) -> None:
+    assert read_status_kb(STATUS, field) == kb
+
+
+@pytest.mark.parametrize(
+    ("status", "field", "message"),
+    [(STATUS, "VmSwap", "no field VmSwap"), ("VmRSS:\t12 MB\n", "VmRSS", "VmRSS")],
+)
+def test_a_missing_or_odd_status_field_is_an_error_naming_it(
+    status: str, field: str, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        read_status_kb(status, field)
+
+
+def test_memory_rows_compare_with_the_fresh_process_and_the_target() -> None:
+    base, full = memory_rows(nodes=10, pods=1000, baseline_mb=50.0, rss_mb=350.0,
+                             peak_mb=400.0, sync_s=2.0)  # fmt: skip
+    assert base["rss_mb"] == 50.0
+    assert full["vs_baseline"] == 7.0
+    assert full["added_mb"] == 300.0
+    assert full["kb_per_pod"] == 300.0
+    assert full["met"] is False
+
+
+def test_memory_pods_fill_each_node_with_exactly_its_eight_gpus() -> None:
+    nodes = 5
+    gpu_per_node: Counter[str] = Counter()
+    for i in range(nodes * 10):
+        pod = memory_pod(i, nodes)
+        gpus = pod["spec"]["containers"][0]["resources"]["requests"].get("nvidia.com/gpu")
+        gpu_per_node[pod["spec"]["nodeName"]] += int(gpus or 0)
+    assert dict(gpu_per_node) == {f"bench-memory-{n:05d}": 8 for n in range(nodes)}
