@@ -63,9 +63,8 @@ def test_an_incomplete_gang_waits_and_says_how_many_members_exist(
 
 
 def test_min_member_below_the_gang_size_releases_once_enough_members_exist() -> None:
-    pods = members("elastic", 3, min_member=3) + [
-        pod("elastic-x", 1, gang="elastic", min_member=3, created=T0 + 9)
-    ]
+    late = pod("elastic-x", 1, gang="elastic", min_member=3, created=T0 + 9)
+    pods = [*members("elastic", 3, min_member=3), late]
     result = decide(pods[:2], eight_gpus())
     assert result.releases == ()
     result = decide(pods, eight_gpus())

@@ -1,0 +1,86 @@
+"""The group objects each scheduler backend needs, owner-referenced for garbage collection."""
+
+from __future__ import annotations
+
+import pytest
+from gang_builders import members, pod
+
+from gangkeeper.policies.config import Config
+from gangkeeper.webhook.controller.controller import ungate_patch
+from gangkeeper.webhook.controller.observe import observe_gangs, pod_info
+from gangkeeper.webhook.controller.podgroups import (
+    COSCHEDULING,
+    VOLCANO,
+    group_object,
+    native_resource,
+)
+
+OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-uid"}
+
+
+def gang(pods: list[dict[str, object]]):  # type: ignore[no-untyped-def]
+    cfg = Config()
+    return observe_gangs([pod_info(p, cfg) for p in pods], cfg)[0]
+
+
+@pytest.mark.parametrize(
+    ("resource", "api_version"),
+    [(COSCHEDULING, "scheduling.x-k8s.io/v1alpha1"), (VOLCANO, "scheduling.volcano.sh/v1beta1")],
+)
+def test_scheduler_plugin_podgroups_carry_min_member_and_gpu_min_resources(
+    resource: object, api_version: str
+) -> None:
+    obj = group_object(gang(members("train", 4, min_member=3, gpus=2, owner=OWNER)), resource)  # type: ignore[arg-type]
+    assert obj["apiVersion"] == api_version
+    assert obj["kind"] == "PodGroup"
+    assert obj["metadata"]["name"] == "train"
+    assert obj["metadata"]["namespace"] == "team"
+    assert obj["spec"] == {"minMember": 3, "minResources": {"nvidia.com/gpu": "6"}}
+
+
+def test_the_native_group_is_a_scheduling_k8s_io_podgroup_with_a_gang_policy() -> None:
+    obj = group_object(gang(members("train", 8, owner=OWNER)), native_resource("v1beta1"))
+    assert obj["apiVersion"] == "scheduling.k8s.io/v1beta1"
+    assert obj["spec"] == {"schedulingPolicy": {"gang": {"minCount": 8}}}
+
+
+def test_the_group_is_owned_by_the_gangs_top_level_owner() -> None:
+    obj = group_object(gang(members("train", 2, owner=OWNER)), COSCHEDULING)
+    [ref] = obj["metadata"]["ownerReferences"]
+    assert (ref["apiVersion"], ref["kind"], ref["name"], ref["uid"]) == (
+        "batch/v1", "Job", "train", "job-uid"
+    )
+
+
+def test_without_a_readable_owner_the_group_has_no_owner_reference() -> None:
+    pods = members("train", 2)
+    pods[0]["metadata"]["annotations"]["gangkeeper.io/owner"] = "{not json"  # type: ignore[index]
+    obj = group_object(gang(pods), VOLCANO)
+    assert "ownerReferences" not in obj["metadata"]
+
+
+def test_the_group_name_is_the_one_the_pods_point_at() -> None:
+    pods = members("train", 2, extra_labels={"scheduling.x-k8s.io/pod-group": "train-pg"})
+    assert group_object(gang(pods), COSCHEDULING)["metadata"]["name"] == "train-pg"
+    native = members("n", 2)
+    for p in native:
+        p["spec"]["schedulingGroup"] = {"podGroupName": "n-group"}  # type: ignore[index]
+    assert group_object(gang(native), native_resource("v1alpha3"))["metadata"]["name"] == "n-group"
+
+
+@pytest.mark.parametrize(
+    ("gates", "remaining"),
+    [
+        (("gangkeeper.io/gang",), []),
+        (("other.io/a", "gangkeeper.io/gang", "other.io/b"), ["other.io/a", "other.io/b"]),
+    ],
+)
+def test_ungating_removes_only_gangkeepers_gate_and_tests_what_it_read(
+    gates: tuple[str, ...], remaining: list[str]
+) -> None:
+    info = pod_info(pod("w", gang="g", min_member=1, gates=gates), Config())
+    test_op, replace_op = ungate_patch(info)
+    assert test_op == {
+        "op": "test", "path": "/spec/schedulingGates", "value": [{"name": g} for g in gates]
+    }
+    assert replace_op["value"] == [{"name": g} for g in remaining]
