@@ -1,1 +1,92 @@
-"""placeholder"""
+"""gangkeeper's policy core: which pods form a gang, could it ever run, how to mark it.
+
+Pure computation only: plain dicts (Kubernetes objects as the API server sends them)
+in, frozen dataclasses out. Nothing in this package performs I/O, talks to the API
+server, opens files or sockets, or imports `kubernetes`, `fastapi`, `uvicorn`,
+`httpx`, `gangkeeper.webhook` or `gangkeeper.certs` (import-linter checks it). The
+webhook supplies a `Capacity` fed by its watches and an `OwnerLookup` answering from
+its caches; `gangkeeper check` supplies both from files.
+
+The two calls the webhook and `gangkeeper check` make are `decide_pod` and
+`validate_object`; everything else here is what they are made of, exported for the
+controller, the CLI and tests. Everything public is listed in `__all__` (a test keeps
+the list complete).
+"""
+
+from __future__ import annotations
+
+from .capacity import Bin, Capacity, NodeShape
+from .config import Config, NodePool, load_config
+from .decision import ObjectDecision, PodDecision, decide_pod, validate_object
+from .eligibility import node_eligible, tolerates
+from .errors import InvalidConfig, InvalidObject, PolicyError
+from .feasibility import check_gang, fits_now
+from .model import (
+    Backend,
+    Gang,
+    KubeObject,
+    NodeSelectorTerm,
+    OwnerLookup,
+    Placement,
+    PodMembership,
+    Requirement,
+    Role,
+    Source,
+    Taint,
+    Toleration,
+    Verdict,
+)
+from .mutation import GANG_LABEL, GATE, ROLE_LABEL, MutationPlan, label_value, plan_pod
+from .podspec import placement_of, pod_demand
+from .quantity import gpu_count, parse_quantity
+from .recognizers.base import Recognizer, Registry, ResourceRule
+from .recognizers.registry import default_registry, recognize_object, recognize_pod
+
+__all__ = [
+    "GANG_LABEL",
+    "GATE",
+    "ROLE_LABEL",
+    "Backend",
+    "Bin",
+    "Capacity",
+    "Config",
+    "Gang",
+    "InvalidConfig",
+    "InvalidObject",
+    "KubeObject",
+    "MutationPlan",
+    "NodePool",
+    "NodeSelectorTerm",
+    "NodeShape",
+    "ObjectDecision",
+    "OwnerLookup",
+    "Placement",
+    "PodDecision",
+    "PodMembership",
+    "PolicyError",
+    "Recognizer",
+    "Registry",
+    "Requirement",
+    "ResourceRule",
+    "Role",
+    "Source",
+    "Taint",
+    "Toleration",
+    "Verdict",
+    "check_gang",
+    "decide_pod",
+    "default_registry",
+    "fits_now",
+    "gpu_count",
+    "label_value",
+    "load_config",
+    "node_eligible",
+    "parse_quantity",
+    "placement_of",
+    "plan_pod",
+    "pod_demand",
+    "recognize_object",
+    "recognize_pod",
+    "tolerates",
+    "validate_object",
+]

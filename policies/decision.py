@@ -22,6 +22,7 @@ from .feasibility import check_gang
 from .model import Gang, KubeObject, OwnerLookup, PodMembership, Verdict
 from .mutation import MutationPlan, plan_pod
 from .recognizers.base import Registry
+from .recognizers.registry import recognize_object, recognize_pod
 
 #: Pod label by which a user opts one pod out (DESIGN.md contracts).
 SKIP_LABEL = "gangkeeper.io/skip"
@@ -80,8 +81,6 @@ def decide_pod(
     registry: Registry | None = None,
 ) -> PodDecision:
     """Recognise, check and plan one pod (the mutating and validating pod webhooks)."""
-    from .recognizers.registry import recognize_pod
-
     allowed = Verdict(allowed=True)
     if namespace in NEVER_NAMESPACES:
         return PodDecision(None, allowed, skipped=f"namespace {namespace} is never gang-keyed")
@@ -114,13 +113,7 @@ def validate_object(
     registry: Registry | None = None,
 ) -> list[ObjectDecision]:
     """One decision per gang of a workload object; [] when it is not a gang."""
-    from .recognizers.registry import recognize_object, recognize_pod
-
-    if obj.get("apiVersion") == "v1" and obj.get("kind") == "Pod":
-        if _opted_out(obj):
-            return []
-        membership = recognize_pod(obj, lookup, config, registry)
-        gangs = [] if membership is None else [membership.gang]
-    else:
-        gangs = recognize_object(obj, lookup, config, registry)
+    if obj.get("kind") == "Pod" and _opted_out(obj):
+        return []
+    gangs = recognize_object(obj, lookup, config, registry)
     return [ObjectDecision(gang, check_gang(gang, capacity)) for gang in gangs]
