@@ -89,6 +89,8 @@ class PodInfo:
     #: annotation or native `spec.schedulingGroup.podGroupName`); "" when none.
     group_name: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: Has a deletionTimestamp: still holds GPUs, no longer a member.
+    deleting: bool = False
 
     @property
     def gated(self) -> bool:
@@ -102,7 +104,7 @@ class PodInfo:
     @property
     def in_flight(self) -> bool:
         """Free to be scheduled but not bound yet: it will take capacity soon."""
-        return not self.gates and not self.node_name
+        return not self.gates and not self.node_name and not self.deleting
 
 
 def parse_time(value: object) -> float:
@@ -145,10 +147,13 @@ def _str_map(raw: object) -> dict[str, str]:
 
 
 def is_live(pod: Mapping[str, Any]) -> bool:
-    """Neither finished nor being deleted: the pod holds or will hold capacity."""
-    meta = pod.get("metadata") or {}
+    """Not finished: the pod holds or will hold capacity.
+
+    A pod being deleted is still live: its node keeps its GPUs (and the scheduler
+    counts them) until the pod is gone. It is no longer a gang member, though.
+    """
     status = pod.get("status") or {}
-    return not meta.get("deletionTimestamp") and status.get("phase") not in _TERMINAL
+    return status.get("phase") not in _TERMINAL
 
 
 def pod_info(pod: Mapping[str, Any], config: Config) -> PodInfo:
@@ -195,6 +200,7 @@ def pod_info(pod: Mapping[str, Any], config: Config) -> PodInfo:
         owner=_owner(annotations.get(OWNER_ANNOTATION)),
         group_name=str(group_name),
         labels=labels,
+        deleting=bool(meta.get("deletionTimestamp")),
     )
 
 
@@ -278,10 +284,13 @@ def _gang(namespace: str, label: str, members: list[PodInfo], config: Config) ->
 
 
 def observe_gangs(pods: Iterable[PodInfo], config: Config) -> list[GangObservation]:
-    """Group live gang pods by (namespace, gang label), oldest gang first."""
+    """Group live gang pods by (namespace, gang label), oldest gang first.
+
+    Pods being deleted are left out: they will not run with the gang.
+    """
     groups: dict[tuple[str, str], list[PodInfo]] = {}
     for pod in pods:
-        if pod.gang:
+        if pod.gang and not pod.deleting:
             groups.setdefault((pod.namespace, pod.gang), []).append(pod)
     gangs = [_gang(ns, label, members, config) for (ns, label), members in groups.items()]
     gangs.sort(key=lambda g: (g.arrived, g.namespace, g.label))

@@ -41,12 +41,19 @@ def test_a_malformed_spec_is_recorded_not_raised() -> None:
     assert "pod bad cannot be read" in gang.problem
 
 
-@pytest.mark.parametrize(("phase", "deleting", "live"), [
-    ("Pending", False, True), ("Running", False, True), ("Succeeded", False, False),
-    ("Failed", False, False), ("Running", True, False),
+@pytest.mark.parametrize(("phase", "live"), [
+    ("Pending", True), ("Running", True), ("Succeeded", False), ("Failed", False),
 ])
-def test_finished_or_deleting_pods_are_not_live(phase: str, deleting: bool, live: bool) -> None:
-    assert is_live(pod("p", phase=phase, deleting=deleting)) is live
+def test_finished_pods_are_not_live(phase: str, live: bool) -> None:
+    assert is_live(pod("p", phase=phase)) is live
+
+
+def test_a_pod_being_deleted_still_holds_gpus_but_is_no_member() -> None:
+    raw = pod("p", 2, gang="g", min_member=1, node_name="n1", deleting=True)
+    assert is_live(raw)
+    info = pod_info(raw, CFG)
+    assert info.deleting and info.bound
+    assert observe_gangs([info], CFG) == []
 
 
 def test_gangs_come_oldest_first_and_members_in_creation_order() -> None:

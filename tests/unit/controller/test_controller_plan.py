@@ -249,6 +249,15 @@ def test_finished_and_deleting_pods_are_not_members() -> None:
     assert report(result, "g").present == 1
 
 
+def test_gpus_of_a_pod_being_deleted_stay_used_until_it_is_gone() -> None:
+    # No kubelet has confirmed the deletion: the node still holds the GPUs, and the
+    # scheduler still counts them.
+    leaving = pod("leaving", 4, gates=(), node_name="gpu-a", deleting=True)
+    result = decide([leaving, *members("g", 8)], eight_gpus())
+    assert result.releases == ()
+    assert report(result, "g").reason == "needs 8 nvidia.com/gpu, 4 free on eligible nodes"
+
+
 def test_other_systems_gates_keep_a_member_counted_as_gated_by_us_only_with_ours() -> None:
     pods = members("g", 2, gates=(GATE, "example.com/quota"))
     result = decide(pods, eight_gpus())
