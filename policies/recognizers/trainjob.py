@@ -67,7 +67,7 @@ def _runtime(trainjob: Mapping[str, Any], namespace: str, lookup: OwnerLookup) -
     if runtime is None:
         where = f" in namespace {namespace}" if scope else ""
         raise InvalidObject("spec.runtimeRef", f"{kind} {name!r}{where} not found")
-    return runtime
+    return runtime, f"{kind}/{name}"
 
 
 def _resources_per_node(trainer: Mapping[str, Any], config: Config) -> Mapping[str, Any] | None:
@@ -113,25 +113,26 @@ class TrainJobRecognizer:
         if type_of(obj) != TRAINJOB:
             return None
         meta = read_meta(obj)
-        runtime = _runtime(obj, meta.namespace, lookup)
+        runtime, prefix = _runtime(obj, meta.namespace, lookup)
+        rt = f"{prefix}.spec"
         spec = as_mapping(obj.get("spec"), "spec", required=True)
         trainer = as_mapping(spec.get("trainer"), "spec.trainer")
-        runtime_spec = as_mapping(runtime.get("spec"), "runtime spec", required=True)
-        ml_policy = as_mapping(runtime_spec.get("mlPolicy"), "runtime spec.mlPolicy")
+        runtime_spec = as_mapping(runtime.get("spec"), rt, required=True)
+        ml_policy = as_mapping(runtime_spec.get("mlPolicy"), f"{rt}.mlPolicy")
         num_nodes = count(
             trainer.get("numNodes"),
             "spec.trainer.numNodes",
-            count(ml_policy.get("numNodes"), "runtime spec.mlPolicy.numNodes", 1),
+            count(ml_policy.get("numNodes"), f"{rt}.mlPolicy.numNodes", 1),
         )
-        mpi = as_mapping(ml_policy.get("mpi"), "runtime spec.mlPolicy.mpi")
+        mpi = as_mapping(ml_policy.get("mpi"), f"{rt}.mlPolicy.mpi")
         launcher_is_node = mpi.get("runLauncherAsNode") is True
         resources = _resources_per_node(trainer, config)
-        template = as_mapping(runtime_spec.get("template"), "runtime spec.template", required=True)
-        jobset_spec = as_mapping(template.get("spec"), "runtime spec.template.spec", required=True)
+        template = as_mapping(runtime_spec.get("template"), f"{rt}.template", required=True)
+        jobset_spec = as_mapping(template.get("spec"), f"{rt}.template.spec", required=True)
         names = {
             r.get("name")
             for r in as_list(
-                jobset_spec.get("replicatedJobs"), "runtime spec.template.spec.replicatedJobs"
+                jobset_spec.get("replicatedJobs"), f"{rt}.template.spec.replicatedJobs"
             )
             if isinstance(r, Mapping)
         }
@@ -149,7 +150,7 @@ class TrainJobRecognizer:
                 pod_template = _with_resources(pod_template, resources)
             return pods, pod_template
 
-        parts = replicated_job_parts(jobset_spec, "runtime spec.template.spec", config, adjust)
+        parts = replicated_job_parts(jobset_spec, f"{rt}.template.spec", config, adjust)
         gang = build_gang(meta, meta.name, parts, self.name)
         return [gang] if gang is not None else []
 

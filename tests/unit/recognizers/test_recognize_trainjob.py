@@ -1,0 +1,180 @@
+"""Kubeflow Trainer TrainJob resolved with its runtime (recognizers/trainjob.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from builders import (
+    GPU,
+    Lookup,
+    container,
+    gpu_spec,
+    jobset,
+    jobset_pod,
+    no_lookup,
+    pod_spec,
+    replicated_job,
+    template,
+    training_runtime,
+    trainjob,
+)
+
+from gangkeeper.policies.config import Config
+from gangkeeper.policies.errors import InvalidObject
+from gangkeeper.policies.recognizers.registry import recognize_object, recognize_pod
+
+CONFIG = Config()
+TRAINER = {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+
+
+def node_job(gpus: int | None = None, name: str = "node") -> dict[str, Any]:
+    return replicated_job(
+        name,
+        None,
+        None,
+        None,
+        pod_template=template(pod_spec(container("node", gpus))),
+        job_labels=TRAINER,
+    )
+
+
+@pytest.mark.parametrize(
+    ("runtime_nodes", "trainjob_nodes", "size"),
+    [(1, 4, 4), (3, None, 3), (None, None, 1), (2, 8, 8)],
+)
+def test_num_nodes_of_the_trainjob_overrides_the_runtime(
+    runtime_nodes: int | None, trainjob_nodes: int | None, size: int
+) -> None:
+    runtime = training_runtime("torch", node_job(2), num_nodes=runtime_nodes)
+    obj = trainjob("tj", "torch", num_nodes=trainjob_nodes)
+    gangs = recognize_object(obj, Lookup(runtime), CONFIG)
+    if size < 2:
+        assert gangs == []
+        return
+    [gang] = gangs
+    assert (gang.name, gang.min_member) == ("tj", size)
+    assert gang.total_demand() == {GPU: 2 * size}
+    assert gang.source.kind == "TrainJob"
+
+
+def test_resources_per_node_replace_the_runtime_node_resources() -> None:
+    runtime = training_runtime("torch", node_job(1))
+    obj = trainjob("tj", "torch", num_nodes=3, gpus_per_node=8)
+    [gang] = recognize_object(obj, Lookup(runtime), CONFIG)
+    assert [(r.name, r.count, dict(r.demand)) for r in gang.roles] == [("node", 3, {GPU: 8})]
+
+
+def test_a_namespaced_training_runtime_is_looked_up_in_the_trainjob_namespace() -> None:
+    runtime = training_runtime("mine", node_job(1), namespace="default")
+    lookup = Lookup(runtime)
+    obj = trainjob("tj", "mine", num_nodes=2, runtime_kind="TrainingRuntime")
+    [gang] = recognize_object(obj, lookup, CONFIG)
+    assert gang.min_member == 2
+    assert ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime", "default", "mine") in lookup.asked
+
+
+def test_a_cluster_training_runtime_is_looked_up_without_namespace() -> None:
+    lookup = Lookup(training_runtime("torch", node_job(1)))
+    recognize_object(trainjob("tj", "torch", num_nodes=2), lookup, CONFIG)
+    assert lookup.asked == [
+        ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime", "", "torch")
+    ]
+
+
+def test_initializers_that_complete_before_training_are_not_members() -> None:
+    runtime = training_runtime(
+        "torch",
+        replicated_job("dataset-initializer", 1, 1, None),
+        replicated_job("model-initializer", 1, 1, None),
+        replicated_job(
+            "node",
+            None,
+            None,
+            None,
+            pod_template=template(pod_spec(container("node", 1))),
+            job_labels=TRAINER,
+            depends_on=[("dataset-initializer", "Complete"), ("model-initializer", "Complete")],
+        ),
+    )
+    [gang] = recognize_object(trainjob("tj", "torch", num_nodes=4), Lookup(runtime), CONFIG)
+    assert [r.name for r in gang.roles] == ["node"]
+    assert gang.min_member == 4
+
+
+def test_mpi_launcher_run_as_node_counts_as_one_of_the_nodes() -> None:
+    runtime = training_runtime(
+        "mpi",
+        node_job(1),
+        replicated_job("launcher", 1, 1, pod_template=template(gpu_spec(1)), job_labels=TRAINER),
+        mpi_launcher_as_node=True,
+    )
+    [gang] = recognize_object(trainjob("tj", "mpi", num_nodes=4), Lookup(runtime), CONFIG)
+    assert {r.name: r.count for r in gang.roles} == {"node": 3, "launcher": 1}
+    assert gang.min_member == 4
+
+
+def test_an_unknown_runtime_is_an_error_not_a_guess() -> None:
+    with pytest.raises(InvalidObject) as error:
+        recognize_object(trainjob("tj", "missing", num_nodes=4), no_lookup, CONFIG)
+    assert error.value.path == "spec.runtimeRef"
+    assert "missing" in error.value.message
+
+
+def test_a_pod_of_a_trainjob_gets_the_trainjob_gang_through_its_owners() -> None:
+    runtime = training_runtime("torch", node_job(2))
+    parent = trainjob("tj", "torch", num_nodes=3)
+    child_set = jobset("tj", replicated_job("node", 1, 3, 2), owner=parent)
+    member, child_job = jobset_pod(child_set, "node", 0, 2)
+    membership = recognize_pod(member, Lookup(runtime, parent, child_set, child_job), CONFIG)
+    assert membership is not None
+    assert membership.role == "node"
+    assert membership.gang == recognize_object(parent, Lookup(runtime), CONFIG)[0]
+    assert membership.gang.source.name == "tj"
+
+
+def test_a_trainjob_pod_is_found_through_the_jobset_label_when_the_job_is_unknown() -> None:
+    runtime = training_runtime("torch", node_job(2))
+    parent = trainjob("tj", "torch", num_nodes=3)
+    child_set = jobset("tj", replicated_job("node", 1, 3, 2), owner=parent)
+    member, _job = jobset_pod(child_set, "node")
+    membership = recognize_pod(member, Lookup(runtime, parent, child_set), CONFIG)
+    assert membership is not None
+    assert membership.gang.name == "tj"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path"),
+    [
+        (lambda t: t["spec"].pop("runtimeRef"), "spec.runtimeRef"),
+        (lambda t: t["spec"]["runtimeRef"].pop("name"), "spec.runtimeRef.name"),
+        (lambda t: t["spec"]["runtimeRef"].update(kind="Deployment"), "spec.runtimeRef"),
+        (lambda t: t["spec"]["trainer"].update(numNodes=-1), "spec.trainer.numNodes"),
+        (lambda t: t["spec"]["trainer"].update(numNodes="4"), "spec.trainer.numNodes"),
+        (
+            lambda t: t["spec"]["trainer"].update(resourcesPerNode={"limits": {GPU: "1.5"}}),
+            'spec.trainer.resourcesPerNode.limits["nvidia.com/gpu"]',
+        ),
+        (
+            lambda t: t["spec"]["trainer"].update(resourcesPerNode=[]),
+            "spec.trainer.resourcesPerNode",
+        ),
+        (lambda t: t["spec"].update(trainer=7), "spec.trainer"),
+    ],
+)
+def test_a_malformed_trainjob_is_an_error_naming_the_field(mutate: Any, path: str) -> None:
+    runtime = training_runtime("torch", node_job(1))
+    obj = trainjob("tj", "torch", num_nodes=2, gpus_per_node=1)
+    mutate(obj)
+    with pytest.raises(InvalidObject) as error:
+        recognize_object(obj, Lookup(runtime), CONFIG)
+    assert error.value.path == path
+
+
+def test_a_malformed_runtime_is_an_error_naming_the_runtime_field() -> None:
+    runtime = training_runtime("torch", node_job(1))
+    runtime["spec"]["template"]["spec"]["replicatedJobs"] = "nope"
+    with pytest.raises(InvalidObject) as error:
+        recognize_object(trainjob("tj", "torch", num_nodes=2), Lookup(runtime), CONFIG)
+    assert "replicatedJobs" in error.value.path
+    assert "torch" in str(error.value)
