@@ -16,7 +16,6 @@ from .incluster import (
     ClientCalls,
     KubeCalls,
     SelfManagedCerts,
-    cert_mode_from_env,
 )
 from .issue import (
     CA_LIFETIME,
@@ -39,7 +38,6 @@ __all__ = [
     "KubeCalls",
     "Material",
     "SelfManagedCerts",
-    "cert_mode_from_env",
     "certificate_not_after",
     "ensure_local",
     "service_dns_names",

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -154,11 +153,6 @@ def _secret_data(material: Material) -> dict[str, str]:
     return {k: base64.b64encode(v).decode() for k, v in raw.items()}
 
 
-def cert_mode_from_env() -> str:
-    """`self` or `cert-manager`, from GANGKEEPER_CERT_MODE (set by the Deployment)."""
-    return os.environ.get("GANGKEEPER_CERT_MODE", "self")
-
-
 class SelfManagedCerts:
     """Keeps gangkeeper's CA and serving certificate in a Secret and the caBundle injected."""
 
@@ -167,7 +161,7 @@ class SelfManagedCerts:
         api_client: Any,
         *,
         namespace: str,
-        secret_name: str = "gangkeeper-certs",
+        secret_name: str = "gangkeeper-tls",
         service_name: str = "gangkeeper",
         webhook_names: Sequence[str] = ("gangkeeper-mutating", "gangkeeper-validating"),
         cert_dir: Path,
@@ -182,20 +176,6 @@ class SelfManagedCerts:
         self.cert_dir = Path(cert_dir)
         self._calls: KubeCalls = calls if calls is not None else ClientCalls(api_client)
         self._clock = clock
-
-    @classmethod
-    def from_env(cls, api_client: Any, cert_dir: Path) -> SelfManagedCerts:
-        """Built from the variables the Deployment sets (see webhook/manifests.py).
-
-        GANGKEEPER_NAMESPACE (downward API), GANGKEEPER_CERT_SECRET, GANGKEEPER_SERVICE.
-        """
-        return cls(
-            api_client,
-            namespace=os.environ.get("GANGKEEPER_NAMESPACE", "gangkeeper-system"),
-            secret_name=os.environ.get("GANGKEEPER_CERT_SECRET", "gangkeeper-certs"),
-            service_name=os.environ.get("GANGKEEPER_SERVICE", "gangkeeper"),
-            cert_dir=cert_dir,
-        )
 
     @property
     def paths(self) -> CertPaths:

@@ -41,8 +41,9 @@ DEFAULT_NAMESPACE = "gangkeeper-system"
 DEFAULT_IMAGE = "ghcr.io/gangkeeper/gangkeeper:0.1.0"
 NAME = "gangkeeper"
 SERVICE_NAME = "gangkeeper"
-SECRET_NAME = "gangkeeper-certs"
-CERT_MANAGER_SECRET = "gangkeeper-tls"
+#: Self-managed mode: gangkeeper keeps its CA and certificate here (`serve` uses
+#: `<service>-tls`); cert-manager mode: the Certificate's Secret, mounted read-only.
+SECRET_NAME = "gangkeeper-tls"
 CERTIFICATE_NAME = "gangkeeper-serving"
 ISSUER_NAME = "gangkeeper-selfsigned"
 CONFIGMAP_NAME = "gangkeeper-config"
@@ -135,43 +136,48 @@ WEBHOOK_RULES: tuple[RbacRule, ...] = (
         ["list", "watch"],
     ),
     RbacRule(
-        "webhook: size gangs from their owners (list+watch caches; no request waits on "
-        "the API server); read-only",
-        ["batch"],
-        ["jobs"],
-        ["get", "list", "watch"],
-    ),
-    RbacRule(
-        "webhook: LeaderWorkerSet pods are owned by StatefulSets; read-only",
+        "webhook: objects between a pod and the workload that sizes its gang "
+        "(LeaderWorkerSet -> StatefulSet -> pod; TrainJob -> (Cluster)TrainingRuntime); "
+        "read-only caches, one direct get on a cache miss",
         ["apps"],
         ["statefulsets"],
         ["get", "list", "watch"],
     ),
     RbacRule(
-        "webhook: JobSet owners; read-only",
-        ["jobset.x-k8s.io"],
-        ["jobsets"],
-        ["get", "list", "watch"],
-    ),
-    RbacRule(
-        "webhook: Kubeflow Trainer TrainJobs and the runtimes that give their shape; read-only",
+        "webhook: the runtimes that give a TrainJob its shape; read-only",
         ["trainer.kubeflow.org"],
-        ["trainjobs", "trainingruntimes", "clustertrainingruntimes"],
-        ["get", "list", "watch"],
-    ),
-    RbacRule(
-        "webhook: training-operator jobs (owners of their pods); read-only",
-        ["kubeflow.org"],
-        ["pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "paddlejobs", "jaxjobs"],
-        ["get", "list", "watch"],
-    ),
-    RbacRule(
-        "webhook: LeaderWorkerSet owners; read-only",
-        ["leaderworkerset.x-k8s.io"],
-        ["leaderworkersets"],
+        ["trainingruntimes", "clustertrainingruntimes"],
         ["get", "list", "watch"],
     ),
 )
+
+_OWNER_REASON = (
+    "webhook: size gangs from their owning workloads, one rule per API group of the "
+    "recognisers' kinds (list+watch caches, one direct get on a cache miss); read-only"
+)
+
+
+def owner_rules() -> tuple[RbacRule, ...]:
+    """Read access to every workload kind a recogniser knows, grouped by API group.
+
+    Derived from the recognisers, like the webhook rules, so a new kind gets its RBAC with
+    no edit here; resources the controller rule already covers (PodGroups) are left out.
+    """
+    covered = {
+        (group, resource)
+        for rule in CONTROLLER_RULES
+        for group in rule.rule["apiGroups"]
+        for resource in rule.rule["resources"]
+    }
+    by_group: dict[str, list[str]] = {}
+    for group, _versions, resource in _recognised_resources():
+        if (group, resource) not in covered and resource not in by_group.get(group, []):
+            by_group.setdefault(group, []).append(resource)
+    return tuple(
+        RbacRule(_OWNER_REASON, [group], sorted(resources), ["get", "list", "watch"])
+        for group, resources in sorted(by_group.items())
+    )
+
 
 #: Self-managed certificates only (absent in cert-manager mode).
 CABUNDLE_RULES: tuple[RbacRule, ...] = (
@@ -213,18 +219,18 @@ SECRET_RULES: tuple[RbacRule, ...] = (
     ),
 )
 
-_ALL_RULES: tuple[RbacRule, ...] = (
-    *CONTROLLER_RULES,
-    *WEBHOOK_RULES,
-    *CABUNDLE_RULES,
-    *NAMESPACED_RULES,
-    *SECRET_RULES,
-)
-
 
 def rule_reason(rule: Mapping[str, Any]) -> str | None:
     """The justification of an emitted PolicyRule (None for an unknown rule)."""
-    for known in _ALL_RULES:
+    every = (
+        *CONTROLLER_RULES,
+        *WEBHOOK_RULES,
+        *owner_rules(),
+        *CABUNDLE_RULES,
+        *NAMESPACED_RULES,
+        *SECRET_RULES,
+    )
+    for known in every:
         if known.rule == dict(rule):
             return known.why
     return None
@@ -233,23 +239,30 @@ def rule_reason(rule: Mapping[str, Any]) -> str | None:
 # --- workload rules from the recognisers -----------------------------------------------
 
 
-def workload_rules() -> list[Manifest]:
-    """Webhook rules for every workload kind a recogniser validates, grouped by API group.
+def _recognised_resources() -> list[tuple[str, tuple[str, ...], str]]:
+    """(group, versions, plural) of every workload kind in `default_registry()`.
 
-    Reads `default_registry()`; while the registry module does not exist yet (it is
-    written separately) the list is empty and only pods are validated.
+    Empty while the registry module does not exist (it is written separately); the
+    webhook then validates pods only.
     """
     try:
         registry_module = importlib.import_module("gangkeeper.policies.recognizers.registry")
     except ImportError:
         return []
-    registry = registry_module.default_registry()
+    return [
+        (rule.group, tuple(rule.versions), rule.resource)
+        for recognizer in registry_module.default_registry()
+        for rule in getattr(recognizer, "rules", ())
+    ]
+
+
+def workload_rules() -> list[Manifest]:
+    """Webhook rules for every workload kind a recogniser validates, grouped by API group."""
     by_group: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for recognizer in registry:
-        for rule in getattr(recognizer, "rules", ()):
-            resources = by_group.setdefault((rule.group, tuple(rule.versions)), [])
-            if rule.resource not in resources:
-                resources.append(rule.resource)
+    for group, versions, resource in _recognised_resources():
+        resources = by_group.setdefault((group, versions), [])
+        if resource not in resources:
+            resources.append(resource)
     return [
         {
             "apiGroups": [group],
@@ -491,7 +504,7 @@ def _binding(
 
 
 def _rbac(namespace: str, cert_mode: CertMode) -> list[Manifest]:
-    cluster_rules = [*CONTROLLER_RULES, *WEBHOOK_RULES]
+    cluster_rules = [*CONTROLLER_RULES, *WEBHOOK_RULES, *owner_rules()]
     namespaced = list(NAMESPACED_RULES)
     if cert_mode == "self":
         cluster_rules += CABUNDLE_RULES
@@ -537,16 +550,11 @@ def _deployment(namespace: str, cert_mode: CertMode, image: str) -> Manifest:
         # Written by the process from the shared Secret; memory-backed, never on disk.
         cert_volume = {"name": "certs", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}
     else:
-        cert_volume = {"name": "certs", "secret": {"secretName": CERT_MANAGER_SECRET}}
+        cert_volume = {"name": "certs", "secret": {"secretName": SECRET_NAME}}
     env = [
-        {
-            "name": "GANGKEEPER_NAMESPACE",
-            "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
-        },
-        {"name": "GANGKEEPER_POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-        {"name": "GANGKEEPER_CERT_MODE", "value": cert_mode},
-        {"name": "GANGKEEPER_SERVICE", "value": SERVICE_NAME},
-        {"name": "GANGKEEPER_CERT_SECRET", "value": SECRET_NAME},
+        # `serve` reads its namespace (Lease, Secret) and its controller identity from these.
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
     ]
     container: Manifest = {
         "name": NAME,
@@ -557,6 +565,10 @@ def _deployment(namespace: str, cert_mode: CertMode, image: str) -> Manifest:
             f"{CONFIG_DIR}/config.yaml",
             "--cert-dir",
             CERT_DIR,
+            "--cert-mode",
+            "self-managed" if cert_mode == "self" else "cert-manager",
+            "--service",
+            SERVICE_NAME,
             "--host",
             "0.0.0.0",
             "--port",
@@ -642,7 +654,7 @@ def _cert_manager(namespace: str) -> list[Manifest]:
             "kind": "Certificate",
             "metadata": _metadata(CERTIFICATE_NAME, namespace),
             "spec": {
-                "secretName": CERT_MANAGER_SECRET,
+                "secretName": SECRET_NAME,
                 "dnsNames": dns,
                 "duration": "2160h",
                 "renewBefore": "720h",
@@ -754,7 +766,11 @@ _HEADER = "# Generated by `gangkeeper manifests`; edit webhook/manifests.py, not
 
 
 class _Dumper(yaml.SafeDumper):
-    """Multi-line strings (CEL expressions, the config file) as literal blocks."""
+    """Multi-line strings (CEL expressions, the config file) as literal blocks; no
+    anchors/aliases (shared dicts are written out in full, as kubectl users expect)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -376,7 +376,7 @@ def manager(cluster: FakeCluster, cert_dir: Path, clock: Clock | None = None) ->
 
 
 def secret_ca(cluster: FakeCluster) -> bytes:
-    data = cluster.secrets[("gangkeeper-system", "gangkeeper-certs")]["data"]
+    data = cluster.secrets[("gangkeeper-system", "gangkeeper-tls")]["data"]
     return base64.b64decode(data["ca.crt"])
 
 
@@ -417,13 +417,13 @@ def test_a_removed_ca_bundle_is_injected_again(cluster: FakeCluster, tmp_path: P
 def test_a_secret_shipped_empty_by_the_manifests_is_filled_not_recreated(
     cluster: FakeCluster, tmp_path: Path
 ) -> None:
-    cluster.secrets[("gangkeeper-system", "gangkeeper-certs")] = {
-        "metadata": {"name": "gangkeeper-certs", "resourceVersion": "1", "labels": {"a": "b"}},
+    cluster.secrets[("gangkeeper-system", "gangkeeper-tls")] = {
+        "metadata": {"name": "gangkeeper-tls", "resourceVersion": "1", "labels": {"a": "b"}},
         "type": "Opaque",
     }
     manager(cluster, tmp_path).reconcile()
     assert cluster.writes[0] == "replace secret"
-    stored = cluster.secrets[("gangkeeper-system", "gangkeeper-certs")]
+    stored = cluster.secrets[("gangkeeper-system", "gangkeeper-tls")]
     assert stored["metadata"]["labels"] == {"a": "b"}
 
 
@@ -437,8 +437,8 @@ def test_replicas_converge_on_one_ca(cluster: FakeCluster, tmp_path: Path) -> No
 def test_a_conflicting_write_by_another_replica_wins_and_is_adopted(
     cluster: FakeCluster, tmp_path: Path
 ) -> None:
-    cluster.secrets[("gangkeeper-system", "gangkeeper-certs")] = {
-        "metadata": {"name": "gangkeeper-certs", "resourceVersion": "1"},
+    cluster.secrets[("gangkeeper-system", "gangkeeper-tls")] = {
+        "metadata": {"name": "gangkeeper-tls", "resourceVersion": "1"},
         "type": "Opaque",
     }
     other = manager(cluster, tmp_path / "other")
