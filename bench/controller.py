@@ -1,0 +1,173 @@
+"""`python -m bench.controller [--quick]`: from a gang's last member to all members bound.
+
+For gangs of 8, 64 and 1,000 one-GPU pods (8 and 64 with --quick) on a sandbox control
+plane, with gangkeeper's controller running inside `gangkeeper serve`: create every
+member but the last (all stay gated: minMember is the gang size), then the last one,
+and time from the moment its create call returned until
+- the first and the last gangkeeper gate is lifted (the controller's own work; target
+  for 1,000 pods: within 2 s),
+- the first and the last member is bound (adds kube-scheduler, whose client is rate
+  limited to its default 50 requests/s for bindings).
+Times come from one raw watch of the namespace started before the gang, so each is the
+moment this process saw the change (a few milliseconds after the API server did).
+
+`run(quick) -> list[dict]` (what `python -m bench` calls) starts its own sandbox via
+bench.cluster.open_cluster. May touch that sandbox only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+GATE = "gangkeeper.io/gang"
+NAMESPACE = "bench-controller"
+POOL_KEY = "bench.gangkeeper.io/pool"
+POOL = "controller"
+GPUS_PER_NODE = 100
+SIZES = (8, 64, 1000)
+QUICK_SIZES = (8, 64)
+
+
+def _log(message: str) -> None:
+    print(f"[bench.controller {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr,
+          flush=True)
+
+
+def member(gang: str, index: int, size: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{gang}-{index:04d}",
+            "annotations": {"gangkeeper.io/gang-name": gang, "gangkeeper.io/min-member": str(size)},
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "nodeSelector": {POOL_KEY: POOL},
+            "containers": [{
+                "name": "trainer",
+                "image": "registry.invalid/bench/trainer:1",
+                "resources": {"limits": {"nvidia.com/gpu": "1"}},
+            }],
+        },
+    }
+
+
+class Observer:
+    """Watches the namespace; remembers when each pod was first seen ungated and bound."""
+
+    def __init__(self, rest: Any, resource_version: str) -> None:
+        self.rest = rest
+        self.since = resource_version
+        self.ungated: dict[str, float] = {}
+        self.bound: dict[str, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        path = f"/api/v1/namespaces/{NAMESPACE}/pods"
+        version = self.since
+        while not self.stop.is_set():
+            for event in self.rest.watch(path, [("resourceVersion", version)], 60):
+                now = time.monotonic()
+                obj = event.get("object") or {}
+                meta = obj.get("metadata") or {}
+                version = str(meta.get("resourceVersion") or version)
+                if event.get("type") not in ("ADDED", "MODIFIED"):
+                    continue
+                name = str(meta.get("name"))
+                spec = obj.get("spec") or {}
+                gates = [g.get("name") for g in spec.get("schedulingGates") or []]
+                if GATE not in gates:
+                    self.ungated.setdefault(name, now)
+                if spec.get("nodeName"):
+                    self.bound.setdefault(name, now)
+                if self.stop.is_set():
+                    return
+
+
+def measure(cluster: Any, rest: Any, size: int) -> dict[str, Any]:
+    gang = f"g{size}"
+    since = str(rest.get(f"/api/v1/namespaces/{NAMESPACE}/pods", [("limit", 1)])
+                ["metadata"]["resourceVersion"])
+    observer = Observer(rest, since)
+    observer.thread.start()
+    started = time.monotonic()
+    path = f"/api/v1/namespaces/{NAMESPACE}/pods"
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda i: rest.request("POST", path, body=member(gang, i, size)),
+                      range(size - 1)))
+    created_rest = time.monotonic() - started
+    if observer.ungated:
+        raise RuntimeError(f"gang {gang} released before its last member existed")
+    rest.request("POST", path, body=member(gang, size - 1, size))
+    last = time.monotonic()
+    deadline = last + 600
+    while len(observer.bound) < size and time.monotonic() < deadline:
+        time.sleep(0.05)
+    observer.stop.set()
+    if len(observer.ungated) < size or len(observer.bound) < size:
+        raise RuntimeError(
+            f"gang of {size}: {len(observer.ungated)} ungated, {len(observer.bound)} bound "
+            "after 600 s"
+        )
+    row = {
+        "gang_size": size,
+        "create_first_members_s": round(created_rest, 2),
+        "first_gate_lifted_s": round(min(observer.ungated.values()) - last, 3),
+        "all_gates_lifted_s": round(max(observer.ungated.values()) - last, 3),
+        "first_bound_s": round(min(observer.bound.values()) - last, 3),
+        "all_bound_s": round(max(observer.bound.values()) - last, 3),
+        "target_met": max(observer.ungated.values()) - last <= 2.0,
+    }
+    _log(json.dumps(row))
+    cluster.clear_pods(NAMESPACE, timeout=600)
+    return row
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    from bench.cluster import open_cluster, wait_for
+    from gangkeeper.webhook.controller.rest import Rest
+
+    sizes = QUICK_SIZES if quick else SIZES
+    rows: list[dict[str, Any]] = []
+    with open_cluster(quick=quick, log=_log) as cluster:
+        cluster.core.create_namespace(
+            {"metadata": {"name": NAMESPACE, "labels": {"gangkeeper.io/enabled": "true"}}}
+        )
+        wait_for(
+            lambda: bool(cluster.core.list_namespaced_service_account(
+                NAMESPACE, field_selector="metadata.name=default").items),
+            60, f"default ServiceAccount in {NAMESPACE}",
+        )
+        nodes = -(-max(sizes) // GPUS_PER_NODE)
+        cluster.ensure_fleet(POOL, nodes, GPUS_PER_NODE, label=POOL_KEY)
+        rest = Rest(cluster.api)
+        for size in sizes:
+            _log(f"gang of {size}")
+            rows.append(measure(cluster, rest, size))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.controller", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help=f"gangs of {QUICK_SIZES} only")
+    args = parser.parse_args(argv)
+    rows = run(args.quick)
+    print("| gang | gates lifted (first / all) | bound (first / all) | ≤ 2 s |")
+    print("| ---: | ---: | ---: | :---: |")
+    for r in rows:
+        print(f"| {r['gang_size']} | {r['first_gate_lifted_s']:.2f} / {r['all_gates_lifted_s']:.2f}"
+              f" s | {r['first_bound_s']:.2f} / {r['all_bound_s']:.2f} s |"
+              f" {'yes' if r['target_met'] else 'no'} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
