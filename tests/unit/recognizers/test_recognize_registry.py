@@ -1,0 +1,176 @@
+"""The registry and its entry points: every kind registered once, junk never crashes
+(recognizers/registry.py, recognizers/base.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from builders import Lookup, job, no_lookup, pod_from
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gangkeeper.policies.config import Config
+from gangkeeper.policies.errors import InvalidObject
+from gangkeeper.policies.recognizers.base import DuplicateRecognizer, Registry
+from gangkeeper.policies.recognizers.job import JobRecognizer
+from gangkeeper.policies.recognizers.registry import (
+    default_registry,
+    recognize_object,
+    recognize_pod,
+)
+
+CONFIG = Config()
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def test_the_default_registry_holds_every_kind_once() -> None:
+    names = default_registry().names()
+    assert len(names) == len(set(names))
+    assert set(names) == {
+        "annotations",
+        "job",
+        "jobset",
+        "trainjob",
+        "pytorchjob",
+        "tfjob",
+        "mpijob",
+        "xgboostjob",
+        "paddlejob",
+        "jaxjob",
+        "leaderworkerset",
+        "volcano-podgroup",
+        "coscheduling-podgroup",
+        "kueue-podgroup",
+    }
+    # the explicit-annotations fallback is asked last
+    assert names[-1] == "annotations"
+
+
+def test_webhook_rules_name_each_resource_once() -> None:
+    rules = [(r.group, r.resource) for rec in default_registry() for r in rec.rules]
+    assert len(rules) == len(set(rules))
+    assert ("batch", "jobs") in rules
+    assert ("trainer.kubeflow.org", "trainjobs") in rules
+    assert ("leaderworkerset.x-k8s.io", "leaderworkersets") in rules
+
+
+def test_a_registry_refuses_a_name_twice() -> None:
+    registry = Registry()
+    registry.register(JobRecognizer())
+    with pytest.raises(DuplicateRecognizer):
+        registry.register(JobRecognizer())
+
+
+def test_a_custom_registry_limits_what_is_recognised() -> None:
+    registry = Registry()
+    registry.register(JobRecognizer())
+    owner = job("train", parallelism=3)
+    assert len(recognize_object(owner, no_lookup, CONFIG, registry)) == 1
+    member = pod_from(owner["spec"]["template"], "p", owner=owner)
+    assert recognize_pod(member, Lookup(owner), CONFIG, registry) is not None
+    empty = Registry()
+    assert recognize_object(owner, no_lookup, CONFIG, empty) == []
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        None,
+        [],
+        "Job",
+        42,
+        {},
+        {"kind": "Job"},
+        {"apiVersion": "batch/v1"},
+        {"apiVersion": 1, "kind": "Job"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "b"}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "spec": "junk"},
+        {"apiVersion": "example.com/v1", "kind": "Widget", "spec": {"replicas": 100}},
+        {"apiVersion": "batch/v2", "kind": "Other"},
+    ],
+)
+def test_junk_and_unknown_kinds_are_not_gangs(obj: Any) -> None:
+    assert recognize_object(obj, no_lookup, CONFIG) == []
+    assert recognize_pod(obj, no_lookup, CONFIG) is None
+
+
+def test_an_owner_lookup_is_asked_each_question_once_per_call() -> None:
+    owner = job("train", parallelism=3)
+    member = pod_from(owner["spec"]["template"], "p", owner=owner)
+    lookup = Lookup(owner)
+    assert recognize_pod(member, lookup, CONFIG) is not None
+    assert len(lookup.asked) == len(set(lookup.asked))
+
+
+def test_an_owner_reference_loop_ends() -> None:
+    a = job("a", parallelism=2)
+    b = job("b", parallelism=2, owner=a)
+    a["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "b", "uid": "", "controller": True}
+    ]
+    member = pod_from(a["spec"]["template"], "p", owner=a)
+    recognize_pod(member, Lookup(a, b), CONFIG)  # returns, whatever it decides
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+KINDS = [
+    ("v1", "Pod"),
+    ("batch/v1", "Job"),
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
+    ("kubeflow.org/v1", "PyTorchJob"),
+    ("kubeflow.org/v2beta1", "MPIJob"),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"),
+    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"),
+    ("apps/v1", "StatefulSet"),
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kind=st.sampled_from(KINDS),
+    metadata=json_values,
+    spec=json_values,
+    owned=st.booleans(),
+)
+def test_a_known_kind_with_random_fields_is_recognised_or_an_invalid_object(
+    kind: tuple[str, str], metadata: Any, spec: Any, owned: bool
+) -> None:
+    obj = {"apiVersion": kind[0], "kind": kind[1], "metadata": metadata, "spec": spec}
+
+    def lookup(api_version: str, k: str, namespace: str, name: str) -> Any:
+        return spec if owned else None
+
+    try:
+        recognize_object(obj, lookup, CONFIG)
+        recognize_pod(obj, lookup, CONFIG)
+    except InvalidObject as error:
+        assert str(error)
+
+
+def _example_documents() -> list[tuple[str, list[Any]]]:
+    return [
+        (path.name, [d for d in yaml.safe_load_all(path.read_text()) if d])
+        for path in sorted(EXAMPLES.glob("*-*.yaml"))
+    ]
+
+
+@pytest.mark.parametrize(("name", "docs"), _example_documents())
+def test_every_example_workload_is_recognised_as_a_gang(name: str, docs: list[Any]) -> None:
+    lookup = Lookup(*[d for d in docs if "Runtime" in d["kind"]])
+    workloads = [d for d in docs if "Runtime" not in d["kind"]]
+    assert workloads, name
+    for doc in workloads:
+        gangs = recognize_object(doc, lookup, CONFIG)
+        assert gangs, f"{name}: {doc['kind']} {doc['metadata']['name']} is not a gang"
+        assert all(g.min_member >= 2 for g in gangs)
