@@ -9,12 +9,14 @@ network access; reading the file is the caller's job.
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
-from .errors import InvalidConfig
+from .errors import InvalidConfig, InvalidObject
 from .model import Backend, Taint
+from .quantity import gpu_count, parse_quantity
 
 DEFAULT_GPU_RESOURCES: tuple[str, ...] = (
     "nvidia.com/gpu",
@@ -135,7 +137,48 @@ def _label_value(key: str, value: object) -> str:
     return value
 
 
-def _pool(key: str, raw: object) -> NodePool:
+def _given(data: Mapping[str, Any], key: str, default: object) -> Any:
+    """data[key], or the default when absent or null (an empty YAML section)."""
+    value = data.get(key)
+    return default if value is None else value
+
+
+def _gpus(key: str, value: object) -> int:
+    """A whole GPU count, as a number or a Kubernetes quantity string ("8")."""
+    if isinstance(value, bool):
+        raise InvalidConfig(key, f"must be a whole number of GPUs, got {value!r}")
+    try:
+        return gpu_count(value, key)
+    except InvalidObject as exc:
+        raise InvalidConfig(key, exc.message) from exc
+
+
+def _resource_name(key: str, value: object) -> str:
+    name = _string(key, value)
+    # Device plugins only expose domain-prefixed extended resources (vendor.com/x).
+    if "/" not in name or name.startswith("/") or name.endswith("/"):
+        raise InvalidConfig(
+            key, f"must be an extended resource name such as nvidia.com/gpu, got {name!r}"
+        )
+    return name
+
+
+def _amount(key: str, resource: str, value: object, gpu_patterns: tuple[str, ...]) -> int:
+    """A pool's allocatable amount: whole for GPUs, any quantity (floored) otherwise."""
+    if any(fnmatch.fnmatchcase(resource, p) for p in gpu_patterns):
+        return _gpus(key, value)
+    if isinstance(value, bool):
+        raise InvalidConfig(key, f"must be a quantity, got {value!r}")
+    try:
+        amount = parse_quantity(value, key)
+    except InvalidObject as exc:
+        raise InvalidConfig(key, exc.message) from exc
+    if amount < 0:
+        raise InvalidConfig(key, f"cannot be negative, got {value!r}")
+    return math.floor(amount)
+
+
+def _pool(key: str, raw: object, gpu_patterns: tuple[str, ...]) -> NodePool:
     data = _mapping(key, raw)
     unknown = set(data) - {"name", "maxCount", "labels", "taints", "allocatable"}
     if unknown:
@@ -143,16 +186,16 @@ def _pool(key: str, raw: object) -> NodePool:
     name = _string(f"{key}.name", data.get("name"))
     labels = {
         _string(f"{key}.labels", k): _label_value(f"{key}.labels.{k}", v)
-        for k, v in _mapping(f"{key}.labels", data.get("labels", {})).items()
+        for k, v in _mapping(f"{key}.labels", _given(data, "labels", {})).items()
     }
     taints = []
-    for i, t in enumerate(_list(f"{key}.taints", data.get("taints", []))):
+    for i, t in enumerate(_list(f"{key}.taints", _given(data, "taints", []))):
         tk = f"{key}.taints[{i}]"
         tm = _mapping(tk, t)
         taints.append(
             Taint(
                 key=_string(f"{tk}.key", tm.get("key")),
-                value=str(tm.get("value", "")),
+                value=_label_value(f"{tk}.value", tm.get("value", "")),
                 effect=_choice(
                     f"{tk}.effect",
                     tm.get("effect", "NoSchedule"),
@@ -161,8 +204,8 @@ def _pool(key: str, raw: object) -> NodePool:
             )
         )
     allocatable = {
-        _string(f"{key}.allocatable", k): _count(f"{key}.allocatable.{k}", v)
-        for k, v in _mapping(f"{key}.allocatable", data.get("allocatable", {})).items()
+        _string(f"{key}.allocatable", k): _amount(f"{key}.allocatable.{k}", str(k), v, gpu_patterns)
+        for k, v in _mapping(f"{key}.allocatable", _given(data, "allocatable", {})).items()
     }
     return NodePool(
         name=name,
@@ -174,42 +217,57 @@ def _pool(key: str, raw: object) -> NodePool:
 
 
 def load_config(raw: Mapping[str, Any] | None) -> Config:
-    """Build a Config from parsed YAML; None or {} gives the defaults."""
+    """Build a Config from parsed YAML; None or {} gives the defaults.
+
+    A key given as null (an empty YAML section) takes its default.
+    """
     if raw is None:
         return Config()
     data = _mapping("<root>", raw)
-    unknown = sorted(set(data) - _KEYS)
+    unknown = sorted(str(k) for k in set(data) - _KEYS)
     if unknown:
         raise InvalidConfig(unknown[0], f"unknown key (known: {', '.join(sorted(_KEYS))})")
     defaults = Config()
     scheduler_names = dict(DEFAULT_SCHEDULER_NAMES)
-    for backend, name in _mapping("schedulerNames", data.get("schedulerNames", {})).items():
+    for backend, name in _mapping("schedulerNames", _given(data, "schedulerNames", {})).items():
         _backend(f"schedulerNames.{backend}", backend)
         scheduler_names[backend] = _string(f"schedulerNames.{backend}", name)
-    raw_gpu = _list("gpuResources", data.get("gpuResources", list(DEFAULT_GPU_RESOURCES)))
-    gpu = tuple(_string(f"gpuResources[{i}]", r) for i, r in enumerate(raw_gpu))
+    raw_gpu = _list("gpuResources", _given(data, "gpuResources", list(DEFAULT_GPU_RESOURCES)))
+    gpu = tuple(_resource_name(f"gpuResources[{i}]", r) for i, r in enumerate(raw_gpu))
     if not gpu:
         raise InvalidConfig("gpuResources", "must name at least one resource")
+    pools = tuple(
+        _pool(f"pools[{i}]", p, gpu)
+        for i, p in enumerate(_list("pools", _given(data, "pools", [])))
+    )
+    seen: set[str] = set()
+    for i, pool in enumerate(pools):
+        if pool.name in seen:
+            raise InvalidConfig(f"pools[{i}].name", f"duplicate pool name {pool.name!r}")
+        seen.add(pool.name)
+    namespace_backends = {
+        _string("namespaceBackends", ns): _backend(f"namespaceBackends.{ns}", b)
+        for ns, b in _mapping("namespaceBackends", _given(data, "namespaceBackends", {})).items()
+    }
     return Config(
-        backend=_backend("backend", data.get("backend", defaults.backend)),
-        namespace_backends={
-            _string("namespaceBackends", ns): _backend(f"namespaceBackends.{ns}", b)
-            for ns, b in _mapping("namespaceBackends", data.get("namespaceBackends", {})).items()
-        },
+        backend=_backend("backend", _given(data, "backend", defaults.backend)),
+        namespace_backends=namespace_backends,
         gpu_resources=gpu,
         scheduler_names=scheduler_names,
         on_conflict=cast(
             ConflictPolicy,
-            _choice("onConflict", data.get("onConflict", defaults.on_conflict), _CONFLICT),
+            _choice("onConflict", _given(data, "onConflict", defaults.on_conflict), _CONFLICT),
         ),
         on_unreadable=cast(
             UnreadablePolicy,
-            _choice("onUnreadable", data.get("onUnreadable", defaults.on_unreadable), _UNREADABLE),
+            _choice(
+                "onUnreadable", _given(data, "onUnreadable", defaults.on_unreadable), _UNREADABLE
+            ),
         ),
         gang_timeout_seconds=_count(
-            "gangTimeoutSeconds", data.get("gangTimeoutSeconds", defaults.gang_timeout_seconds), 1
+            "gangTimeoutSeconds",
+            _given(data, "gangTimeoutSeconds", defaults.gang_timeout_seconds),
+            1,
         ),
-        pools=tuple(
-            _pool(f"pools[{i}]", p) for i, p in enumerate(_list("pools", data.get("pools", [])))
-        ),
+        pools=pools,
     )

@@ -1,0 +1,141 @@
+"""Config: defaults, every key read, and errors that name the key for every bad value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from gangkeeper.policies.config import Config, NodePool, load_config
+from gangkeeper.policies.errors import InvalidConfig
+from gangkeeper.policies.model import Taint
+
+FULL = """
+backend: coscheduling
+namespaceBackends:
+  research: volcano
+  infra: native
+gpuResources: [nvidia.com/gpu, "nvidia.com/mig-*"]
+schedulerNames:
+  coscheduling: gang-scheduler
+onConflict: reject
+onUnreadable: reject
+gangTimeoutSeconds: 600
+pools:
+- name: h100-spot
+  maxCount: 16
+  labels: {pool: h100-spot}
+  taints:
+  - {key: spot, value: "true", effect: NoSchedule}
+  allocatable: {nvidia.com/gpu: 8, cpu: "96"}
+"""
+
+
+@pytest.mark.parametrize("empty", [None, {}])
+def test_no_config_gives_the_defaults(empty: dict[str, Any] | None) -> None:
+    config = load_config(empty)
+    assert config == Config()
+    assert config.backend == "gate"
+    assert config.on_conflict == "skip"
+    assert config.on_unreadable == "allow"
+    assert config.is_gpu_resource("nvidia.com/gpu")
+    assert config.is_gpu_resource("nvidia.com/mig-1g.10gb")
+    assert config.is_gpu_resource("gpu.intel.com/xe")
+    assert not config.is_gpu_resource("cpu")
+
+
+def test_every_key_of_a_full_config_is_read() -> None:
+    config = load_config(yaml.safe_load(FULL))
+    assert config.backend == "coscheduling"
+    assert config.backend_for("research") == "volcano"
+    assert config.backend_for("infra") == "native"
+    assert config.backend_for("elsewhere") == "coscheduling"
+    assert config.scheduler_name_for("coscheduling") == "gang-scheduler"
+    assert config.scheduler_name_for("volcano") == "volcano"
+    assert not config.is_gpu_resource("amd.com/gpu")
+    assert config.on_conflict == "reject"
+    assert config.on_unreadable == "reject"
+    assert config.gang_timeout_seconds == 600
+    assert config.pools == (
+        NodePool(
+            name="h100-spot",
+            max_count=16,
+            labels={"pool": "h100-spot"},
+            taints=(Taint("spot", "true", "NoSchedule"),),
+            allocatable={"nvidia.com/gpu": 8, "cpu": 96},
+        ),
+    )
+
+
+def test_null_sections_take_their_defaults() -> None:
+    config = load_config(yaml.safe_load("pools:\nnamespaceBackends:\nbackend:\n"))
+    assert config == Config()
+
+
+def test_pool_allocatable_accepts_quantity_strings() -> None:
+    config = load_config(
+        {"pools": [{"name": "p", "maxCount": 1, "allocatable": {"x.com/gpu": "4"}}]}
+    )
+    assert config.pools[0].allocatable == {"x.com/gpu": 4}
+
+
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        ({"backnd": "gate"}, "backnd"),
+        ({"backend": "kube-batch"}, "backend"),
+        ({"namespaceBackends": {"team": "yunikorn"}}, "namespaceBackends.team"),
+        ({"namespaceBackends": ["team"]}, "namespaceBackends"),
+        ({"gpuResources": "nvidia.com/gpu"}, "gpuResources"),
+        ({"gpuResources": []}, "gpuResources"),
+        ({"gpuResources": ["gpu"]}, "gpuResources[0]"),
+        ({"gpuResources": ["nvidia.com/gpu", 3]}, "gpuResources[1]"),
+        ({"schedulerNames": {"slurm": "x"}}, "schedulerNames.slurm"),
+        ({"schedulerNames": {"volcano": ""}}, "schedulerNames.volcano"),
+        ({"onConflict": "ignore"}, "onConflict"),
+        ({"onUnreadable": True}, "onUnreadable"),
+        ({"gangTimeoutSeconds": 0}, "gangTimeoutSeconds"),
+        ({"gangTimeoutSeconds": "300"}, "gangTimeoutSeconds"),
+        ({"gangTimeoutSeconds": True}, "gangTimeoutSeconds"),
+        ({"pools": {"name": "p"}}, "pools"),
+        ({"pools": [{"maxCount": 1}]}, "pools[0].name"),
+        ({"pools": [{"name": "p"}]}, "pools[0].maxCount"),
+        ({"pools": [{"name": "p", "maxCount": -1}]}, "pools[0].maxCount"),
+        ({"pools": [{"name": "p", "maxCount": 1, "size": 3}]}, "pools[0].size"),
+        (
+            {"pools": [{"name": "p", "maxCount": 1, "allocatable": {"nvidia.com/gpu": "1.5"}}]},
+            "pools[0].allocatable.nvidia.com/gpu",
+        ),
+        (
+            {"pools": [{"name": "p", "maxCount": 1, "allocatable": {"nvidia.com/gpu": True}}]},
+            "pools[0].allocatable.nvidia.com/gpu",
+        ),
+        ({"pools": [{"name": "p", "maxCount": 1, "labels": {"a": 1}}]}, "pools[0].labels.a"),
+        (
+            {"pools": [{"name": "p", "maxCount": 1, "taints": [{"key": "k", "effect": "Maybe"}]}]},
+            "pools[0].taints[0].effect",
+        ),
+        (
+            {"pools": [{"name": "p", "maxCount": 1}, {"name": "p", "maxCount": 2}]},
+            "pools[1].name",
+        ),
+        ([1, 2], "<root>"),
+    ],
+)
+def test_bad_values_raise_invalid_config_naming_the_key(raw: Any, key: str) -> None:
+    with pytest.raises(InvalidConfig) as caught:
+        load_config(raw)
+    assert caught.value.key == key
+    assert str(caught.value).startswith(f"config {key}: ")
+
+
+def test_an_unknown_key_error_lists_the_known_keys() -> None:
+    with pytest.raises(InvalidConfig, match="known: backend, gangTimeoutSeconds"):
+        load_config({"gpus": []})
+
+
+def test_pool_non_gpu_resources_take_any_quantity() -> None:
+    pool = {"name": "p", "maxCount": 1, "allocatable": {"memory": "512Gi", "cpu": "95500m"}}
+    config = load_config({"pools": [pool]})
+    assert config.pools[0].allocatable == {"memory": 512 * 2**30, "cpu": 95}
