@@ -114,7 +114,7 @@ class StaticClusterView:
 
 
 def _cluster_scoped(obj: Mapping[str, Any]) -> bool:
-    return obj.get("kind") in {r.kind for r in OWNER_RESOURCES if not r.namespaced}
+    return obj.get("kind") in {r.kind for r in _INTERMEDIATE_OWNERS if not r.namespaced}
 
 
 # --- watched ----------------------------------------------------------------------------
@@ -147,7 +147,7 @@ class Resource:
 
     @property
     def label(self) -> str:
-        return f"{self.plural}.{self.group}" if self.group else self.plural
+        return f"{self.plural}.{self.version}.{self.group}" if self.group else self.plural
 
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
@@ -157,25 +157,31 @@ BOUND_PODS = Resource(
     "", "v1", "pods", "Pod",
     field_selector="spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
 )
-#: Owners a gang is sized from (pod → ... → top-level owner), per recogniser.
-OWNER_RESOURCES: tuple[Resource, ...] = (
-    Resource("batch", "v1", "jobs", "Job"),
-    Resource("apps", "v1", "statefulsets", "StatefulSet"),
-    Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet"),
-    Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob"),
+#: Owners the recognisers follow that no recogniser validates itself.
+_INTERMEDIATE_OWNERS: tuple[Resource, ...] = (
+    Resource("apps", "v1", "statefulsets", "StatefulSet"),  # LeaderWorkerSet → sts → pod
     Resource("trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime"),
     Resource(
         "trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime",
         namespaced=False,
     ),
-    Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"),
-    Resource("kubeflow.org", "v1", "tfjobs", "TFJob"),
-    Resource("kubeflow.org", "v1", "mpijobs", "MPIJob"),
-    Resource("kubeflow.org", "v1", "xgboostjobs", "XGBoostJob"),
-    Resource("kubeflow.org", "v1", "paddlejobs", "PaddleJob"),
-    Resource("kubeflow.org", "v1", "jaxjobs", "JAXJob"),
-    Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet"),
 )
+
+
+def owner_resources() -> tuple[Resource, ...]:
+    """Every kind a gang is sized from: each recogniser's rules (all served versions
+    tried, an unserved one is simply absent) plus the intermediate owners."""
+    from gangkeeper.policies.recognizers.registry import default_registry
+
+    found: dict[tuple[str, str, str], Resource] = {}
+    for recognizer in default_registry():
+        for rule in recognizer.rules:
+            for version in rule.versions:
+                resource = Resource(rule.group, version, rule.resource, rule.kind)
+                found.setdefault((rule.group, version, rule.resource), resource)
+    for resource in _INTERMEDIATE_OWNERS:
+        found.setdefault((resource.group, resource.version, resource.plural), resource)
+    return tuple(found.values())
 
 
 class _Gone(Exception):
@@ -380,14 +386,16 @@ class WatchClusterView:
         api_client: Any,
         config: Config,
         *,
-        owners: Sequence[Resource] = OWNER_RESOURCES,
+        owners: Sequence[Resource] | None = None,
         on_synced: Callable[[str, bool], None] | None = None,
     ) -> None:
         self._transport = Transport(api_client)
         self._config = config
         self._capacity = Capacity(config)
-        self._owner_resources = tuple(owners)
-        self._by_kind = {(r.group, r.kind): r for r in self._owner_resources}
+        self._owner_resources = tuple(owners) if owners is not None else owner_resources()
+        self._by_kind: dict[tuple[str, str], list[Resource]] = {}
+        for resource in self._owner_resources:
+            self._by_kind.setdefault((resource.group, resource.kind), []).append(resource)
         self._owners: dict[tuple[str, str, str, str], KubeObject] = {}
         self._owner_keys: dict[Resource, set[tuple[str, str, str, str]]] = {}
         self._node_names: set[str] = set()
@@ -416,20 +424,22 @@ class WatchClusterView:
 
     def lookup(self, api_version: str, kind: str, namespace: str, name: str) -> KubeObject | None:
         group = _group(api_version)
-        resource = self._by_kind.get((group, kind))
-        ns = namespace if resource is None or resource.namespaced else ""
-        key = _key(group, kind, ns, name)
+        candidates = self._by_kind.get((group, kind), [])
+        namespaced = not candidates or candidates[0].namespaced
+        key = _key(group, kind, namespace if namespaced else "", name)
         found = self._owners.get(key)
-        if found is not None or resource is None:
+        if found is not None or not candidates:
             return found
-        return self._fetch(resource, key)
+        # Of several versions of a kind, ask the one the API server serves.
+        served = [r for r in candidates if not self._absent(r)]
+        return self._fetch(served[0], key) if served else None
+
+    def _absent(self, resource: Resource) -> bool:
+        return any(w.absent for w in self._watchers if w.resource == resource)
 
     def _fetch(self, resource: Resource, key: tuple[str, str, str, str]) -> KubeObject | None:
         now = time.monotonic()
         if self._misses.get(key, 0.0) > now or not self._synced.get(resource, False):
-            return None
-        watcher = next((w for w in self._watchers if w.resource == resource), None)
-        if watcher is not None and watcher.absent:
             return None
         try:
             obj = self._transport.get_json(
