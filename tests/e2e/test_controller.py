@@ -61,8 +61,12 @@ def scheduled_at(pod: Any) -> datetime:
 
 def plain_gpu_pod(name: str, pool: str, gpus: int) -> dict[str, Any]:
     """A pod that is not a gang (it will never be gated)."""
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": pod_spec(pool, gpus)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": pod_spec(pool, gpus),
+    }
 
 
 def force_delete(cluster: Any, namespace: str, names: list[str]) -> None:
@@ -73,9 +77,22 @@ def force_delete(cluster: Any, namespace: str, names: list[str]) -> None:
 
 def gangkeeper_status(cluster: Any, namespace: str, output: str = "json") -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "gangkeeper.webhook.cli", "status", "-n", namespace,
-         "-o", output, "--kubeconfig", cluster.kubeconfig],
-        capture_output=True, text=True, timeout=60, check=False,
+        [
+            sys.executable,
+            "-m",
+            "gangkeeper.webhook.cli",
+            "status",
+            "-n",
+            namespace,
+            "-o",
+            output,
+            "--kubeconfig",
+            cluster.kubeconfig,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -86,12 +103,17 @@ def own_controller(cluster: Any, gang_namespace: str) -> Iterator[GangController
     """A second controller with a 2 s stuck timeout and its own Lease (in the test namespace)."""
     api = kube_config.new_client_from_config(config_file=cluster.kubeconfig)
     controller = GangController(
-        api, load_config({"gangTimeoutSeconds": 2}), namespace=gang_namespace,
+        api,
+        load_config({"gangTimeoutSeconds": 2}),
+        namespace=gang_namespace,
         identity="e2e-stuck-reporter",
     )
     controller.start()
-    cluster.wait_for(lambda: controller.is_leader and controller.synced, timeout=30,
-                     message="in-test controller elected and synced")
+    cluster.wait_for(
+        lambda: controller.is_leader and controller.synced,
+        timeout=30,
+        message="in-test controller elected and synced",
+    )
     yield controller
     controller.stop()
     api.close()
@@ -108,8 +130,11 @@ def test_eight_workers_on_five_free_gpus_wait_whole_and_start_together_unlike_wi
         cluster.create_gpu_nodes(pool, 2, 4, labels={POOL_LABEL: pool})  # 8 GPUs
         # 3 GPUs taken by a running pod that is not part of any gang.
         cluster.core.create_namespaced_pod(plain_namespace, plain_gpu_pod(f"busy-{pool}", pool, 3))
-    cluster.wait_for(lambda: len(bound(pods_of(cluster, plain_namespace))) == 2, timeout=60,
-                     message="both 3-GPU pods bound")
+    cluster.wait_for(
+        lambda: len(bound(pods_of(cluster, plain_namespace))) == 2,
+        timeout=60,
+        message="both 3-GPU pods bound",
+    )
 
     job = indexed_job("train", gang_namespace, gang_pool, workers=8, gpus=1)
     cluster.batch.create_namespaced_job(gang_namespace, job)
@@ -117,10 +142,16 @@ def test_eight_workers_on_five_free_gpus_wait_whole_and_start_together_unlike_wi
         plain_namespace, indexed_job("train", plain_namespace, plain_pool, workers=8, gpus=1)
     )
     with_gk = "job-name=train"
-    cluster.wait_for(lambda: len(pods_of(cluster, gang_namespace, with_gk)) == 8, timeout=60,
-                     message="8 workers created under gangkeeper")
-    cluster.wait_for(lambda: len(bound(pods_of(cluster, plain_namespace, with_gk))) == 5,
-                     timeout=60, message="5 workers bound without gangkeeper")
+    cluster.wait_for(
+        lambda: len(pods_of(cluster, gang_namespace, with_gk)) == 8,
+        timeout=60,
+        message="8 workers created under gangkeeper",
+    )
+    cluster.wait_for(
+        lambda: len(bound(pods_of(cluster, plain_namespace, with_gk))) == 5,
+        timeout=60,
+        message="5 workers bound without gangkeeper",
+    )
     time.sleep(3.0)  # time for anything that would still bind to bind
 
     without = pods_of(cluster, plain_namespace, with_gk)
@@ -138,17 +169,26 @@ def test_eight_workers_on_five_free_gpus_wait_whole_and_start_together_unlike_wi
     # The 5 free GPUs stay usable: a 4-GPU job (one pod, not a gang) binds at once.
     small = indexed_job("small", gang_namespace, gang_pool, workers=1, gpus=4)
     cluster.batch.create_namespaced_job(gang_namespace, small)
-    cluster.wait_for(lambda: bound(pods_of(cluster, gang_namespace, "job-name=small")),
-                     timeout=60, message="the 4-GPU job bound")
+    cluster.wait_for(
+        lambda: bound(pods_of(cluster, gang_namespace, "job-name=small")),
+        timeout=60,
+        message="the 4-GPU job bound",
+    )
     assert all(gated(p) for p in pods_of(cluster, gang_namespace, with_gk))
 
     # Free the 3-GPU and the 4-GPU pods: now 8 GPUs are free and the gang starts.
     cluster.batch.delete_namespaced_job("small", gang_namespace, propagation_policy="Orphan")
-    force_delete(cluster, gang_namespace,
-                 [p.metadata.name for p in pods_of(cluster, gang_namespace, "job-name=small")])
+    force_delete(
+        cluster,
+        gang_namespace,
+        [p.metadata.name for p in pods_of(cluster, gang_namespace, "job-name=small")],
+    )
     force_delete(cluster, plain_namespace, [f"busy-{gang_pool}"])
-    cluster.wait_for(lambda: len(bound(pods_of(cluster, gang_namespace, with_gk))) == 8,
-                     timeout=60, message="all 8 workers bound")
+    cluster.wait_for(
+        lambda: len(bound(pods_of(cluster, gang_namespace, with_gk))) == 8,
+        timeout=60,
+        message="all 8 workers bound",
+    )
     times = [scheduled_at(p) for p in pods_of(cluster, gang_namespace, with_gk)]
     spread = (max(times) - min(times)).total_seconds()
     assert spread <= 3.0, f"workers bound {spread:.0f}s apart; a gang starts together"
@@ -171,8 +211,9 @@ def test_a_jobs_workers_are_released_only_after_the_eighth_exists(
     created: set[str] = set()
     first_release_after: int | None = None
     stream = watch.Watch()
-    for event in stream.stream(cluster.core.list_namespaced_pod, gang_namespace,
-                               resource_version=since, timeout_seconds=60):
+    for event in stream.stream(
+        cluster.core.list_namespaced_pod, gang_namespace, resource_version=since, timeout_seconds=60
+    ):
         pod = event["object"]
         created.add(pod.metadata.name)
         if not gated(pod) and first_release_after is None:
@@ -199,8 +240,11 @@ def test_members_created_one_by_one_stay_gated_until_the_last_arrives(
             pods = pods_of(cluster, gang_namespace)
             assert len(pods) == i + 1
             assert all(gated(p) for p in pods), f"released with {i + 1} of 4 members"
-    cluster.wait_for(lambda: len(bound(pods_of(cluster, gang_namespace))) == 4, timeout=30,
-                     message="the 4 members bound once the 4th existed")
+    cluster.wait_for(
+        lambda: len(bound(pods_of(cluster, gang_namespace))) == 4,
+        timeout=30,
+        message="the 4 members bound once the 4th existed",
+    )
 
 
 # -- 3. kill the controller in the middle of a release ---------------------------------------
@@ -223,8 +267,9 @@ def test_a_release_cut_short_by_sigkill_is_finished_after_restart(
     since = cluster.core.list_namespaced_pod(gang_namespace).metadata.resource_version
     cluster.create_gpu_nodes(pool, 4, 30, labels={POOL_LABEL: pool})  # 120 GPUs: it fits
     stream = watch.Watch()
-    for event in stream.stream(cluster.core.list_namespaced_pod, gang_namespace,
-                               resource_version=since, timeout_seconds=60):
+    for event in stream.stream(
+        cluster.core.list_namespaced_pod, gang_namespace, resource_version=since, timeout_seconds=60
+    ):
         if not gated(event["object"]):
             record = sandbox.processes.record("gangkeeper")
             os.kill(record.pid, signal.SIGKILL)  # mid-burst: no chance to clean up
@@ -236,18 +281,25 @@ def test_a_release_cut_short_by_sigkill_is_finished_after_restart(
     cluster.gangkeeper_stop()  # forgets the dead process
     cluster.gangkeeper_start()
     # The dead leader's Lease must expire first (15 s), then the new leader finishes.
-    cluster.wait_for(lambda: not any(gated(p) for p in pods_of(cluster, gang_namespace)),
-                     timeout=90, message="every gate lifted by the next leader")
-    cluster.wait_for(lambda: len(bound(pods_of(cluster, gang_namespace))) == size, timeout=90,
-                     message=f"all {size} members bound")
+    cluster.wait_for(
+        lambda: not any(gated(p) for p in pods_of(cluster, gang_namespace)),
+        timeout=90,
+        message="every gate lifted by the next leader",
+    )
+    cluster.wait_for(
+        lambda: len(bound(pods_of(cluster, gang_namespace))) == size,
+        timeout=90,
+        message=f"all {size} members bound",
+    )
 
 
 # -- 4. native backend -------------------------------------------------------------------------
 
 
 def _native_version(cluster: Any) -> str | None:
-    done = cluster.kubectl("api-resources", "--api-group=scheduling.k8s.io", "-o", "name",
-                           check=False)
+    done = cluster.kubectl(
+        "api-resources", "--api-group=scheduling.k8s.io", "-o", "name", check=False
+    )
     if "podgroups.scheduling.k8s.io" not in done.stdout:
         return None
     versions = cluster.kubectl("api-versions").stdout.split()
@@ -268,16 +320,22 @@ def test_native_backend_gets_a_scheduling_k8s_io_podgroup_owned_by_the_workload(
     owner = cluster.core.create_namespaced_config_map(
         plain_namespace, {"metadata": {"name": "trainer"}}
     )
-    owner_ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "trainer",
-                 "uid": owner.metadata.uid}
+    owner_ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "trainer",
+        "uid": owner.metadata.uid,
+    }
     # Pods as the mutation writes them for the native backend (made by hand here,
     # in a namespace the webhook leaves alone, so the sandbox keeps its gate backend).
     for i in range(4):
         pod = gang_pod(f"w{i}", pool)
         pod["metadata"]["labels"] = {GANG_LABEL: "nat", "gangkeeper.io/role": "worker"}
         pod["metadata"]["annotations"] = {
-            "gangkeeper.io/gang-name": "nat", "gangkeeper.io/min-member": "4",
-            "gangkeeper.io/backend": "native", "gangkeeper.io/owner": json.dumps(owner_ref),
+            "gangkeeper.io/gang-name": "nat",
+            "gangkeeper.io/min-member": "4",
+            "gangkeeper.io/backend": "native",
+            "gangkeeper.io/owner": json.dumps(owner_ref),
         }
         pod["spec"]["schedulingGroup"] = {"podGroupName": "nat"}
         pod["spec"]["schedulingGates"] = [{"name": GATE}]
@@ -286,7 +344,8 @@ def test_native_backend_gets_a_scheduling_k8s_io_podgroup_owned_by_the_workload(
     def group() -> dict[str, Any] | None:
         try:
             return cluster.custom.get_namespaced_custom_object(  # type: ignore[no-any-return]
-                "scheduling.k8s.io", version, plain_namespace, "podgroups", "nat")
+                "scheduling.k8s.io", version, plain_namespace, "podgroups", "nat"
+            )
         except client.ApiException as err:
             if err.status == 404:
                 return None
@@ -296,8 +355,11 @@ def test_native_backend_gets_a_scheduling_k8s_io_podgroup_owned_by_the_workload(
     assert created["spec"]["schedulingPolicy"]["gang"]["minCount"] == 4
     [ref] = created["metadata"]["ownerReferences"]
     assert (ref["kind"], ref["name"], ref["uid"]) == ("ConfigMap", "trainer", owner.metadata.uid)
-    cluster.wait_for(lambda: len(bound(pods_of(cluster, plain_namespace))) == 4, timeout=60,
-                     message="the 4 native gang members bound")
+    cluster.wait_for(
+        lambda: len(bound(pods_of(cluster, plain_namespace))) == 4,
+        timeout=60,
+        message="the 4 native gang members bound",
+    )
     # Owner-referenced: the garbage collector removes the group with its owner.
     cluster.core.delete_namespaced_config_map("trainer", plain_namespace)
     cluster.wait_for(lambda: group() is None, timeout=60, message="PodGroup garbage-collected")
@@ -316,9 +378,11 @@ def test_an_incomplete_gang_gets_events_on_pods_and_owner_and_shows_in_status(
         gang_namespace, {"metadata": {"name": "three-pods"}, "spec": {"hard": {"pods": "3"}}}
     )
     cluster.wait_for(
-        lambda: (cluster.core.read_namespaced_resource_quota("three-pods", gang_namespace)
-                 .status.hard),
-        timeout=30, message="quota status computed",
+        lambda: (
+            cluster.core.read_namespaced_resource_quota("three-pods", gang_namespace).status.hard
+        ),
+        timeout=30,
+        message="quota status computed",
     )
     job = cluster.batch.create_namespaced_job(
         gang_namespace, indexed_job("train", gang_namespace, pool, workers=8, gpus=1)
@@ -329,8 +393,11 @@ def test_an_incomplete_gang_gets_events_on_pods_and_owner_and_shows_in_status(
         found = client.EventsV1Api(cluster.api_client).list_namespaced_event(gang_namespace).items
         return [e for e in found if e.reason == "GangIncomplete"]
 
-    cluster.wait_for(lambda: len({e.regarding.name for e in events()}) >= 4, timeout=30,
-                     message="GangIncomplete events on the 3 pods and the Job")
+    cluster.wait_for(
+        lambda: len({e.regarding.name for e in events()}) >= 4,
+        timeout=30,
+        message="GangIncomplete events on the 3 pods and the Job",
+    )
     notes = {e.regarding.kind: e.note for e in events()}
     assert set(notes) == {"Pod", "Job"}
     assert "3 of 8 members exist" in notes["Job"]
@@ -340,11 +407,12 @@ def test_an_incomplete_gang_gets_events_on_pods_and_owner_and_shows_in_status(
     [row] = json.loads(gangkeeper_status(cluster, gang_namespace))
     assert (row["present"], row["minMember"], row["gated"], row["bound"]) == (3, 8, 3, 0)
     assert (row["state"], row["code"], row["reason"]) == (
-        "waiting", "incomplete", "3 of 8 members exist"
+        "waiting",
+        "incomplete",
+        "3 of 8 members exist",
     )
     text = gangkeeper_status(cluster, gang_namespace, "text")
     assert "3/8" in text.splitlines()[1]
     samples = own_controller.metric_samples()
     assert samples[("gangkeeper_gangs_waiting", (("reason", "incomplete"),))] >= 1
     assert samples[("gangkeeper_gangs_stuck", ())] >= 1
-

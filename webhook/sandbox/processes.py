@@ -127,7 +127,12 @@ class Processes:
                 _signal(record.pid, signal.SIGKILL)
                 while self._running(record):
                     time.sleep(0.05)
-        self._children.pop(name, None)
+        proc = self._children.pop(name, None)
+        if proc is not None and proc.poll() is None:
+            # Our child although its PID file is gone (another handle stopped it and
+            # it is exiting, or the file was removed): make sure, and reap it.
+            proc.kill()
+            proc.wait()
         (self.pids / f"{name}.pid").unlink(missing_ok=True)
 
     def stop_all(self) -> None:

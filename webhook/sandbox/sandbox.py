@@ -201,6 +201,8 @@ class Sandbox:
         deadline = started + timeout
         binaries = self.binaries
         fleet_nodes = _load_fleet(fleet) if fleet is not None else []
+        # Leftovers of a sandbox whose API server died: stop the rest before reuse.
+        self.processes.stop_all()
         self._remove_state()
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
