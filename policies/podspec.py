@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, cast, get_args
 
 from .config import Config
@@ -28,6 +29,9 @@ from .quantity import gpu_count
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+# Paths are built eagerly (an error must name its field) for the same few fields of
+# every pod, so they are remembered rather than formatted again per request.
+@lru_cache(maxsize=8192)
 def field_path(base: str, key: str | int) -> str:
     """`base.key`, `base[3]` or `base["nvidia.com/gpu"]` — how messages name a field."""
     if isinstance(key, int):

@@ -11,7 +11,9 @@ Pure: reads plain dicts and calls the lookup; no I/O of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -77,6 +79,41 @@ def _string_map(value: object, path: str) -> Mapping[str, str]:
     return body
 
 
+# Every recogniser reads the same pod's metadata and owner chain; within one
+# registry call (`one_call`) they are read once. Entries keep the object itself, so
+# its id cannot be reused by another object while the call lasts.
+_MEMO: ContextVar[dict[tuple[str, int], tuple[Any, Any]] | None] = ContextVar(
+    "gangkeeper_recognizer_memo", default=None
+)
+
+
+@contextmanager
+def one_call() -> Iterator[None]:
+    """Share metadata and owner chains between recognisers for the length of a call."""
+    if _MEMO.get() is not None:
+        yield
+        return
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def _memo_get(kind: str, obj: object) -> Any:
+    memo = _MEMO.get()
+    if memo is None:
+        return None
+    hit = memo.get((kind, id(obj)))
+    return hit[1] if hit is not None and hit[0] is obj else None
+
+
+def _memo_put(kind: str, obj: object, value: Any) -> None:
+    memo = _MEMO.get()
+    if memo is not None:
+        memo[(kind, id(obj))] = (obj, value)
+
+
 def read_meta(obj: KubeObject) -> Meta:
     """Metadata of an object whose apiVersion and kind are already known to be strings.
 
@@ -84,11 +121,14 @@ def read_meta(obj: KubeObject) -> Meta:
     the request's namespace in before calling. A missing name falls back to
     generateName, so an object created with generateName can still be validated.
     """
+    cached = _memo_get("meta", obj)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
     metadata = as_mapping(obj.get("metadata"), "metadata")
     name = as_str(metadata.get("name"), "metadata.name", default="") or as_str(
         metadata.get("generateName"), "metadata.generateName", default=""
     )
-    return Meta(
+    meta = Meta(
         api_version=as_str(obj.get("apiVersion"), "apiVersion"),
         kind=as_str(obj.get("kind"), "kind"),
         namespace=as_str(metadata.get("namespace"), "metadata.namespace", default="") or "default",
@@ -97,6 +137,8 @@ def read_meta(obj: KubeObject) -> Meta:
         labels=_string_map(metadata.get("labels"), "metadata.labels"),
         annotations=_string_map(metadata.get("annotations"), "metadata.annotations"),
     )
+    _memo_put("meta", obj, meta)
+    return meta
 
 
 def count(value: object, path: str, default: int) -> int:
@@ -279,6 +321,9 @@ def owner_chain(obj: KubeObject, namespace: str, lookup: OwnerLookup) -> tuple[L
     An owner the lookup does not know still appears (obj None) but ends the chain:
     its own owners cannot be read.
     """
+    cached = _memo_get("chain", obj)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
     links: list[Link] = []
     current: KubeObject | None = obj
     seen: set[tuple[str, str, str]] = set()
@@ -302,7 +347,9 @@ def owner_chain(obj: KubeObject, namespace: str, lookup: OwnerLookup) -> tuple[L
             )
         )
         current = links[-1].obj
-    return tuple(links)
+    chain = tuple(links)
+    _memo_put("chain", obj, chain)
+    return chain
 
 
 def topmost(

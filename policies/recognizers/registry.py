@@ -9,7 +9,8 @@ the fallback. Adding a kind is one module and one line here.
 Kubernetes object, or of a kind nobody knows, is simply not a gang ([] / None).
 InvalidObject is raised only for an object of a known kind with a malformed field.
 
-Pure: the only outside call is the caller's lookup, memoised per call.
+Pure: the only outside call is the caller's lookup, memoised per call, as are the
+metadata and owner chain every recogniser reads (`common.one_call`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from . import jaxjob, mpijob, paddlejob, pytorchjob, tfjob, xgboostjob
 from .annotations import AnnotationsRecognizer
 from .base import Registry
-from .common import type_of
+from .common import one_call, type_of
 from .job import JobRecognizer
 from .jobset import JobSetRecognizer
 from .kueue import KueuePodGroupRecognizer
@@ -78,10 +79,11 @@ def recognize_pod(
     if type_of(pod) != ("", "Pod"):
         return None
     ask = _memoised(lookup)
-    for recognizer in registry if registry is not None else default_registry():
-        membership = recognizer.recognize_pod(pod, ask, config)
-        if membership is not None:
-            return membership
+    with one_call():
+        for recognizer in registry if registry is not None else default_registry():
+            membership = recognizer.recognize_pod(pod, ask, config)
+            if membership is not None:
+                return membership
     return None
 
 
@@ -96,10 +98,11 @@ def recognize_object(
         membership = recognize_pod(obj, lookup, config, registry)
         return [membership.gang] if membership is not None else []
     ask = _memoised(lookup)
-    for recognizer in registry if registry is not None else default_registry():
-        gangs = recognizer.recognize_object(obj, ask, config)
-        if gangs is not None:
-            return gangs
+    with one_call():
+        for recognizer in registry if registry is not None else default_registry():
+            gangs = recognizer.recognize_object(obj, ask, config)
+            if gangs is not None:
+                return gangs
     return []
 
 
