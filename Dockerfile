@@ -35,3 +35,6 @@ RUN mkdir certs && chown 65532:65532 certs
 USER 65532:65532
 EXPOSE 8443
 ENTRYPOINT ["gangkeeper", "serve"]
+# Without a cluster: listen on all interfaces and use the shipped sample fleet. The
+# Deployment passes its own arguments, which replace these.
+CMD ["--host", "0.0.0.0", "--nodes", "/opt/gangkeeper/examples/fleet.yaml"]
