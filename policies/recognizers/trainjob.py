@@ -50,7 +50,10 @@ LAUNCHER = "launcher"
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 
 
-def _runtime(trainjob: Mapping[str, Any], namespace: str, lookup: OwnerLookup) -> Mapping[str, Any]:
+def _runtime(
+    trainjob: Mapping[str, Any], namespace: str, lookup: OwnerLookup
+) -> tuple[Mapping[str, Any], str]:
+    """The runtime object and the prefix that names its fields in messages."""
     spec = as_mapping(trainjob.get("spec"), "spec", required=True)
     ref = as_mapping(spec.get("runtimeRef"), "spec.runtimeRef", required=True)
     name = as_str(ref.get("name"), "spec.runtimeRef.name")
