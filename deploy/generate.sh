@@ -8,3 +8,4 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 gangkeeper manifests --cert-mode cert-manager --write "$tmp" >/dev/null
 cp "$tmp/certificate.yaml" deploy/overlays/cert-manager/certificate.yaml
+gangkeeper manifests --helm-chart deploy/helm/gangkeeper >/dev/null

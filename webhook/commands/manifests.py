@@ -21,6 +21,7 @@ from gangkeeper.webhook.manifests import (
     DEFAULT_NAMESPACE,
     Manifest,
     dump_yaml,
+    helm_chart_files,
     render_manifests,
 )
 
@@ -52,6 +53,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--ca-bundle", type=Path, metavar="FILE", help="PEM CA for --url")
     parser.add_argument(
         "--write", type=Path, metavar="DIR", help="write files + kustomization.yaml into DIR"
+    )
+    parser.add_argument(
+        "--helm-chart", type=Path, metavar="DIR", help="write the Helm chart into DIR"
     )
     parser.set_defaults(run=run)
 
@@ -113,6 +117,13 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"gangkeeper manifests: {exc}", file=sys.stderr)
         return 2
+    if args.helm_chart is not None:
+        for name, text in helm_chart_files(args.image).items():
+            path = args.helm_chart / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(path)
+        return 0
     if args.write is not None:
         for path in write_tree(args.write, objects):
             print(path)
