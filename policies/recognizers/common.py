@@ -11,6 +11,7 @@ Pure: reads plain dicts and calls the lookup; no I/O of its own.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -35,6 +36,8 @@ MAX_OWNER_DEPTH = 8
 #: a group known from one pod): they count towards minMember but demand nothing, so
 #: a verdict never rests on a guess about them.
 UNSEEN_ROLE = "unseen"
+
+_DECIMAL = re.compile(r"[0-9]{1,12}")
 
 
 @dataclass(frozen=True)
@@ -158,7 +161,8 @@ def count(value: object, path: str, default: int) -> int:
 def count_text(value: str, path: str) -> int:
     """A count written as a decimal string (annotations and labels hold only strings)."""
     text = value.strip()
-    if not text.isdigit():
+    # ASCII digits only: str.isdigit() also accepts "²" and other digits int() refuses.
+    if not _DECIMAL.fullmatch(text):
         raise InvalidObject(path, f"must be a whole number written in decimal, got {value!r}")
     return count(int(text), path, 0)
 

@@ -81,6 +81,8 @@ def test_a_workload_without_annotations_is_not_a_gang() -> None:
         (gang_annotations("g", "-1"), MIN_PATH),
         (gang_annotations("g", "0"), MIN_PATH),
         (gang_annotations("g", "1.5"), MIN_PATH),
+        (gang_annotations("g", "²"), MIN_PATH),
+        (gang_annotations("g", "٣"), MIN_PATH),
         (gang_annotations("g", str(10**9)), MIN_PATH),
         (gang_annotations(" ", 2), 'metadata.annotations["gangkeeper.io/gang-name"]'),
     ],

@@ -3,12 +3,30 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from builders import Lookup, job, no_lookup, pod_from
+from builders import (
+    Lookup,
+    gang_annotations,
+    job,
+    jobset,
+    jobset_pod,
+    leader_worker_set,
+    lws_pod,
+    no_lookup,
+    pod,
+    pod_from,
+    podgroup,
+    replicated_job,
+    training_job,
+    training_pod,
+    training_runtime,
+    trainjob,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -174,3 +192,73 @@ def test_every_example_workload_is_recognised_as_a_gang(name: str, docs: list[An
         gangs = recognize_object(doc, lookup, CONFIG)
         assert gangs, f"{name}: {doc['kind']} {doc['metadata']['name']} is not a gang"
         assert all(g.min_member >= 2 for g in gangs)
+
+
+def _valid_objects() -> list[tuple[Any, Lookup]]:
+    runtime = training_runtime()
+    lws = leader_worker_set()
+    js = jobset("js", replicated_job("d", 1, 1, 0), replicated_job("w", 2, 2, 1))
+    js_pod, js_job = jobset_pod(js, "w")
+    pj = training_job("PyTorchJob", "pt")
+    return [
+        (job("j", parallelism=3), Lookup()),
+        (js, Lookup()),
+        (js_pod, Lookup(js, js_job)),
+        (trainjob("tj", num_nodes=2, gpus_per_node=1), Lookup(runtime)),
+        (pj, Lookup()),
+        (training_pod(pj, "Worker"), Lookup(pj)),
+        (lws, Lookup()),
+        (lws_pod(lws, 1, 2), Lookup(lws)),
+        (lws_pod(lws, 1, 2), Lookup()),
+        (podgroup("volcano", "pg", 4, {"nvidia.com/gpu": 8}), Lookup()),
+        (pod("a", annotations=gang_annotations("g", 3)), Lookup()),
+        (
+            pod(
+                "k",
+                labels={"kueue.x-k8s.io/pod-group-name": "g"},
+                annotations={"kueue.x-k8s.io/pod-group-total-count": "3"},
+            ),
+            Lookup(),
+        ),
+    ]
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+VALID = _valid_objects()
+junk_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**12), max_value=10**12),
+    st.floats(allow_nan=True),
+    st.sampled_from(["", "1.5", "500m", "-1", "²", "x", "Always", "Complete", "1e99"]),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.sampled_from(["a", "name", "nvidia.com/gpu"]), st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), junk=junk_values)
+def test_any_single_field_replaced_by_junk_never_crashes(data: st.DataObject, junk: Any) -> None:
+    original, lookup = data.draw(st.sampled_from(VALID))
+    obj = copy.deepcopy(original)
+    path = data.draw(st.sampled_from(_paths(obj)))
+    parent = obj
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = junk
+    try:
+        recognize_object(obj, lookup, CONFIG)
+        recognize_pod(obj, lookup, CONFIG)
+    except InvalidObject as error:
+        # a clear error names a field
+        assert error.message
