@@ -34,6 +34,7 @@ from .common import (
     controller_ref,
     count,
     group_of,
+    items_of,
     lookup_object,
     owner_chain,
     read_meta,
@@ -106,6 +107,75 @@ def _with_resources(
     return {**pod_template, "spec": spec}
 
 
+#: A placement override for the pods of one replicatedJob: (where it was written,
+#: its pod spec fields).
+Override = tuple[str, Mapping[str, Any]]
+
+
+def _placement_overrides(spec: Mapping[str, Any]) -> dict[str, list[Override]]:
+    """Placement fields the TrainJob sets on the runtime's jobs, by replicatedJob name.
+
+    Two API shapes exist: `podTemplateOverrides` (targetJobs + spec) and the newer
+    `runtimePatches` (a JobSet-shaped patch per manager).
+    """
+    found: dict[str, list[Override]] = {}
+    for path, raw in items_of(spec.get("podTemplateOverrides"), "spec.podTemplateOverrides"):
+        body = as_mapping(raw, path, required=True)
+        fields = as_mapping(body.get("spec"), field_path(path, "spec"))
+        targets_path = field_path(path, "targetJobs")
+        for target_path, target in items_of(body.get("targetJobs"), targets_path):
+            name = as_str(as_mapping(target, target_path).get("name"), f"{target_path}.name")
+            found.setdefault(name, []).append((field_path(path, "spec"), fields))
+    for path, raw in items_of(spec.get("runtimePatches"), "spec.runtimePatches"):
+        patch = as_mapping(raw, path, required=True)
+        rspec_path = field_path(path, "trainingRuntimeSpec")
+        rspec = as_mapping(patch.get("trainingRuntimeSpec"), rspec_path)
+        js_path = f"{rspec_path}.template.spec"
+        js = as_mapping(
+            as_mapping(rspec.get("template"), f"{rspec_path}.template").get("spec"), js_path
+        )
+        for job_path, job in items_of(js.get("replicatedJobs"), f"{js_path}.replicatedJobs"):
+            body = as_mapping(job, job_path, required=True)
+            name = as_str(body.get("name"), field_path(job_path, "name"))
+            pod_path = f"{job_path}.template.spec.template.spec"
+            job_tmpl = as_mapping(body.get("template"), f"{job_path}.template")
+            job_spec = as_mapping(job_tmpl.get("spec"), f"{job_path}.template.spec")
+            pod_tmpl = as_mapping(job_spec.get("template"), f"{job_path}.template.spec.template")
+            found.setdefault(name, []).append(
+                (pod_path, as_mapping(pod_tmpl.get("spec"), pod_path))
+            )
+    return found
+
+
+def _with_placement(pod_template: Mapping[str, Any], overrides: list[Override]) -> dict[str, Any]:
+    """The pod template with the TrainJob's placement overrides applied.
+
+    nodeSelector entries are merged (the override wins per key) and affinity is
+    replaced, as the Trainer does. Tolerations are added to the runtime's rather
+    than replacing them: the result tolerates at least what the real pod does, so
+    the eligible nodes are never fewer than the scheduler's and no gang is rejected
+    for a taint it actually tolerates.
+    """
+    spec = dict(as_mapping(pod_template.get("spec"), "spec"))
+    for path, fields in overrides:
+        selector = fields.get("nodeSelector")
+        if selector is not None:
+            merged = dict(as_mapping(spec.get("nodeSelector"), "spec.nodeSelector"))
+            selector_path = field_path(path, "nodeSelector")
+            for key, value in as_mapping(selector, selector_path).items():
+                merged[key] = as_str(value, field_path(selector_path, str(key)))
+            spec["nodeSelector"] = merged
+        if fields.get("affinity") is not None:
+            spec["affinity"] = as_mapping(fields["affinity"], field_path(path, "affinity"))
+        tolerations = fields.get("tolerations")
+        if tolerations is not None:
+            spec["tolerations"] = [
+                *as_list(spec.get("tolerations"), "spec.tolerations"),
+                *as_list(tolerations, field_path(path, "tolerations")),
+            ]
+    return {**pod_template, "spec": spec}
+
+
 class TrainJobRecognizer:
     name = "trainjob"
     rules = (ResourceRule("trainer.kubeflow.org", (TRAINER_VERSION,), "trainjobs", "TrainJob"),)
@@ -130,6 +200,7 @@ class TrainJobRecognizer:
         mpi = as_mapping(ml_policy.get("mpi"), f"{rt}.mlPolicy.mpi")
         launcher_is_node = mpi.get("runLauncherAsNode") is True
         resources = _resources_per_node(trainer, config)
+        overrides = _placement_overrides(spec)
         template = as_mapping(runtime_spec.get("template"), f"{rt}.template", required=True)
         jobset_spec = as_mapping(template.get("spec"), f"{rt}.template.spec", required=True)
         names = {
@@ -151,6 +222,8 @@ class TrainJobRecognizer:
                 pods = max(pods, 0)
             if trainer_step and resources is not None:
                 pod_template = _with_resources(pod_template, resources)
+            if name in overrides:
+                pod_template = _with_placement(pod_template, overrides[name])
             return pods, pod_template
 
         parts = replicated_job_parts(jobset_spec, f"{rt}.template.spec", config, adjust)

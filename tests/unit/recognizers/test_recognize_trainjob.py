@@ -178,3 +178,98 @@ def test_a_malformed_runtime_is_an_error_naming_the_runtime_field() -> None:
         recognize_object(trainjob("tj", "torch", num_nodes=2), Lookup(runtime), CONFIG)
     assert "replicatedJobs" in error.value.path
     assert "torch" in str(error.value)
+
+
+TOLERATE_L4 = {"key": "pool", "operator": "Equal", "value": "l4", "effect": "NoSchedule"}
+
+
+def _node_placement(obj: dict[str, Any], runtime: dict[str, Any]) -> Any:
+    [gang] = recognize_object(obj, Lookup(runtime), CONFIG)
+    return next(r for r in gang.roles if r.name == "node").placement
+
+
+def test_pod_template_overrides_set_the_placement_of_their_target_jobs() -> None:
+    runtime = training_runtime("torch", node_job(1))
+    node = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
+    node["template"]["spec"]["template"]["spec"]["nodeSelector"] = {"zone": "a", "pool": "x"}
+    node["template"]["spec"]["template"]["spec"]["tolerations"] = [
+        {"operator": "Exists", "key": "k"}
+    ]
+    obj = trainjob("tj", "torch", num_nodes=2)
+    obj["spec"]["podTemplateOverrides"] = [
+        {
+            "targetJobs": [{"name": "node"}],
+            "spec": {"nodeSelector": {"pool": "l4"}, "tolerations": [TOLERATE_L4]},
+        }
+    ]
+    placement = _node_placement(obj, runtime)
+    assert dict(placement.node_selector) == {"zone": "a", "pool": "l4"}
+    # tolerations are only ever added: the pod tolerates at least what it really does
+    assert {t.key for t in placement.tolerations} == {"k", "pool"}
+
+
+def test_runtime_patches_set_the_placement_of_their_jobs() -> None:
+    runtime = training_runtime("torch", node_job(1))
+    obj = trainjob("tj", "torch", num_nodes=2)
+    obj["spec"]["runtimePatches"] = [
+        {
+            "manager": "kueue.x-k8s.io/manager",
+            "trainingRuntimeSpec": {
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {
+                                "name": "node",
+                                "template": {
+                                    "spec": {
+                                        "template": {
+                                            "spec": {
+                                                "nodeSelector": {"pool": "l4"},
+                                                "tolerations": [TOLERATE_L4],
+                                            }
+                                        }
+                                    }
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+        }
+    ]
+    placement = _node_placement(obj, runtime)
+    assert dict(placement.node_selector) == {"pool": "l4"}
+    assert [t.key for t in placement.tolerations] == ["pool"]
+
+
+def test_overrides_for_other_jobs_leave_the_node_job_alone() -> None:
+    runtime = training_runtime("torch", node_job(1))
+    obj = trainjob("tj", "torch", num_nodes=2)
+    obj["spec"]["podTemplateOverrides"] = [
+        {"targetJobs": [{"name": "launcher"}], "spec": {"nodeSelector": {"pool": "l4"}}}
+    ]
+    assert _node_placement(obj, runtime).node_selector == ()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "path"),
+    [
+        ("x", "spec.podTemplateOverrides"),
+        ([{"targetJobs": "node"}], "spec.podTemplateOverrides[0].targetJobs"),
+        (
+            [{"targetJobs": [{"name": "node"}], "spec": {"tolerations": {}}}],
+            "spec.podTemplateOverrides[0].spec.tolerations",
+        ),
+        (
+            [{"targetJobs": [{"name": "node"}], "spec": {"nodeSelector": {"a": 1}}}],
+            "spec.podTemplateOverrides[0].spec.nodeSelector.a",
+        ),
+    ],
+)
+def test_malformed_overrides_are_errors_naming_the_field(overrides: Any, path: str) -> None:
+    runtime = training_runtime("torch", node_job(1))
+    obj = trainjob("tj", "torch", num_nodes=2)
+    obj["spec"]["podTemplateOverrides"] = overrides
+    with pytest.raises(InvalidObject) as error:
+        recognize_object(obj, Lookup(runtime), CONFIG)
+    assert error.value.path == path
