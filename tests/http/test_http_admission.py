@@ -80,9 +80,16 @@ def gang_names(path: Path) -> set[str]:
 
 
 def planned(pod: dict[str, Any], docs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The pod as the policy library plans it (the patch must produce exactly this)."""
-    decision = decide_pod(pod, namespace=pod["metadata"]["namespace"], capacity=CAPACITY,
+    """The pod as the policy library plans it (the patch must produce exactly this).
+
+    A pod sent without metadata.namespace is planned with the request's namespace
+    filled in; the API server sets that field itself, so the patch leaves it out.
+    """
+    namespace = pod["metadata"].get("namespace")
+    decision = decide_pod(pod, namespace=namespace or "default", capacity=CAPACITY,
                           lookup=library_lookup(docs), config=CONFIG)
+    if decision.patched is not None and not namespace:
+        del decision.patched["metadata"]["namespace"]
     return decision.patched
 
 
