@@ -44,7 +44,8 @@ class Recorder:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 request = body["request"]
                 name = (request.get("object") or {}).get("metadata", {}).get("name", "")
-                recorder.calls.append((self.path, request["kind"]["kind"], name))
+                path = self.path.split("?", 1)[0]  # the API server appends ?timeout=5s
+                recorder.calls.append((path, request["kind"]["kind"], name))
                 answer = {
                     "apiVersion": "admission.k8s.io/v1",
                     "kind": "AdmissionReview",
