@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 from builders import GPU, container, pod_spec
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gangkeeper.policies.config import Config, load_config
 from gangkeeper.policies.errors import InvalidObject
@@ -262,3 +264,43 @@ def test_malformed_placement_is_an_error_naming_the_path(spec: Any, path: str) -
     with pytest.raises(InvalidObject) as error:
         placement_of(spec)
     assert error.value.path == path
+
+
+def _timeline_peak(app: list[int], inits: list[tuple[int, bool]], overhead: int) -> int:
+    """The most GPUs the pod ever holds, by walking the kubelet's start order.
+
+    Init containers start one at a time; a sidecar (True) keeps running once
+    started, an ordinary one (False) exits before the next starts; then the app
+    containers run next to every sidecar. An independent formulation of what
+    pod_demand computes with the scheduler's max/sum formula.
+    """
+    running_sidecars = 0
+    peak = 0
+    for gpus, is_sidecar in inits:
+        if is_sidecar:
+            running_sidecars += gpus
+            peak = max(peak, running_sidecars)
+        else:
+            peak = max(peak, running_sidecars + gpus)
+    peak = max(peak, running_sidecars + sum(app))
+    return peak + overhead
+
+
+@given(
+    app=st.lists(st.integers(0, 8), min_size=1, max_size=4),
+    inits=st.lists(st.tuples(st.integers(0, 8), st.booleans()), max_size=5),
+    overhead=st.integers(0, 2),
+)
+def test_demand_is_the_peak_of_the_container_timeline(
+    app: list[int], inits: list[tuple[int, bool]], overhead: int
+) -> None:
+    spec = pod_spec(
+        *(container(f"app-{i}", g) for i, g in enumerate(app)),
+        init_containers=[
+            container(f"init-{i}", g, restart_policy="Always" if side else None)
+            for i, (g, side) in enumerate(inits)
+        ],
+        overhead={GPU: overhead},
+    )
+    peak = _timeline_peak(app, inits, overhead)
+    assert pod_demand(spec, CONFIG) == ({GPU: peak} if peak else {})
