@@ -1,4 +1,7 @@
-"""JAXJob (kubeflow.org/v1, JAX): the training-operator family recogniser with its names."""
+"""JAXJob (kubeflow.org/v1, JAX): the training-operator family recogniser with its names.
+
+Names only; the behaviour is in trainingoperator.py. Pure: no I/O.
+"""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ Pure: reads dicts and calls the caller's lookup.
 from __future__ import annotations
 
 from ..config import Config
+from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role, Source
 from ..podspec import as_mapping, field_path, placement_of, pod_demand
 from .base import ResourceRule
@@ -39,6 +40,9 @@ GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 SIZE_ANNOTATION = "leaderworkerset.sigs.k8s.io/size"
 LEADER, WORKER = "leader", "worker"
+#: Each group is its own gang, so replicas is a count of gangs to build and check;
+#: far beyond any real serving fleet, it only costs memory and time in admission.
+MAX_GROUPS = 10_000
 
 
 class LeaderWorkerSetRecognizer:
@@ -55,6 +59,10 @@ class LeaderWorkerSetRecognizer:
         meta = read_meta(obj)
         spec = as_mapping(obj.get("spec"), "spec", required=True)
         replicas = count(spec.get("replicas"), "spec.replicas", 1)
+        if replicas > MAX_GROUPS:
+            raise InvalidObject(
+                "spec.replicas", f"{replicas:,} groups is more than {MAX_GROUPS:,}; refusing it"
+            )
         path = "spec.leaderWorkerTemplate"
         lwt = as_mapping(spec.get("leaderWorkerTemplate"), path, required=True)
         size = count(lwt.get("size"), field_path(path, "size"), 1)

@@ -1,4 +1,7 @@
-"""PaddleJob (kubeflow.org/v1, PaddlePaddle): the training-operator recogniser, named."""
+"""PaddleJob (kubeflow.org/v1, PaddlePaddle): the training-operator recogniser, named.
+
+Names only; the behaviour is in trainingoperator.py. Pure: no I/O.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""TFJob (kubeflow.org/v1, TensorFlow): the training-operator family recogniser with its names."""
+"""TFJob (kubeflow.org/v1, TensorFlow): the training-operator family recogniser with its names.
+
+Names only; the behaviour is in trainingoperator.py. Pure: no I/O.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""XGBoostJob (kubeflow.org/v1, XGBoost): the training-operator family recogniser with its names."""
+"""XGBoostJob (kubeflow.org/v1, XGBoost): the training-operator family recogniser with its names.
+
+Names only; the behaviour is in trainingoperator.py. Pure: no I/O.
+"""
 
 from __future__ import annotations
 

@@ -95,6 +95,7 @@ def test_a_bad_group_index_label_is_an_error_naming_it() -> None:
     [
         (lambda o: o["spec"].pop("leaderWorkerTemplate"), "spec.leaderWorkerTemplate"),
         (lambda o: o["spec"].update(replicas=-1), "spec.replicas"),
+        (lambda o: o["spec"].update(replicas=10_001), "spec.replicas"),
         (
             lambda o: o["spec"]["leaderWorkerTemplate"].update(size="4"),
             "spec.leaderWorkerTemplate.size",
