@@ -161,7 +161,8 @@ class Metrics:
             for (metric, labels), value in samples.items():
                 extra.setdefault(metric, {})[labels] = value
         for metric, family in sorted(extra.items()):
-            self._family(out, metric, "gauge", "", family)
+            kind = "counter" if metric.endswith("_total") else "gauge"
+            self._family(out, metric, kind, "", family)
         return "\n".join(out) + "\n"
 
     @staticmethod

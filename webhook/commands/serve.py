@@ -142,7 +142,7 @@ def _controller_service(api: Any, config: Any, namespace: str) -> Any | None:
 
     log = logging.getLogger(__name__)
     try:
-        from gangkeeper.webhook.controller import GangController  # type: ignore[attr-defined]
+        from gangkeeper.webhook.controller import GangController
     except ImportError as exc:
         log.warning("gang controller not available; serving admission only",
                     extra={"error": str(exc)})
