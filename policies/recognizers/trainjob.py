@@ -12,8 +12,9 @@ TrainJob sets wins over the runtime, as in the Trainer's plugins:
   `trainer.kubeflow.org/trainjob-ancestor-step: trainer`).
 Initializer jobs finish before the trainer starts and are not gang members.
 
-A runtime the lookup does not know is an InvalidObject naming spec.runtimeRef: the
-size cannot be known without it and is never guessed.
+A runtime the lookup does not know is an InvalidObject naming spec.runtimeRef when
+the TrainJob itself is validated; its pods are then not sized (None): the size
+cannot be known without the runtime and is never guessed.
 
 Pure: reads dicts and calls the caller's lookup.
 """
@@ -53,8 +54,9 @@ ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 
 def _runtime(
     trainjob: Mapping[str, Any], namespace: str, lookup: OwnerLookup
-) -> tuple[Mapping[str, Any], str]:
-    """The runtime object and the prefix that names its fields in messages."""
+) -> tuple[Mapping[str, Any] | None, str]:
+    """The runtime object (None when the lookup does not know it) and the prefix
+    that names its fields in messages."""
     spec = as_mapping(trainjob.get("spec"), "spec", required=True)
     ref = as_mapping(spec.get("runtimeRef"), "spec.runtimeRef", required=True)
     name = as_str(ref.get("name"), "spec.runtimeRef.name")
@@ -70,7 +72,7 @@ def _runtime(
     runtime = lookup_object(lookup, f"{group}/{TRAINER_VERSION}", kind, scope, name)
     if runtime is None:
         where = f" in namespace {namespace}" if scope else ""
-        raise InvalidObject("spec.runtimeRef", f"{kind} {name!r}{where} not found")
+        return None, f"{kind} {name!r}{where}"
     return runtime, f"{kind}/{name}"
 
 
@@ -185,8 +187,19 @@ class TrainJobRecognizer:
     ) -> list[Gang] | None:
         if type_of(obj) != TRAINJOB:
             return None
+        gangs = self._gangs(obj, lookup, config)
+        if gangs is None:
+            # The TrainJob itself is being validated: say what is missing.
+            _, missing = _runtime(obj, read_meta(obj).namespace, lookup)
+            raise InvalidObject("spec.runtimeRef", f"{missing} not found")
+        return gangs
+
+    def _gangs(self, obj: KubeObject, lookup: OwnerLookup, config: Config) -> list[Gang] | None:
+        """The TrainJob's gangs; None when its runtime is unknown to the lookup."""
         meta = read_meta(obj)
         runtime, prefix = _runtime(obj, meta.namespace, lookup)
+        if runtime is None:
+            return None
         rt = f"{prefix}.spec"
         spec = as_mapping(obj.get("spec"), "spec", required=True)
         trainer = as_mapping(spec.get("trainer"), "spec.trainer")
@@ -250,4 +263,8 @@ class TrainJobRecognizer:
                 )
         if trainjob is None:
             return None
-        return member_of(pod, self.recognize_object(trainjob, lookup, config) or [])
+        # A pod whose TrainJob's runtime is unknown (e.g. not yet in the caller's
+        # cache) cannot be sized: not a member, rather than an error about the pod.
+        if type_of(trainjob) != TRAINJOB:
+            return None
+        return member_of(pod, self._gangs(trainjob, lookup, config) or [])

@@ -273,3 +273,10 @@ def test_malformed_overrides_are_errors_naming_the_field(overrides: Any, path: s
     with pytest.raises(InvalidObject) as error:
         recognize_object(obj, Lookup(runtime), CONFIG)
     assert error.value.path == path
+
+
+def test_a_pod_of_a_trainjob_whose_runtime_is_unknown_is_not_sized() -> None:
+    parent = trainjob("tj", "torch", num_nodes=3)
+    child_set = jobset("tj", replicated_job("node", 1, 3, 2), owner=parent)
+    member, child_job = jobset_pod(child_set, "node")
+    assert recognize_pod(member, Lookup(parent, child_set, child_job), CONFIG) is None
