@@ -129,6 +129,13 @@ def _bundles(api: Any) -> list[str | None]:
     return found
 
 
+def _secret_data(cp: ControlPlane) -> dict[str, str]:
+    secret = ClientCalls(cp.api_client).read_secret(NAMESPACE, "gangkeeper-tls")
+    assert secret is not None
+    data: dict[str, str] = secret.get("data") or {}
+    return data
+
+
 def test_self_managed_certs_work_with_only_gangkeepers_permissions(
     installed: ControlPlane, tmp_path: Path
 ) -> None:
