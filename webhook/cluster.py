@@ -388,8 +388,10 @@ class WatchClusterView:
         *,
         owners: Sequence[Resource] | None = None,
         on_synced: Callable[[str, bool], None] | None = None,
+        transport: Transport | None = None,
     ) -> None:
-        self._transport = Transport(api_client)
+        # `transport` replaces the HTTP calls in tests of the caching logic.
+        self._transport = transport or Transport(api_client)
         self._config = config
         self._capacity = Capacity(config)
         self._owner_resources = tuple(owners) if owners is not None else owner_resources()
