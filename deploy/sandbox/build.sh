@@ -15,9 +15,28 @@ cache_root=${GANGKEEPER_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gangkeeper}
 bin="$cache_root/k8s-$k8s_version/bin"
 stamp="$bin/.complete-$k8s_version-etcd-$etcd_version"
 
-if [[ -f "$stamp" ]]; then
+components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
+built() {
+  [[ -f "$stamp" ]] || return 1
+  local c
+  for c in "${components[@]}"; do [[ -x "$bin/$c" ]] || return 1; done
+}
+
+if built; then
   echo "$bin"
   exit 0
+fi
+
+# One build at a time per cache: a second caller (CI step, another shell) waits
+# for the first and then finds everything built instead of racing it.
+mkdir -p "$cache_root"
+exec 9>"$cache_root/.build-$k8s_version.lock"
+if command -v flock >/dev/null; then
+  flock 9
+  if built; then
+    echo "$bin"
+    exit 0
+  fi
 fi
 
 command -v go >/dev/null || { echo "build.sh: Go is required (https://go.dev/doc/install)" >&2; exit 2; }
