@@ -82,6 +82,8 @@ class BenchCluster:
     api: Any
     core: Any
     startup_seconds: float
+    #: Progress lines (to stderr in `python -m bench`); the figures go to the report.
+    log: Callable[[str], None] = print
 
     # -- gangkeeper process ------------------------------------------------------------
 
@@ -264,6 +266,7 @@ def open_cluster(
                 api=api,
                 core=core,
                 startup_seconds=info.startup_seconds,
+                log=log or (lambda _msg: None),
             )
         finally:
             api.close()

@@ -123,6 +123,7 @@ def run(quick: bool, cluster: BenchCluster | None = None) -> list[dict[str, Any]
         with open_cluster(quick=quick) as own:
             return run(quick, own)
     pods = 200 if quick else 1000
+    cluster.log(f"create_latency: {pods} pods per namespace, interleaved")
     try:
         plain, gang = measure(cluster, pods)
     finally:

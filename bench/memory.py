@@ -156,6 +156,8 @@ def run(quick: bool, cluster: BenchCluster | None = None) -> list[dict[str, Any]
 
     cluster.restart_gangkeeper()
     baseline_mb, _ = _settled_rss(cluster.gangkeeper_pid())
+    cluster.log(f"memory: baseline {baseline_mb:.0f} MB; creating {nodes} nodes, {pods} pods")
+    started = time.monotonic()
 
     def create_node(i: int) -> None:
         body = memory_node(i)
@@ -169,8 +171,10 @@ def run(quick: bool, cluster: BenchCluster | None = None) -> list[dict[str, Any]
 
     _parallel(create_node, range(nodes))
     _parallel(create_pod, range(pods))
+    cluster.log(f"memory: created in {time.monotonic() - started:.0f} s; restarting gangkeeper")
     sync_s = cluster.restart_gangkeeper()
     rss_mb, peak_mb = _settled_rss(cluster.gangkeeper_pid())
+    cluster.log(f"memory: {rss_mb:.0f} MB after a {sync_s:.0f} s sync")
     return memory_rows(
         nodes=nodes, pods=pods, baseline_mb=baseline_mb, rss_mb=rss_mb, peak_mb=peak_mb,
         sync_s=sync_s,

@@ -26,6 +26,8 @@ def test_a_gang_that_binds_member_by_member_wastes_the_gpus_held_before_the_last
     assert o.idle_gpu_seconds == pytest.approx(6.0)
     assert o.wait_mean == pytest.approx(4.0)
     assert (o.completed, o.deadlocked, o.makespan) == (1, 0, 9.0)
+    # Partly bound from the first bind (1 s) to the last (4 s).
+    assert o.spread_max == pytest.approx(3.0)
 
 
 def test_a_gang_bound_all_at_once_wastes_nothing() -> None:
@@ -144,7 +146,8 @@ def test_percentile_refuses_no_values_and_out_of_range_ranks(values: list[float]
 def _outcome(idle: float, makespan: float | None, completed: int = 2) -> Outcome:
     return Outcome(jobs=2, completed=completed, started=completed, deadlocked=2 - completed,
                    idle_gpu_seconds=idle, idle_share=idle / 640, makespan=makespan,
-                   last_finish=makespan, wait_mean=1.0, wait_p95=2.0, horizon=10.0)  # fmt: skip
+                   last_finish=makespan, wait_mean=1.0, wait_p95=2.0, spread_p95=0.5,
+                   spread_max=0.5, horizon=10.0)  # fmt: skip
 
 
 def test_summary_rows_compare_each_mode_with_the_baselines_of_the_same_run() -> None:
