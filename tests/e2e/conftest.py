@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
@@ -45,6 +46,9 @@ T = TypeVar("T")
 ENABLED_LABEL = "gangkeeper.io/enabled"
 MUTATING_WEBHOOK = "gangkeeper-mutating"
 E2E_DIR = Path(__file__).parent
+#: In the sandbox, gangkeeper's config maps these namespaces to the other backends
+#: (`backend_namespace` creates them); the default backend stays `gate`.
+BACKEND_NAMESPACES = {b: f"e2e-backend-{b}" for b in ("coscheduling", "volcano", "native")}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -163,8 +167,8 @@ class Cluster:
                 )
             time.sleep(interval)
 
-    def new_namespace(self, *, opted_in: bool) -> str:
-        name = f"{'gang' if opted_in else 'plain'}-{uuid.uuid4().hex[:8]}"
+    def new_namespace(self, *, opted_in: bool, name: str | None = None) -> str:
+        name = name or f"{'gang' if opted_in else 'plain'}-{uuid.uuid4().hex[:8]}"
         labels = {ENABLED_LABEL: "true"} if opted_in else {}
         self.core.create_namespace({"metadata": {"name": name, "labels": labels}})
         # The ServiceAccount admission plugin refuses pods until `default` exists.
@@ -220,8 +224,12 @@ def k8s_cluster_manager(
         _unavailable(f"no cluster provider ({e}); build the sandbox with `{BUILD_COMMAND}`")
     started = time.monotonic()
     if isinstance(manager, SandboxManager):
+        config = tmp_path_factory.mktemp("gangkeeper-config") / "config.yaml"
+        config.write_text(
+            yaml.safe_dump({"namespaceBackends": {ns: b for b, ns in BACKEND_NAMESPACES.items()}})
+        )
         # Tests bring their own nodes; a fleet would only absorb their pods.
-        manager.create(directory=tmp_path_factory.mktemp("sandbox"), fleet=None)
+        manager.create(directory=tmp_path_factory.mktemp("sandbox"), fleet=None, config=config)
     else:
         manager.create()
     request.config.stash[_STARTUP] = time.monotonic() - started
@@ -275,3 +283,21 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     startup = config.stash.get(_STARTUP, None)
     if startup is not None:
         terminalreporter.write_line(f"e2e cluster startup: {startup:.1f}s")
+
+
+@pytest.fixture
+def backend_namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """An opted-in namespace whose pods get the backend `request.param`.
+
+    `gate` is the default backend: a fresh namespace. The others are namespaces the
+    sandbox's gangkeeper config maps to them; on another cluster they are skipped.
+    """
+    backend = request.param
+    if backend == "gate":
+        name = cluster.new_namespace(opted_in=True)
+    elif cluster.sandbox is None:
+        pytest.skip(f"backend {backend} per namespace is configured only in the sandbox")
+    else:
+        name = cluster.new_namespace(opted_in=True, name=BACKEND_NAMESPACES[backend])
+    yield name
+    cluster.delete_namespace(name)

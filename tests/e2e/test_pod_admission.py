@@ -31,26 +31,55 @@ def _gangkeeper_keys(pod: dict[str, Any]) -> dict[str, str]:
     return {k: v for k, v in keys.items() if k.startswith("gangkeeper.io/")}
 
 
-def test_a_gang_pod_in_an_opted_in_namespace_is_stored_with_gang_keys_gate_and_scheduler(
-    cluster: Any, gang_namespace: str
+#: backend -> (schedulerName the pod must get, where the PodGroup name must appear).
+#: Scheduler names are the documented defaults (DESIGN.md, backends table).
+BACKENDS = {
+    "gate": ("default-scheduler", None),
+    "coscheduling": ("scheduler-plugins-scheduler", ("label", "scheduling.x-k8s.io/pod-group")),
+    "volcano": ("volcano", ("annotation", "scheduling.k8s.io/group-name")),
+    # Stored only because the sandbox serves the native gang API (GenericWorkload).
+    "native": ("default-scheduler", ("spec", "schedulingGroup.podGroupName")),
+}
+
+
+def _group_key(pod: dict[str, Any], where: str, key: str) -> str | None:
+    if where == "label":
+        return pod["metadata"]["labels"].get(key)
+    if where == "annotation":
+        return pod["metadata"]["annotations"].get(key)
+    return (pod["spec"].get("schedulingGroup") or {}).get("podGroupName")
+
+
+@pytest.mark.parametrize("backend_namespace", list(BACKENDS), indirect=True)
+def test_a_gang_pod_in_an_opted_in_namespace_is_stored_with_the_backends_keys_gate_and_scheduler(
+    cluster: Any, backend_namespace: str, request: pytest.FixtureRequest
 ) -> None:
+    backend = request.node.callspec.params["backend_namespace"]
+    scheduler, group_key = BACKENDS[backend]
     pool = unique("keys")
     cluster.create_gpu_nodes(pool, 2, 1, labels={POOL_LABEL: pool})
     # minMember 2 with one pod: the gang is incomplete, so the controller keeps the gate.
     cluster.core.create_namespaced_pod(
-        gang_namespace, gang_pod("worker-0", pool, gang="llama-ft", min_member=2)
+        backend_namespace, gang_pod("worker-0", pool, gang="llama-ft", min_member=2)
     )
 
-    pod = _pod(cluster, gang_namespace, "worker-0")
+    pod = _pod(cluster, backend_namespace, "worker-0")
 
     labels = pod["metadata"]["labels"]
     annotations = pod["metadata"]["annotations"]
-    assert labels["gangkeeper.io/gang"], "gang label missing"
+    gang = labels["gangkeeper.io/gang"]
+    assert gang, "gang label missing"
     assert annotations["gangkeeper.io/gang-name"] == "llama-ft"
     assert annotations["gangkeeper.io/min-member"] == "2"
-    assert annotations["gangkeeper.io/backend"] == "gate"
+    assert annotations["gangkeeper.io/backend"] == backend
     assert _gates(pod) == [GATE]
-    assert pod["spec"]["schedulerName"] == "default-scheduler"
+    assert pod["spec"]["schedulerName"] == scheduler
+    if group_key is not None:
+        assert _group_key(pod, *group_key) == gang, f"{group_key} does not name the gang"
+    else:
+        assert "scheduling.x-k8s.io/pod-group" not in labels
+        assert "scheduling.k8s.io/group-name" not in annotations
+        assert not pod["spec"].get("schedulingGroup")
     # Gated: the real scheduler must not have bound it.
     assert not pod["spec"].get("nodeName")
 
