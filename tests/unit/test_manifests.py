@@ -449,3 +449,13 @@ def test_the_helm_chart_renders_what_the_renderer_renders(
 
     assert keyed(templated) == keyed(expected)
     assert len(templated) == len(expected)
+
+
+@pytest.mark.parametrize("cert_mode", ["self", "cert-manager"])
+def test_gangkeeper_serve_accepts_the_deployments_arguments(cert_mode: str) -> None:
+    from gangkeeper.webhook.cli import build_parser
+
+    (container,) = pod_template(render_manifests(cert_mode=cert_mode))["containers"]  # type: ignore[arg-type]
+    args = build_parser().parse_args(["serve", *container["args"]])
+    assert args.cert_mode == ("self-managed" if cert_mode == "self" else "cert-manager")
+    assert str(args.port) == "8443"
