@@ -12,7 +12,9 @@ Pure: reads plain dicts and calls the lookup; no I/O of its own.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -397,3 +399,70 @@ def lookup_object(
 def items_of(value: object, path: str) -> list[tuple[str, Any]]:
     """(path, item) pairs of a list field, for error messages naming the index."""
     return [(field_path(path, i), item) for i, item in enumerate(as_list(value, path))]
+
+
+# --- gangs of owners, remembered across calls --------------------------------------
+
+
+class _OwnerGangs:
+    """The gangs of recently seen owner objects, keyed by uid and resourceVersion.
+
+    Every pod of a 64-pod Job asks for the same Job's gang; an object the API
+    server sent is immutable for a given (uid, resourceVersion), so its gangs can be
+    remembered. Objects without both (from files, or built by hand) are never
+    remembered. Pure memory, bounded, safe across threads.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: OrderedDict[tuple[str, str, str, int], tuple[Config, list[Gang]]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(
+        self,
+        recognizer: str,
+        obj: KubeObject,
+        config: Config,
+        compute: Callable[[], list[Gang] | None],
+    ) -> list[Gang] | None:
+        metadata = obj.get("metadata")
+        uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
+        version = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+        if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
+            return compute()
+        key = (recognizer, uid, version, id(config))
+        with self._lock:
+            hit = self._entries.get(key)
+            # The config is kept in the entry, so its id cannot be reused meanwhile.
+            if hit is not None and hit[0] is config:
+                self._entries.move_to_end(key)
+                return list(hit[1])
+        gangs = compute()
+        if gangs is not None:
+            with self._lock:
+                self._entries[key] = (config, list(gangs))
+                while len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
+        return gangs
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+OWNER_GANGS = _OwnerGangs(4096)
+
+
+def owner_gangs(
+    recognizer: Any, obj: KubeObject, lookup: OwnerLookup, config: Config
+) -> list[Gang] | None:
+    """`recognizer.recognize_object(obj)`, remembered for API objects (see _OwnerGangs).
+
+    Only for kinds whose gangs depend on the object alone (not on other objects
+    found through the lookup).
+    """
+    return OWNER_GANGS.get(
+        recognizer.name, obj, config, lambda: recognizer.recognize_object(obj, lookup, config)
+    )

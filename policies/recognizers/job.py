@@ -17,7 +17,16 @@ from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_mapping, field_path
 from .base import ResourceRule
-from .common import build_gang, count, owner_chain, read_meta, template_role, topmost, type_of
+from .common import (
+    build_gang,
+    count,
+    owner_chain,
+    owner_gangs,
+    read_meta,
+    template_role,
+    topmost,
+    type_of,
+)
 
 JOB = ("batch", "Job")
 JOBSET = ("jobset.x-k8s.io", "JobSet")
@@ -59,5 +68,5 @@ class JobRecognizer:
         # would only be a guess, so the pod is left to other recognisers.
         if link is None or link.obj is None:
             return None
-        gangs = self.recognize_object(link.obj, lookup, config)
+        gangs = owner_gangs(self, link.obj, lookup, config)
         return PodMembership(gangs[0], ROLE) if gangs else None

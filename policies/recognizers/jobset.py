@@ -29,6 +29,7 @@ from .common import (
     items_of,
     lookup_object,
     owner_chain,
+    owner_gangs,
     read_meta,
     role_named,
     template_role,
@@ -140,4 +141,4 @@ class JobSetRecognizer:
         owner = controller_ref(jobset)
         if owner is not None and (group_of(owner["apiVersion"]), owner["kind"]) == TRAINJOB:
             return None
-        return member_of(pod, self.recognize_object(jobset, lookup, config) or [])
+        return member_of(pod, owner_gangs(self, jobset, lookup, config) or [])

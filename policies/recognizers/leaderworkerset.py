@@ -27,6 +27,7 @@ from .common import (
     count,
     count_text,
     lookup_object,
+    owner_gangs,
     read_meta,
     template_role,
     type_of,
@@ -99,7 +100,7 @@ class LeaderWorkerSetRecognizer:
         role = LEADER if meta.labels.get(WORKER_INDEX_LABEL, "0") == "0" else WORKER
         lws = lookup_object(lookup, LWS_API, LWS[1], meta.namespace, lws_name)
         if lws is not None:
-            gangs = self.recognize_object(lws, lookup, config) or []
+            gangs = owner_gangs(self, lws, lookup, config) or []
             if index < len(gangs):
                 return PodMembership(gangs[index], role)
             return None

@@ -25,7 +25,7 @@ from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role
 from ..podspec import as_mapping, field_path
 from ..quantity import gpu_count
 from .base import ResourceRule
-from .common import count, lookup_object, read_meta, type_of
+from .common import count, lookup_object, owner_gangs, read_meta, type_of
 
 ROLE = "member"
 
@@ -82,7 +82,7 @@ class PodGroupRecognizer:
         )
         if podgroup is None:
             return None
-        gangs = self.recognize_object(podgroup, lookup, config)
+        gangs = owner_gangs(self, podgroup, lookup, config)
         return PodMembership(gangs[0], ROLE) if gangs else None
 
 

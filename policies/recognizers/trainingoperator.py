@@ -25,6 +25,7 @@ from .common import (
     build_gang,
     count,
     owner_chain,
+    owner_gangs,
     read_meta,
     role_named,
     template_role,
@@ -94,7 +95,7 @@ class TrainingOperatorRecognizer:
         link = topmost(owner_chain(pod, meta.namespace, lookup), {(GROUP, self.kind)}, set())
         if link is None or link.obj is None:
             return None
-        gangs = self.recognize_object(link.obj, lookup, config)
+        gangs = owner_gangs(self, link.obj, lookup, config)
         if not gangs:
             return None
         for label in REPLICA_TYPE_LABELS:

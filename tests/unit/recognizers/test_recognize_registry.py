@@ -262,3 +262,42 @@ def test_any_single_field_replaced_by_junk_never_crashes(data: st.DataObject, ju
     except InvalidObject as error:
         # a clear error names a field
         assert error.message
+
+
+def _versioned_job(version: str, parallelism: int) -> Any:
+    owner = job("train", parallelism=parallelism)
+    owner["metadata"]["resourceVersion"] = version
+    return owner
+
+
+def test_the_gang_of_an_api_object_is_remembered_per_resource_version() -> None:
+    owner = _versioned_job("100", 4)
+    first = recognize_pod(
+        pod_from(owner["spec"]["template"], "a", owner=owner), Lookup(owner), CONFIG
+    )
+    second = recognize_pod(
+        pod_from(owner["spec"]["template"], "b", owner=owner), Lookup(owner), CONFIG
+    )
+    assert first is not None and second is not None
+    assert second.gang is first.gang
+
+
+def test_a_new_resource_version_is_read_again() -> None:
+    old = _versioned_job("200", 4)
+    recognize_pod(pod_from(old["spec"]["template"], "a", owner=old), Lookup(old), CONFIG)
+    new = _versioned_job("201", 6)
+    membership = recognize_pod(
+        pod_from(new["spec"]["template"], "a", owner=new), Lookup(new), CONFIG
+    )
+    assert membership is not None
+    assert membership.gang.min_member == 6
+
+
+def test_objects_without_a_resource_version_are_never_remembered() -> None:
+    owner = job("train", parallelism=4)
+    member = pod_from(owner["spec"]["template"], "a", owner=owner)
+    first = recognize_pod(member, Lookup(owner), CONFIG)
+    owner["spec"]["parallelism"] = 5
+    second = recognize_pod(member, Lookup(owner), CONFIG)
+    assert first is not None and second is not None
+    assert (first.gang.min_member, second.gang.min_member) == (4, 5)
