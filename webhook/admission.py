@@ -269,45 +269,6 @@ def json_patch(original: Mapping[str, Any], patched: Mapping[str, Any]) -> list[
     return ops
 
 
-class _SharedDict(dict[str, Any]):
-    """A read-only subtree that `copy.deepcopy` shares instead of copying."""
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _SharedDict:
-        return self
-
-
-class _SharedList(list[Any]):
-    """A read-only list that `copy.deepcopy` shares instead of copying."""
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _SharedList:
-        return self
-
-
-def _sharing_spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The pod with its spec's subtrees (containers, volumes, ...) marked as shared.
-
-    `MutationPlan.apply` returns a deep copy of the whole pod, and for a typical
-    training pod that copy was the largest single cost of an admission. A mutation only
-    ever replaces spec's top-level keys (schedulingGates, schedulerName,
-    schedulingGroup) and metadata's maps, never edits inside containers or volumes, and
-    the request's object is discarded after the answer, so sharing those subtrees
-    between the request and the planned pod is safe. The values are unchanged: the
-    policy sees exactly the same pod.
-    """
-    spec = pod.get("spec")
-    if not isinstance(spec, dict):
-        return pod
-    shared: dict[str, Any] = {}
-    for key, value in spec.items():
-        if isinstance(value, dict):
-            shared[key] = _SharedDict(value)
-        elif isinstance(value, list):
-            shared[key] = _SharedList(value)
-        else:
-            shared[key] = value
-    return {**pod, "spec": shared}
-
-
 def _summary(review: Review, endpoint: Endpoint) -> dict[str, Any]:
     obj = review.object or review.request.get("oldObject") or {}
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
@@ -367,8 +328,6 @@ def _pod_answer(review: Review, policy: Policy, endpoint: Endpoint) -> Answer:
     summary = _summary(review, endpoint)
     pod = review.object
     assert pod is not None  # parse_review guarantees an object on CREATE
-    if endpoint == "mutate":
-        pod = _sharing_spec(pod)
     try:
         decision = decide_pod(
             pod,
