@@ -407,17 +407,19 @@ def items_of(value: object, path: str) -> list[tuple[str, Any]]:
 class _OwnerGangs:
     """The gangs of recently seen owner objects, keyed by uid and resourceVersion.
 
-    Every pod of a 64-pod Job asks for the same Job's gang; an object the API
-    server sent is immutable for a given (uid, resourceVersion), so its gangs can be
-    remembered. Objects without both (from files, or built by hand) are never
-    remembered. Pure memory, bounded, safe across threads.
+    Every pod of a 64-pod Job asks for the same Job's gang, and a watch-fed cache
+    answers with the same object until it changes. An entry is used only for that
+    very object (identity, kept alive by the entry) at the same resourceVersion, so
+    a new version, a copy, or a hand-built object with a reused uid is read afresh.
+    Objects without uid and resourceVersion (from files) are never remembered.
+    Pure memory, bounded, safe across threads.
     """
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._entries: OrderedDict[tuple[str, str, str, int], tuple[Config, list[Gang]]] = (
-            OrderedDict()
-        )
+        self._entries: OrderedDict[
+            tuple[str, str, str, int, int], tuple[KubeObject, Config, list[Gang]]
+        ] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(
@@ -432,17 +434,18 @@ class _OwnerGangs:
         version = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
         if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
             return compute()
-        key = (recognizer, uid, version, id(config))
+        key = (recognizer, uid, version, id(obj), id(config))
         with self._lock:
             hit = self._entries.get(key)
-            # The config is kept in the entry, so its id cannot be reused meanwhile.
-            if hit is not None and hit[0] is config:
+            # The object and config are kept in the entry, so their ids cannot be
+            # reused by others meanwhile.
+            if hit is not None and hit[0] is obj and hit[1] is config:
                 self._entries.move_to_end(key)
-                return list(hit[1])
+                return list(hit[2])
         gangs = compute()
         if gangs is not None:
             with self._lock:
-                self._entries[key] = (config, list(gangs))
+                self._entries[key] = (obj, config, list(gangs))
                 while len(self._entries) > self._size:
                     self._entries.popitem(last=False)
         return gangs

@@ -301,3 +301,14 @@ def test_objects_without_a_resource_version_are_never_remembered() -> None:
     second = recognize_pod(member, Lookup(owner), CONFIG)
     assert first is not None and second is not None
     assert (first.gang.min_member, second.gang.min_member) == (4, 5)
+
+
+def test_a_different_object_reusing_uid_and_version_is_read_afresh() -> None:
+    first = _versioned_job("300", 4)
+    recognize_pod(pod_from(first["spec"]["template"], "a", owner=first), Lookup(first), CONFIG)
+    impostor = _versioned_job("300", 7)
+    membership = recognize_pod(
+        pod_from(impostor["spec"]["template"], "a", owner=impostor), Lookup(impostor), CONFIG
+    )
+    assert membership is not None
+    assert membership.gang.min_member == 7
