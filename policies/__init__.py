@@ -36,7 +36,15 @@ from .model import (
     Toleration,
     Verdict,
 )
-from .mutation import GANG_LABEL, GATE, ROLE_LABEL, MutationPlan, label_value, plan_pod
+from .mutation import (
+    GANG_LABEL,
+    GATE,
+    ROLE_LABEL,
+    MutationPlan,
+    group_name,
+    label_value,
+    plan_pod,
+)
 from .podspec import placement_of, pod_demand
 from .quantity import gpu_count, parse_quantity
 from .recognizers.base import Recognizer, Registry, ResourceRule
@@ -78,6 +86,7 @@ __all__ = [
     "default_registry",
     "fits_now",
     "gpu_count",
+    "group_name",
     "label_value",
     "load_config",
     "node_eligible",

@@ -139,8 +139,13 @@ class Capacity:
         self._free: dict[int, Counter[GpuVector]] = {}  # shape id → free vector → nodes
         self._pools: list[tuple[int, int]] = []  # (shape id, max count)
         self._eligible: dict[tuple[str, Placement], dict[int, bool]] = {}
-        self._groups_cache: dict[str, tuple[int, list[_Group]]] = {}
-        self._version = 0
+        self._groups_cache: dict[str, tuple[tuple[int, int], list[_Group]]] = {}
+        # Two change counters: node/pool changes alter both views, bound-pod changes
+        # only the free one, so the "ever" answers survive the constant pod churn.
+        self._node_version = 0
+        self._pod_version = 0
+        self._bins_cache: dict[tuple[str, tuple[Placement, ...]], tuple[tuple[int, int], list[Bin]]]
+        self._bins_cache = {}
         for pool in self._config.pools:
             shape = NodeShape(
                 gpus=self._gpu_vector(pool.allocatable),
@@ -255,13 +260,13 @@ class Capacity:
         with self._lock:
             self._remove_node(name)
             if not shape.gpus:
-                self._version += 1
+                self._node_version += 1
                 return
             entry.shape_id = self._intern(shape)
             self._nodes[name] = entry
             self._members.setdefault(entry.shape_id, {})[name] = None
             self._free.setdefault(entry.shape_id, Counter())[self._free_vector(name)] += 1
-            self._version += 1
+            self._node_version += 1
 
     add_node = upsert_node
     update_node = upsert_node
@@ -270,7 +275,7 @@ class Capacity:
         """Forget a node by name; unknown names are ignored (deletes can repeat)."""
         with self._lock:
             self._remove_node(name)
-            self._version += 1
+            self._node_version += 1
 
     def _remove_node(self, name: str) -> None:
         entry = self._nodes.pop(name, None)
@@ -349,7 +354,7 @@ class Capacity:
             del self._used[node_name]
         if entry is not None:
             self._free[entry.shape_id][self._free_vector_of(entry, node_name)] += 1
-        self._version += 1
+        self._pod_version += 1
 
     def _free_vector(self, name: str) -> GpuVector:
         return self._free_vector_of(self._nodes[name], name)
@@ -393,8 +398,9 @@ class Capacity:
 
     def _groups(self, view: str) -> list[_Group]:
         """The groups of a view; cached until the next change."""
+        version = self._version_of(view)
         cached = self._groups_cache.get(view)
-        if cached is not None and cached[0] == self._version:
+        if cached is not None and cached[0] == version:
             return cached[1]
         groups: list[_Group] = []
         if view == "ever":
@@ -407,15 +413,24 @@ class Capacity:
                 for vector, count in vectors.items():
                     if count > 0 and any(amount > 0 for _, amount in vector):
                         groups.append((sid, vector, count, False))
-        self._groups_cache[view] = (self._version, groups)
+        self._groups_cache[view] = (version, groups)
         return groups
 
-    def _shape_eligible(self, view: str, placement: Placement, shape_id: int) -> bool:
+    def _version_of(self, view: str) -> tuple[int, int]:
+        return (self._node_version, self._pod_version if view == "free" else 0)
+
+    def _answers(self, view: str, placement: Placement) -> dict[int, bool]:
+        """The cached eligibility of `placement` per shape id, for one view."""
         answers = self._eligible.get((view, placement))
         if answers is None:
             if len(self._eligible) >= _CACHE_LIMIT:
                 self._eligible.clear()
             answers = self._eligible[(view, placement)] = {}
+        return answers
+
+    def _shape_eligible(
+        self, view: str, placement: Placement, answers: dict[int, bool], shape_id: int
+    ) -> bool:
         answer = answers.get(shape_id)
         if answer is None:
             shape = self._shapes[shape_id]
@@ -441,23 +456,38 @@ class Capacity:
         """
         if view not in ("ever", "free"):
             raise ValueError(f"view must be 'ever' or 'free', got {view!r}")
+        key = (view, tuple(placements))
         with self._lock:
-            per_node = [uses_node_identity(p, IDENTITY_LABELS) for p in placements]
-            merged: dict[tuple[GpuVector, frozenset[int]], int] = {}
-            for sid, vector, count, is_pool in self._groups(view):
-                shared = frozenset(
-                    i
-                    for i, p in enumerate(placements)
-                    if not per_node[i] and self._shape_eligible(view, p, sid)
-                )
-                if not any(per_node):
-                    splits: Iterable[tuple[frozenset[int], int]] = ((frozenset(), count),)
-                else:
-                    splits = self._split(view, placements, per_node, (sid, vector, count, is_pool))
-                for signature, n in splits:
-                    key = (vector, shared | signature)
-                    merged[key] = merged.get(key, 0) + n
-            return [Bin(gpus=v, count=n, eligible=e) for (v, e), n in merged.items() if n > 0]
+            version = self._version_of(view)
+            cached = self._bins_cache.get(key)
+            if cached is not None and cached[0] == version:
+                return list(cached[1])
+            bins = self._compute_bins(view, placements)
+            if len(self._bins_cache) >= _CACHE_LIMIT:
+                self._bins_cache.clear()
+            self._bins_cache[key] = (version, bins)
+            return list(bins)
+
+    def _compute_bins(self, view: str, placements: Sequence[Placement]) -> list[Bin]:
+        per_node = [uses_node_identity(p, IDENTITY_LABELS) for p in placements]
+        shared_placements = [
+            (i, p, self._answers(view, p)) for i, p in enumerate(placements) if not per_node[i]
+        ]
+        merged: dict[tuple[GpuVector, frozenset[int]], int] = {}
+        for sid, vector, count, is_pool in self._groups(view):
+            shared = frozenset(
+                i
+                for i, p, answers in shared_placements
+                if self._shape_eligible(view, p, answers, sid)
+            )
+            if not any(per_node):
+                splits: Iterable[tuple[frozenset[int], int]] = ((frozenset(), count),)
+            else:
+                splits = self._split(view, placements, per_node, (sid, vector, count, is_pool))
+            for signature, n in splits:
+                merged_key = (vector, shared | signature)
+                merged[merged_key] = merged.get(merged_key, 0) + n
+        return [Bin(gpus=v, count=n, eligible=e) for (v, e), n in merged.items() if n > 0]
 
     def _split(
         self,

@@ -67,6 +67,11 @@ class Config:
     #: After this long incomplete or not fitting, a gang is reported as stuck.
     gang_timeout_seconds: int = 300
     pools: tuple[NodePool, ...] = ()
+    #: Answers of is_gpu_resource: it runs for every resource of every container and
+    #: node, and fnmatch is slow. Not part of the value (compare/repr/hash off).
+    _gpu_answers: dict[str, bool] = field(
+        default_factory=dict, init=False, compare=False, repr=False, hash=False
+    )
 
     def backend_for(self, namespace: str) -> Backend:
         return self.namespace_backends.get(namespace, self.backend)
@@ -75,7 +80,12 @@ class Config:
         return self.scheduler_names.get(backend, DEFAULT_SCHEDULER_NAMES[backend])
 
     def is_gpu_resource(self, name: str) -> bool:
-        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.gpu_resources)
+        answer = self._gpu_answers.get(name)
+        if answer is None:
+            answer = any(fnmatch.fnmatchcase(name, pattern) for pattern in self.gpu_resources)
+            if len(self._gpu_answers) < 1024:  # bounded: resource names are few
+                self._gpu_answers[name] = answer
+        return answer
 
 
 _BACKENDS: tuple[str, ...] = get_args(Backend)

@@ -126,9 +126,11 @@ def _gpu_roles(gang: Gang, capacity: Capacity) -> tuple[list[_Item], int]:
     return items, no_gpu
 
 
-def _problem(gang: Gang, capacity: Capacity, view: str) -> _Problem | None:
+def _problem(
+    gang: Gang, roles: tuple[list[_Item], int], capacity: Capacity, view: str
+) -> _Problem | None:
     """The packing problem for a view; None when nothing has to be checked."""
-    items, no_gpu = _gpu_roles(gang, capacity)
+    items, no_gpu = roles
     gpu_members = sum(i.count for i in items)
     needed = max(0, min(gang.min_member, gang.size) - no_gpu)
     if needed == 0 or not items:
@@ -379,8 +381,10 @@ def _decide(gang: Gang, problem: _Problem) -> _Finding:
     return _Finding(outcome)
 
 
-def _evaluate(gang: Gang, capacity: Capacity, view: str) -> tuple[_Finding, _Problem | None]:
-    problem = _problem(gang, capacity, view)
+def _evaluate(
+    gang: Gang, roles: tuple[list[_Item], int], capacity: Capacity, view: str
+) -> tuple[_Finding, _Problem | None]:
+    problem = _problem(gang, roles, capacity, view)
     if problem is None:
         return _Finding(Outcome.FITS), None
     return _decide(gang, problem), problem
@@ -409,8 +413,8 @@ def _wait_warning(gang: Gang, capacity: Capacity, problem: _Problem | None) -> s
 
 def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
     """Admit unless the gang is proven unable to run even on the empty cluster."""
-    items, _ = _gpu_roles(gang, capacity)
-    if not items:
+    roles = _gpu_roles(gang, capacity)
+    if not roles[0]:
         return Verdict(allowed=True)
     if capacity.unknown:
         return Verdict(
@@ -422,10 +426,10 @@ def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
                 ),
             ),
         )
-    finding, _ = _evaluate(gang, capacity, "ever")
+    finding, _ = _evaluate(gang, roles, capacity, "ever")
     if finding.outcome is Outcome.IMPOSSIBLE:
         return Verdict(allowed=False, reason=finding.reason, code=finding.code)
-    now, free_problem = _evaluate(gang, capacity, "free")
+    now, free_problem = _evaluate(gang, roles, capacity, "free")
     if now.outcome is Outcome.IMPOSSIBLE:
         return Verdict(allowed=True, warnings=(_wait_warning(gang, capacity, free_problem),))
     return Verdict(allowed=True)
@@ -433,8 +437,8 @@ def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
 
 def fits_now(gang: Gang, capacity: Capacity) -> bool:
     """Whether the gang fits the GPUs free right now (True unless proven otherwise)."""
-    items, _ = _gpu_roles(gang, capacity)
-    if not items or capacity.unknown:
+    roles = _gpu_roles(gang, capacity)
+    if not roles[0] or capacity.unknown:
         return True
-    finding, _ = _evaluate(gang, capacity, "free")
+    finding, _ = _evaluate(gang, roles, capacity, "free")
     return finding.outcome is not Outcome.IMPOSSIBLE

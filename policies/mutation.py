@@ -14,8 +14,9 @@ Rules:
   `schedulerName` is left alone: skipped or rejected per `config.on_conflict`, with a
   message naming the keys found;
 - a pod already bound (`spec.nodeName`) cannot take a scheduling gate and is skipped;
-- label values are valid (≤ 63 characters, alphanumeric ends; also a DNS subdomain, as
-  PodGroup names must be): long or odd gang names get a stable hash suffix.
+- label values are valid (≤ 63 characters, alphanumeric ends); the gang's value is
+  also a DNS subdomain, as PodGroup names must be. Long or odd names get a stable
+  hash suffix (`label_value`, `group_name`).
 
 Pure: dicts in, a frozen plan and a new dict out; no I/O.
 """
@@ -64,25 +65,43 @@ FOREIGN_KEYS: tuple[tuple[str, str, str], ...] = (
     ("YuniKorn", "label", "applicationId"),
 )
 
+_EXACT_KEYS: dict[tuple[str, str], str] = {
+    (where, key): system for system, where, key in FOREIGN_KEYS if not key.endswith("/")
+}
+_PREFIX_KEYS: tuple[tuple[str, str, str], ...] = tuple(
+    (where, key, system) for system, where, key in FOREIGN_KEYS if key.endswith("/")
+)
+
 _MAX_LABEL = 63
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+_DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 _HASH_CHARS = 8
 
 Outcome = Literal["mutate", "unchanged", "skip", "reject"]
 
 
-def label_value(name: str) -> str:
-    """`name` if it is a valid label value and DNS subdomain, else a stable short form.
-
-    The short form keeps a readable prefix and appends 8 hex digits of the name's
-    SHA-256, so two long names with the same prefix still differ.
-    """
-    if len(name) <= _MAX_LABEL and _DNS_LABEL.fullmatch(name):
-        return name
+def _shortened(name: str, invalid: str, ends: str) -> str:
+    """A readable prefix of `name` plus 8 hex digits of its SHA-256 (stable, distinct)."""
     digest = hashlib.sha256(name.encode()).hexdigest()[:_HASH_CHARS]
-    prefix = re.sub(r"[^-a-z0-9.]", "-", name.lower())[: _MAX_LABEL - _HASH_CHARS - 1]
-    prefix = re.sub(r"^[^a-z0-9]+|[^a-z0-9]+$", "", prefix)
+    prefix = re.sub(invalid, "-", name)[: _MAX_LABEL - _HASH_CHARS - 1]
+    prefix = re.sub(rf"^[^{ends}]+|[^{ends}]+$", "", prefix)
     return f"{prefix}-{digest}" if prefix else digest
+
+
+def label_value(name: str) -> str:
+    """`name` if it is a valid label value, else a stable shortened form that is."""
+    if len(name) <= _MAX_LABEL and _LABEL_VALUE.fullmatch(name):
+        return name
+    return _shortened(name, r"[^-A-Za-z0-9_.]", "A-Za-z0-9")
+
+
+def group_name(name: str) -> str:
+    """The gang's label value and PodGroup name: a valid label value that is also a
+    lowercase DNS subdomain (as PodGroup names must be), shortened with a stable hash
+    suffix when `name` is not one already."""
+    if len(name) <= _MAX_LABEL and _DNS_NAME.fullmatch(name):
+        return name
+    return _shortened(name.lower(), r"[^-a-z0-9.]", "a-z0-9")
 
 
 @dataclass(frozen=True)
@@ -106,7 +125,7 @@ class MutationPlan:
 
     def apply(self, pod: KubeObject) -> dict[str, Any]:
         """A deep copy of `pod` with the plan's additions (the pod itself is untouched)."""
-        result: dict[str, Any] = copy.deepcopy(dict(pod))
+        result: dict[str, Any] = _json_copy(pod)
         if not self.changes:
             return result
         metadata = result.setdefault("metadata", {})
@@ -134,6 +153,19 @@ class MutationPlan:
         return result
 
 
+def _json_copy(value: Any) -> Any:
+    """A deep copy of a JSON tree (dicts, lists, scalars); several times faster than
+    copy.deepcopy, which matters on the admission path. Other objects are deep-copied."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return value
+    if kind is dict or isinstance(value, Mapping):
+        return {k: _json_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_json_copy(v) for v in value]
+    return copy.deepcopy(value)
+
+
 def _str_map(value: object) -> Mapping[str, str]:
     if not isinstance(value, Mapping):
         return {}
@@ -152,18 +184,20 @@ def foreign_keys(
     metadata = pod.get("metadata") if isinstance(pod, Mapping) else None
     metadata = metadata if isinstance(metadata, Mapping) else {}
     found: list[str] = []
-    places = {
-        "label": _str_map(metadata.get("labels")),
-        "annotation": _str_map(metadata.get("annotations")),
-    }
-    for system, where, pattern in FOREIGN_KEYS:
-        for key, value in places[where].items():
-            hit = key.startswith(pattern) if pattern.endswith("/") else key == pattern
-            if not hit or (ours or {}).get((where, key)) == value:
+    for where, raw in (
+        ("label", metadata.get("labels")),
+        ("annotation", metadata.get("annotations")),
+    ):
+        for key, value in _str_map(raw).items():
+            system = _EXACT_KEYS.get((where, key))
+            if system is None:
+                system = next(
+                    (sy for w, prefix, sy in _PREFIX_KEYS if w == where and key.startswith(prefix)),
+                    None,
+                )
+            if system is None or (ours or {}).get((where, key)) == value:
                 continue
-            text = f"{system} {where} {key}={value}"
-            if text not in found:
-                found.append(text)
+            found.append(f"{system} {where} {key}={value}")
     spec = pod.get("spec") if isinstance(pod, Mapping) else None
     spec = spec if isinstance(spec, Mapping) else {}
     group = spec.get("schedulingGroup")
@@ -199,7 +233,7 @@ def plan_pod(
     """
     backend = config.backend_for(namespace)
     gang = membership.gang
-    group = label_value(gang.name)
+    group = group_name(gang.name)
     metadata = pod.get("metadata") if isinstance(pod, Mapping) else None
     metadata = metadata if isinstance(metadata, Mapping) else {}
     spec = pod.get("spec") if isinstance(pod, Mapping) else None

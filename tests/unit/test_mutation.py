@@ -11,9 +11,10 @@ import pytest
 
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.model import Backend, Gang, PodMembership, Role, Source
-from gangkeeper.policies.mutation import label_value, plan_pod
+from gangkeeper.policies.mutation import group_name, label_value, plan_pod
 
 LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
 
 def membership(name: str = "llama-ft", role: str = "worker", min_member: int = 4) -> PodMembership:
@@ -207,19 +208,34 @@ def test_a_pod_bound_to_a_node_is_skipped() -> None:
         "___",
     ],
 )
-def test_gang_label_values_are_valid_label_values(name: str) -> None:
-    value = label_value(name)
+def test_gang_label_values_are_valid_label_values_and_dns_names(name: str) -> None:
+    value = group_name(name)
     assert len(value) <= 63
     assert LABEL_VALUE.fullmatch(value)
-    assert value  # never empty: the controller selects pods by it
+    assert DNS_NAME.fullmatch(value)  # also the PodGroup's name
+    role = label_value(name)
+    assert len(role) <= 63
+    assert LABEL_VALUE.fullmatch(role)
 
 
-def test_short_valid_names_are_kept_and_long_ones_get_a_stable_distinct_suffix() -> None:
-    assert label_value("llama-ft") == "llama-ft"
+def test_role_names_keep_their_case() -> None:
+    assert label_value("Worker") == "Worker"
+    assert group_name("Worker") != "Worker"
+    assert plan_pod(pod(), membership(role="Master"), Config(), "team").labels == {
+        "gangkeeper.io/gang": "llama-ft",
+        "gangkeeper.io/role": "Master",
+    }
+
+
+@pytest.mark.parametrize("shorten", [label_value, group_name])
+def test_short_valid_names_are_kept_and_long_ones_get_a_stable_distinct_suffix(
+    shorten: Any,
+) -> None:
+    assert shorten("llama-ft") == "llama-ft"
     long_a, long_b = "p" * 80 + "a", "p" * 80 + "b"
-    assert label_value(long_a) == label_value(long_a)
-    assert label_value(long_a) != label_value(long_b)
-    assert label_value(long_a).startswith("ppp")
+    assert shorten(long_a) == shorten(long_a)
+    assert shorten(long_a) != shorten(long_b)
+    assert shorten(long_a).startswith("ppp")
 
 
 def test_long_gang_names_are_shortened_in_labels_but_kept_whole_in_the_annotation() -> None:
