@@ -218,6 +218,11 @@ class ServerProcess:
                 time.sleep(0.2)
         raise RuntimeError("gangkeeper serve did not start listening within 60 s")
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the server process has used (Linux /proc)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         self.process.terminate()
         try:
@@ -311,7 +316,7 @@ async def _closed_loop(port: int, ca: str, path: str, body: bytes,
 
     start = loop.time()
     await asyncio.gather(*(worker() for _ in range(CONNECTIONS)))
-    return {"rps": done / (loop.time() - start), "errors": errors}
+    return {"rps": done / (loop.time() - start), "requests": done + errors, "errors": errors}
 
 
 def _python_load(args: list[str]) -> dict[str, Any]:
@@ -335,8 +340,9 @@ def _wrk(port: int, path: str, body_file: Path, seconds: float) -> dict[str, Any
         capture_output=True, text=True, check=True,
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
-    return {"rps": rps, "errors": int(bad.group(1)) if bad else 0}
+    return {"rps": rps, "requests": total, "errors": int(bad.group(1)) if bad else 0}
 
 
 # --- the benchmark ------------------------------------------------------------------------
@@ -354,6 +360,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
         try:
             use_wrk = shutil.which("wrk") is not None
             throughput: dict[str, list[float]] = {e: [] for e in ENDPOINTS}
+            cpu_us: dict[str, list[float]] = {e: [] for e in ENDPOINTS}
             fixed: dict[str, list[dict[str, Any]]] = {e: [] for e in ENDPOINTS}
             errors = dict.fromkeys(ENDPOINTS, 0)
             # Warm-up: imports, caches, TLS session setup.
@@ -363,12 +370,16 @@ def run(quick: bool) -> list[dict[str, Any]]:
             for _ in range(rounds):
                 for endpoint in ENDPOINTS:
                     path = f"/{endpoint}"
+                    cpu_before = server.cpu_seconds()
                     if use_wrk:
                         result = _wrk(server.port, path, body_file, seconds)
                     else:
                         result = _python_load(["closed", str(server.port), str(server.ca), path,
                                                str(body_file), str(seconds)])
                     throughput[endpoint].append(result["rps"])
+                    cpu_us[endpoint].append(
+                        1e6 * (server.cpu_seconds() - cpu_before) / max(1, result["requests"])
+                    )
                     errors[endpoint] += result["errors"]
                 for endpoint in ENDPOINTS:
                     result = _python_load(["open", str(server.port), str(server.ca),
@@ -378,6 +389,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
         finally:
             server.stop()
     floor = statistics.median(throughput["noop"])
+    floor_cpu = statistics.median(cpu_us["noop"])
     rows = []
     for endpoint in ENDPOINTS:
         rps = statistics.median(throughput[endpoint])
@@ -388,6 +400,8 @@ def run(quick: bool) -> list[dict[str, Any]]:
             "load": "wrk" if use_wrk else "python",
             "throughput_rps": round(rps, 1),
             "ratio_to_floor": round(rps / floor, 3),
+            "server_cpu_us_per_request": round(statistics.median(cpu_us[endpoint])),
+            "cpu_ratio_to_floor": round(floor_cpu / statistics.median(cpu_us[endpoint]), 3),
             "rate_rps": FIXED_RATE,
             "achieved_rps": round(statistics.median(r["achieved_rps"] for r in runs), 1),
             "p50_ms": round(statistics.median(r["p50_ms"] for r in runs), 2),
@@ -398,11 +412,14 @@ def run(quick: bool) -> list[dict[str, Any]]:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    head = ("| endpoint | throughput (req/s) | vs floor | p50 @ 500 rps (ms) | "
-            "p99 @ 500 rps (ms) | errors |\n| --- | --- | --- | --- | --- | --- |\n")
+    head = ("| endpoint | throughput (req/s) | vs floor | server CPU per request (µs) | "
+            "vs floor (CPU) | p50 @ 500 rps (ms) | p99 @ 500 rps (ms) | achieved rps | errors |\n"
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
     return head + "".join(
         f"| `{r['endpoint']}` | {r['throughput_rps']:.0f} | {100 * r['ratio_to_floor']:.0f} % "
-        f"| {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['errors']} |\n" for r in rows
+        f"| {r['server_cpu_us_per_request']} | {100 * r['cpu_ratio_to_floor']:.0f} % "
+        f"| {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['achieved_rps']:.0f} | {r['errors']} |\n"
+        for r in rows
     )
 
 
