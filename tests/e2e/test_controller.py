@@ -360,9 +360,21 @@ def test_native_backend_gets_a_scheduling_k8s_io_podgroup_owned_by_the_workload(
         timeout=60,
         message="the 4 native gang members bound",
     )
-    # Owner-referenced: the garbage collector removes the group with its owner.
+    # Owner-referenced: the garbage collector deletes the group with its owner. The
+    # podgroup-protection finalizer keeps it until no live pod references it.
     cluster.core.delete_namespaced_config_map("trainer", plain_namespace)
-    cluster.wait_for(lambda: group() is None, timeout=60, message="PodGroup garbage-collected")
+
+    def deleting() -> bool:
+        found = group()
+        return found is None or bool(found["metadata"].get("deletionTimestamp"))
+
+    cluster.wait_for(deleting, timeout=90, message="PodGroup deleted by the garbage collector")
+    # The sandbox runs no podgroup-protection controller to drop the finalizer once
+    # the pods are gone; drop it here so the namespace can go.
+    cluster.custom.patch_namespaced_custom_object(
+        "scheduling.k8s.io", version, plain_namespace, "podgroups", "nat",
+        {"metadata": {"finalizers": None}},
+    )
 
 
 # -- 5. a gang left incomplete ----------------------------------------------------------------
@@ -373,21 +385,17 @@ def test_an_incomplete_gang_gets_events_on_pods_and_owner_and_shows_in_status(
 ) -> None:
     pool = unique("stuck")
     cluster.create_gpu_nodes(pool, 1, 8, labels={POOL_LABEL: pool})
-    # A quota of 3 pods: the Job controller can create only 3 of its 8 workers.
-    cluster.core.create_namespaced_resource_quota(
-        gang_namespace, {"metadata": {"name": "three-pods"}, "spec": {"hard": {"pods": "3"}}}
+    # The workload owns its pods; only 3 of its 8 workers are ever created.
+    owner = cluster.core.create_namespaced_config_map(
+        gang_namespace, {"metadata": {"name": "trainer"}}
     )
-    cluster.wait_for(
-        lambda: (
-            cluster.core.read_namespaced_resource_quota("three-pods", gang_namespace).status.hard
-        ),
-        timeout=30,
-        message="quota status computed",
-    )
-    job = cluster.batch.create_namespaced_job(
-        gang_namespace, indexed_job("train", gang_namespace, pool, workers=8, gpus=1)
-    )
-    cluster.wait_for(lambda: len(pods_of(cluster, gang_namespace)) == 3, timeout=60)
+    for i in range(3):
+        pod = gang_pod(f"w{i}", pool, gang="stuck", min_member=8)
+        pod["metadata"]["ownerReferences"] = [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "trainer",
+            "uid": owner.metadata.uid, "controller": True,
+        }]
+        cluster.core.create_namespaced_pod(gang_namespace, pod)
 
     def events() -> list[Any]:
         found = client.EventsV1Api(cluster.api_client).list_namespaced_event(gang_namespace).items
@@ -396,12 +404,13 @@ def test_an_incomplete_gang_gets_events_on_pods_and_owner_and_shows_in_status(
     cluster.wait_for(
         lambda: len({e.regarding.name for e in events()}) >= 4,
         timeout=30,
-        message="GangIncomplete events on the 3 pods and the Job",
+        message="GangIncomplete events on the 3 pods and their owner",
     )
-    notes = {e.regarding.kind: e.note for e in events()}
-    assert set(notes) == {"Pod", "Job"}
-    assert "3 of 8 members exist" in notes["Job"]
-    assert {e.regarding.uid for e in events() if e.regarding.kind == "Job"} == {job.metadata.uid}
+    notes = {(e.regarding.kind, e.regarding.name): e.note for e in events()}
+    assert set(notes) == {("ConfigMap", "trainer"), ("Pod", "w0"), ("Pod", "w1"), ("Pod", "w2")}
+    assert "3 of 8 members exist" in notes[("ConfigMap", "trainer")]
+    owner_events = [e for e in events() if e.regarding.kind == "ConfigMap"]
+    assert {e.regarding.uid for e in owner_events} == {owner.metadata.uid}
     assert all(e.type == "Warning" for e in events())
 
     [row] = json.loads(gangkeeper_status(cluster, gang_namespace))
