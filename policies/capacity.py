@@ -108,12 +108,16 @@ class Bin:
     count: int
     #: Indexes into the placements the bins were computed for.
     eligible: frozenset[int]
+    #: `gpus` as a mapping, built once: feasibility reads it for every member and bin.
+    gpu_map: Mapping[str, int] = field(
+        default_factory=dict, init=False, compare=False, hash=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpu_map", dict(self.gpus))
 
     def amount(self, resource: str) -> int:
-        for name, value in self.gpus:
-            if name == resource:
-                return value
-        return 0
+        return self.gpu_map.get(resource, 0)
 
 
 @dataclass

@@ -262,7 +262,7 @@ def _member_bounds(gang: Gang, problem: _Problem) -> _Finding | None:
     placeable = 0
     for index, item in enumerate(problem.items):
         bins = _eligible(problem, [index])
-        slots = sum(b.count * _per_node(item.demand, dict(b.gpus)) for b in bins)
+        slots = sum(b.count * _per_node(item.demand, b.gpu_map) for b in bins)
         placeable += min(slots, item.count)
         if problem.skips:
             continue
