@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import hashes
 from gangkeeper.certs import (
     SERVING_LIFETIME,
     CertificateError,
+    CertSyncError,
     SelfManagedCerts,
     certificate_not_after,
     ensure_local,
@@ -304,8 +305,9 @@ class FakeCluster:
         self.writes.append("create secret")
 
     def replace_secret(self, namespace: str, name: str, body: dict[str, Any]) -> None:
-        while self.before_replace:
-            self.before_replace.pop(0)()
+        hooks, self.before_replace = self.before_replace, []
+        for hook in hooks:
+            hook()
         current = self.secrets[(namespace, name)]
         if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
             raise Conflict("the object has been modified")
@@ -472,3 +474,53 @@ def test_missing_webhook_configurations_are_skipped(tmp_path: Path) -> None:
     empty = FakeCluster()
     manager(empty, tmp_path).reconcile()
     assert empty.writes == ["create secret"]
+
+
+def test_endless_conflicts_end_in_an_error_naming_the_secret(
+    cluster: FakeCluster, tmp_path: Path
+) -> None:
+    cluster.secrets[("gangkeeper-system", "gangkeeper-tls")] = {
+        "metadata": {"name": "gangkeeper-tls", "resourceVersion": "1"},
+    }
+
+    def someone_else_writes() -> None:
+        cluster._bump(cluster.secrets[("gangkeeper-system", "gangkeeper-tls")])
+        cluster.before_replace.append(someone_else_writes)
+
+    cluster.before_replace.append(someone_else_writes)
+    with pytest.raises(CertSyncError, match="gangkeeper-system/gangkeeper-tls"):
+        manager(cluster, tmp_path).reconcile()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"ca.crt": "not base64!"},
+        {"tls.crt": base64.b64encode(b"only one key").decode()},
+        {
+            "ca.crt": base64.b64encode(b"garbage").decode(),
+            "ca.key": base64.b64encode(b"garbage").decode(),
+            "tls.crt": base64.b64encode(b"garbage").decode(),
+            "tls.key": base64.b64encode(b"garbage").decode(),
+        },
+    ],
+    ids=["bad-base64", "incomplete", "unreadable-pem"],
+)
+def test_a_damaged_secret_is_replaced_with_working_material(
+    cluster: FakeCluster, tmp_path: Path, data: dict[str, str]
+) -> None:
+    cluster.secrets[("gangkeeper-system", "gangkeeper-tls")] = {
+        "metadata": {"name": "gangkeeper-tls", "resourceVersion": "1"},
+        "data": data,
+    }
+    manager(cluster, tmp_path).reconcile()
+    issuer_in_bundle(certs_in(tmp_path / "tls.crt")[0], certs_in(tmp_path / "ca.crt"))
+    assert secret_ca(cluster) == (tmp_path / "ca.crt").read_bytes()
+
+
+def test_a_webhook_entry_without_client_config_still_gets_the_bundle(
+    cluster: FakeCluster, tmp_path: Path
+) -> None:
+    del cluster.configs[("mutating", "gangkeeper-mutating")]["webhooks"][0]["clientConfig"]
+    manager(cluster, tmp_path).reconcile()
+    assert None not in cluster.ca_bundles()
