@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import http.client
 import json
+import ssl
 import tempfile
+import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +77,60 @@ def api_client(kubeconfig: Path, pool: int = 16) -> Any:
     return client.ApiClient(configuration)
 
 
+class RawApi:
+    """Plain HTTPS/1.1 keep-alive requests to the API server, one connection per thread.
+
+    For bulk creates and latency samples: the typed client spends milliseconds of CPU
+    per call (model conversion, urllib3), which on a 2-core machine slows the API
+    server it is measuring and adds noise to every sample. Needs a kubeconfig with a
+    client certificate (what the sandbox writes).
+    """
+
+    def __init__(self, kubeconfig: Path) -> None:
+        config = yaml.safe_load(kubeconfig.read_text())
+        context = config.get("current-context")
+        ctx = next(c["context"] for c in config["contexts"] if c["name"] == context)
+        cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == ctx["cluster"])
+        user = next(u["user"] for u in config["users"] if u["name"] == ctx["user"])
+        if "client-certificate" not in user or "client-key" not in user:
+            raise ValueError(f"{kubeconfig}: RawApi needs client-certificate and client-key")
+        url = urllib.parse.urlsplit(cluster["server"])
+        self.host = url.hostname or "127.0.0.1"
+        self.port = url.port or 443
+        self.tls = ssl.create_default_context(cafile=cluster["certificate-authority"])
+        self.tls.load_cert_chain(user["client-certificate"], user["client-key"])
+        self._local = threading.local()
+
+    def _connection(self) -> http.client.HTTPSConnection:
+        conn: http.client.HTTPSConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = http.client.HTTPSConnection(self.host, self.port, context=self.tls, timeout=60)
+            self._local.conn = conn
+        return conn
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        """(status, body); one reconnect if the kept-alive connection was closed."""
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        for attempt in (1, 2):
+            conn = self._connection()
+            try:
+                conn.request(method, path, body=body, headers=headers)
+                response = conn.getresponse()
+                return response.status, response.read()
+            except (http.client.HTTPException, OSError):
+                conn.close()
+                self._local.conn = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def create(self, path: str, obj: Mapping[str, Any]) -> None:
+        """POST an object; anything but 201 raises with the API server's message."""
+        status, body = self.request("POST", path, json.dumps(obj).encode())
+        if status != 201:
+            raise RuntimeError(f"POST {path}: HTTP {status}: {body[:300].decode(errors='replace')}")
+
+
 @dataclass
 class BenchCluster:
     """A running sandbox plus typed API handles, for the benchmarks."""
@@ -84,6 +142,10 @@ class BenchCluster:
     startup_seconds: float
     #: Progress lines (to stderr in `python -m bench`); the figures go to the report.
     log: Callable[[str], None] = print
+
+    @functools.cached_property
+    def raw(self) -> RawApi:
+        return RawApi(self.kubeconfig)
 
     # -- gangkeeper process ------------------------------------------------------------
 
