@@ -99,17 +99,20 @@ def _capacity_from_cluster(kubeconfig: str, config: Config) -> Capacity:
 
     from ..kube import api_client
 
-    api = client.CoreV1Api(api_client(kubeconfig or None))
-    capacity = Capacity.from_nodes(
-        [api.api_client.sanitize_for_serialization(n) for n in api.list_node().items],
-        config,
-    )
-    pods = api.list_pod_for_all_namespaces(
-        field_selector="status.phase!=Succeeded,status.phase!=Failed"
-    )
-    for pod in pods.items:
+    try:
+        api = client.CoreV1Api(api_client(kubeconfig or None))
+        nodes = api.list_node(_request_timeout=30).items
+        pods = api.list_pod_for_all_namespaces(
+            field_selector="status.phase!=Succeeded,status.phase!=Failed", _request_timeout=30
+        ).items
+    except Exception as exc:  # config, TLS, HTTP and connection errors alike
+        where = kubeconfig or "the default kubeconfig"
+        raise ManifestError(f"cannot read Nodes and Pods through {where}: {exc}") from exc
+    serialize = api.api_client.sanitize_for_serialization
+    capacity = Capacity.from_nodes([serialize(n) for n in nodes], config)
+    for pod in pods:
         if pod.spec and pod.spec.node_name:
-            capacity.add_pod(api.api_client.sanitize_for_serialization(pod))
+            capacity.add_pod_object(serialize(pod))
     return capacity
 
 
