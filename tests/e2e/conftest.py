@@ -137,8 +137,9 @@ class Cluster:
             pytest.skip("stopping gangkeeper needs the sandbox (it runs gangkeeper as a process)")
         return self.sandbox
 
-    def gangkeeper_stop(self) -> None:
-        self._need_sandbox().stop_gangkeeper()
+    def gangkeeper_stop(self, *, kill: bool = False) -> None:
+        """Stop the gangkeeper process: SIGTERM, or SIGKILL with `kill`."""
+        self._need_sandbox().stop_gangkeeper(kill=kill)
 
     def gangkeeper_start(self) -> None:
         self._need_sandbox().start_gangkeeper()
@@ -221,7 +222,11 @@ def k8s_cluster_manager(
     except BinariesMissing as e:
         _unavailable(str(e))
     except RuntimeError as e:
-        _unavailable(f"no cluster provider ({e}); build the sandbox with `{BUILD_COMMAND}`")
+        provider = options.getoption("k8s_provider") or "default"
+        _unavailable(
+            f"cluster provider {provider!r} unavailable ({e}); without --k8s-provider the "
+            f"tests use the local sandbox, built by `{BUILD_COMMAND}`"
+        )
     started = time.monotonic()
     if isinstance(manager, SandboxManager):
         config = tmp_path_factory.mktemp("gangkeeper-config") / "config.yaml"

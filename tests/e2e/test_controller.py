@@ -372,7 +372,11 @@ def test_native_backend_gets_a_scheduling_k8s_io_podgroup_owned_by_the_workload(
     # The sandbox runs no podgroup-protection controller to drop the finalizer once
     # the pods are gone; drop it here so the namespace can go.
     cluster.custom.patch_namespaced_custom_object(
-        "scheduling.k8s.io", version, plain_namespace, "podgroups", "nat",
+        "scheduling.k8s.io",
+        version,
+        plain_namespace,
+        "podgroups",
+        "nat",
         {"metadata": {"finalizers": None}},
     )
 
@@ -391,10 +395,15 @@ def test_an_incomplete_gang_gets_events_on_pods_and_owner_and_shows_in_status(
     )
     for i in range(3):
         pod = gang_pod(f"w{i}", pool, gang="stuck", min_member=8)
-        pod["metadata"]["ownerReferences"] = [{
-            "apiVersion": "v1", "kind": "ConfigMap", "name": "trainer",
-            "uid": owner.metadata.uid, "controller": True,
-        }]
+        pod["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "name": "trainer",
+                "uid": owner.metadata.uid,
+                "controller": True,
+            }
+        ]
         cluster.core.create_namespaced_pod(gang_namespace, pod)
 
     def events() -> list[Any]:

@@ -34,7 +34,7 @@ def _pod_failure_policies(cluster: Any) -> dict[str, str]:
 
 @pytest.fixture
 def gangkeeper_down(cluster: Any) -> Iterator[None]:
-    cluster.gangkeeper_stop()
+    cluster.gangkeeper_stop(kill=True)
     try:
         yield
     finally:

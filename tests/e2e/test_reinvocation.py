@@ -77,6 +77,9 @@ def second_mutator(cluster: Any, gang_namespace: str, tmp_path: Path) -> Iterato
     certs = ensure_local(tmp_path / "certs", ["localhost"], ["127.0.0.1"])
     seen = Seen()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(seen))
+    # An idle keep-alive connection from the API server must not hold up teardown.
+    server.daemon_threads = True
+    server.block_on_close = False
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(str(certs.cert), str(certs.key))
     server.socket = tls.wrap_socket(server.socket, server_side=True)

@@ -115,29 +115,36 @@ class Processes:
             return proc.poll() is None
         return _is_running(record)
 
-    def stop(self, name: str, *, timeout: float = 10.0) -> None:
-        """SIGTERM, then SIGKILL after `timeout`; forget the PID file either way."""
-        record = self.record(name)
-        if record is not None and self._running(record):
-            _signal(record.pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while self._running(record) and time.monotonic() < deadline:
-                time.sleep(0.05)
+    def stop(self, name: str, *, timeout: float = 10.0, kill: bool = False) -> None:
+        """SIGTERM, then SIGKILL after `timeout` (at once with `kill`); forget the
+        PID file either way."""
+        self.stop_many([name], timeout=0.0 if kill else timeout)
+
+    def stop_all(self, *, timeout: float = 10.0) -> None:
+        self.stop_many(self.names(), timeout=timeout)
+
+    def stop_many(self, names: list[str], *, timeout: float = 10.0) -> None:
+        """Stop several at once: all get SIGTERM together, so a teardown waits for
+        the slowest graceful shutdown rather than the sum of them."""
+        records = [r for r in map(self.record, names) if r is not None and self._running(r)]
+        for record in records:
+            _signal(record.pid, signal.SIGTERM if timeout > 0 else signal.SIGKILL)
+        deadline = time.monotonic() + timeout
+        while any(map(self._running, records)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for record in records:
             if self._running(record):
                 _signal(record.pid, signal.SIGKILL)
-                while self._running(record):
-                    time.sleep(0.05)
-        proc = self._children.pop(name, None)
-        if proc is not None and proc.poll() is None:
-            # Our child although its PID file is gone (another handle stopped it and
-            # it is exiting, or the file was removed): make sure, and reap it.
-            proc.kill()
-            proc.wait()
-        (self.pids / f"{name}.pid").unlink(missing_ok=True)
-
-    def stop_all(self) -> None:
-        for name in self.names():
-            self.stop(name)
+        while any(map(self._running, records)):
+            time.sleep(0.05)
+        for name in names:
+            proc = self._children.pop(name, None)
+            if proc is not None and proc.poll() is None:
+                # Our child although its PID file is gone (another handle stopped it
+                # and it is exiting, or the file was removed): make sure, and reap it.
+                proc.kill()
+                proc.wait()
+            (self.pids / f"{name}.pid").unlink(missing_ok=True)
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:

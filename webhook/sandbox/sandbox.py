@@ -350,8 +350,9 @@ class Sandbox:
         url = f"{state['gangkeeper_url']}/readyz"
         self._wait("gangkeeper", lambda: _http_ok(url, tls), deadline or time.monotonic() + 60.0)
 
-    def stop_gangkeeper(self) -> None:
-        self.processes.stop("gangkeeper")
+    def stop_gangkeeper(self, *, kill: bool = False) -> None:
+        """SIGTERM (graceful) or, with `kill`, SIGKILL: a crash, nothing cleaned up."""
+        self.processes.stop("gangkeeper", kill=kill)
 
     def _gangkeeper_argv(self, port: int, backend: str | None, config: Path | None) -> list[str]:
         from gangkeeper.certs import ensure_local
