@@ -42,8 +42,12 @@ from itertools import combinations, pairwise
 from .capacity import Bin, Capacity
 from .model import Gang, Placement, Verdict
 
-#: Search expansions before a heterogeneous gang is admitted as undecided.
-SEARCH_BUDGET = 20_000
+#: Search steps (each ~10-50 µs) before a heterogeneous gang is admitted as
+#: undecided; bounds the time one admission can spend searching.
+SEARCH_BUDGET = 2_500
+#: The search recurses once per member; larger gangs rely on the bounds alone (and
+#: stay well inside Python's recursion limit).
+MAX_SEARCH_MEMBERS = 400
 #: Hall's condition is checked on every subset of roles up to this many roles.
 MAX_SUBSET_ROLES = 6
 #: The API server refuses longer admission warnings.
@@ -180,8 +184,14 @@ def _easiest_first(items: Sequence[_Item], bins: Sequence[Bin]) -> list[_Item] |
 
 
 def _nodes_text(bins: Sequence[Bin], resource: str) -> str:
-    amounts = sorted(((b.amount(resource), b.count) for b in bins if b.count), reverse=True)
+    """ "2 nodes: 4+1" (or "40 nodes: 32x8+8x4" for long lists) for one resource."""
+    amounts = sorted(
+        ((b.amount(resource), b.count) for b in bins if b.count and b.amount(resource)),
+        reverse=True,
+    )
     total = sum(n for _, n in amounts)
+    if not total:
+        return f"no node it may use has {resource}"
     merged: dict[int, int] = {}
     for amount, n in amounts:
         merged[amount] = merged.get(amount, 0) + n
@@ -189,8 +199,7 @@ def _nodes_text(bins: Sequence[Bin], resource: str) -> str:
         listing = "+".join(str(a) for a, n in merged.items() for _ in range(n))
     else:
         listing = "+".join(f"{n}{TIMES}{a}" for a, n in merged.items())
-    noun = "node" if total == 1 else "nodes"
-    return f"{total} {noun}: {listing}" if total else "0 nodes"
+    return f"{total} {'node' if total == 1 else 'nodes'}: {listing}"
 
 
 def _demand_text(items: Sequence[_Item], resource: str) -> str:
@@ -295,22 +304,67 @@ def _member_bounds(gang: Gang, problem: _Problem) -> _Finding | None:
 
 
 _Vector = tuple[tuple[str, int], ...]
-#: A node type in the search: (bin index, GPUs left per resource). Nodes of one bin
-#: start alike and diverge as members land on them.
+#: A node type in the search: (which roles may use it, GPUs left per resource). Nodes
+#: of one type are interchangeable, so the state is a count per type.
 _NodeType = tuple[int, _Vector]
 
 
-def _search(problem: _Problem) -> Outcome:
-    """Branch and bound over node types; FITS, IMPOSSIBLE, or UNDECIDED on budget."""
+@dataclass(frozen=True)
+class _Tables:
+    """What the search precomputes once: member order, what is left from each step."""
+
+    members: list[int]
+    left_from: list[dict[int, int]]
+    need_from: list[dict[str, int]]
+    resources: list[str]
+    eligibility: list[frozenset[int]]
+    start: dict[_NodeType, int]
+
+
+def _tables(problem: _Problem) -> _Tables:
+    items = problem.items
     order = sorted(
-        range(len(problem.items)),
-        key=lambda i: (-max(a for _, a in problem.items[i].demand), -problem.items[i].count),
+        range(len(items)),
+        key=lambda i: (-max(a for _, a in items[i].demand), -items[i].count),
     )
-    # Biggest members first: they have the fewest places to go.
-    members = [i for i in order for _ in range(problem.items[i].count)]
-    state: dict[_NodeType, int] = {
-        (b, bn.gpus): bn.count for b, bn in enumerate(problem.bins) if bn.count
-    }
+    members = [i for i in order for _ in range(items[i].count)]
+    # Members of each role still to place from each position on (incl. itself).
+    left_from: list[dict[int, int]] = [{} for _ in range(len(members) + 1)]
+    for position in range(len(members) - 1, -1, -1):
+        left_from[position] = dict(left_from[position + 1])
+        index = members[position]
+        left_from[position][index] = left_from[position].get(index, 0) + 1
+    resources = sorted({r for item in items for r, _ in item.demand})
+    need_from = [dict.fromkeys(resources, 0) for _ in range(len(members) + 1)]
+    for position in range(len(members) - 1, -1, -1):
+        need_from[position] = dict(need_from[position + 1])
+        for r, a in items[members[position]].demand:
+            need_from[position][r] += a
+    eligibility = sorted({bn.eligible for bn in problem.bins if bn.count}, key=sorted)
+    group_of = {e: g for g, e in enumerate(eligibility)}
+    state: dict[_NodeType, int] = {}
+    for bn in problem.bins:
+        if bn.count:
+            node_type = (group_of[bn.eligible], bn.gpus)
+            state[node_type] = state.get(node_type, 0) + bn.count
+    return _Tables(members, left_from, need_from, resources, eligibility, state)
+
+
+def _search(problem: _Problem) -> Outcome:
+    """Branch and bound over node types; FITS, IMPOSSIBLE, or UNDECIDED on budget.
+
+    Members are placed biggest first, each on the tightest node type that holds it
+    (so the first descent is best-fit decreasing). Every call, memo hits included,
+    spends one unit of SEARCH_BUDGET, which bounds the time of any one decision.
+    Two sound prunes cut branches early: the GPUs still needed vs the GPUs left, and
+    the members of the current role still to place vs the slots left for them.
+    """
+    if sum(item.count for item in problem.items) > MAX_SEARCH_MEMBERS:
+        return Outcome.UNDECIDED
+    items = problem.items
+    tables = _tables(problem)
+    members, left_from, need_from = tables.members, tables.left_from, tables.need_from
+    resources, eligibility, state = tables.resources, tables.eligibility, dict(tables.start)
     failed: set[tuple[int, int, frozenset[tuple[_NodeType, int]]]] = set()
     budget = SEARCH_BUDGET
 
@@ -320,27 +374,47 @@ def _search(problem: _Problem) -> Outcome:
             del state[source]
         state[target] = state.get(target, 0) + 1
 
+    def hopeless(position: int) -> bool:
+        """Sound: too few GPUs left, or too few slots left for some role's members."""
+        left = dict.fromkeys(resources, 0)
+        slots = dict.fromkeys(left_from[position], 0)
+        for (group, gpus), n in state.items():
+            have = dict(gpus)
+            for r, a in gpus:
+                if r in left:
+                    left[r] += n * a
+            for index in slots:
+                if index in eligibility[group]:
+                    slots[index] += n * _per_node(items[index].demand, have)
+        if any(slots[index] < wanted for index, wanted in left_from[position].items()):
+            return True
+        return any(need_from[position][r] > left[r] for r in resources)
+
     def place(position: int, skips: int) -> bool | None:
         nonlocal budget
         if position == len(members):
             return True
-        key = (position, skips, frozenset(state.items()))
-        if key in failed:
-            return False
         budget -= 1
         if budget < 0:
             return None
+        key = (position, skips, frozenset(state.items()))
+        if key in failed:
+            return False
         index = members[position]
-        demand = dict(problem.items[index].demand)
+        item = items[index]
+        if not skips and hopeless(position):
+            failed.add(key)
+            return False
         # Best fit first: the tightest node that still holds the member.
         options = sorted(
-            (sum(a for _, a in node_type[1]), node_type)
-            for node_type in state
-            if index in problem.bins[node_type[0]].eligible
-            and _fits(problem.items[index].demand, dict(node_type[1]))
+            (sum(a for _, a in gpus), (group, gpus))
+            for group, gpus in state
+            if index in eligibility[group] and _fits(item.demand, dict(gpus))
         )
+        demand = dict(item.demand)
         for _, node_type in options:
-            after = (node_type[0], tuple((r, a - demand.get(r, 0)) for r, a in node_type[1]))
+            group, gpus = node_type
+            after = (group, tuple((r, a - demand.get(r, 0)) for r, a in gpus))
             move(node_type, after)
             result = place(position + 1, skips)
             move(after, node_type)
@@ -429,6 +503,10 @@ def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
     finding, _ = _evaluate(gang, roles, capacity, "ever")
     if finding.outcome is Outcome.IMPOSSIBLE:
         return Verdict(allowed=False, reason=finding.reason, code=finding.code)
+    if finding.outcome is Outcome.UNDECIDED:
+        # The search ran out on the empty cluster; a second search on free capacity
+        # would double the time for a warning only.
+        return Verdict(allowed=True)
     now, free_problem = _evaluate(gang, roles, capacity, "free")
     if now.outcome is Outcome.IMPOSSIBLE:
         return Verdict(allowed=True, warnings=(_wait_warning(gang, capacity, free_problem),))

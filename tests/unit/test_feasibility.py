@@ -302,3 +302,20 @@ def test_large_heterogeneous_gangs_are_decided_or_admitted_quickly() -> None:
 
 def test_non_gpu_resources_in_a_demand_are_ignored() -> None:
     assert check_gang(gang(role(1, {GPU: 1, "cpu": 100})), cluster(1)).allowed
+
+
+def test_huge_heterogeneous_gangs_are_admitted_by_bounds_without_deep_search() -> None:
+    # 2,000 members: more than the search recurses into; the bounds pass, so admit.
+    capacity = cluster(*([8] * 500))
+    g = gang(role(1000, 3, "a"), role(1000, 1, "b"))
+    assert check_gang(g, capacity).allowed
+
+
+def test_search_time_is_bounded_on_an_adversarial_gang() -> None:
+    # Bounds pass (122 of 123 GPUs, enough 4-GPU slots) but the packing is impossible;
+    # whether the search proves it or runs out of budget, it must stop and not reject
+    # what it did not prove.
+    sizes = [3] * 4 + [4] * 4 + [5] * 4 + [7] * 5 + [8] * 5
+    g = gang(role(4, 1, "a"), role(23, 4, "b"), role(13, 2, "c"))
+    verdict = check_gang(g, cluster(*sizes))
+    assert verdict.allowed or verdict.code == "packing"
