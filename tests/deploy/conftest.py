@@ -36,6 +36,18 @@ def kubectl_bin() -> Path:
         _unavailable(f"{exc} (build: {BUILD_COMMAND})")
 
 
+DEPLOY_DIR = Path(__file__).parent
+_running: list[Sandbox] = []
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop the control plane after the last deploy test, not at the end of the session,
+    so it does not run alongside the end-to-end tests' own sandbox on a 2-core machine."""
+    if nextitem is None or DEPLOY_DIR not in Path(str(nextitem.fspath)).parents:
+        while _running:
+            _running.pop().down()
+
+
 @pytest.fixture(scope="session")
 def control_plane(
     kubectl_bin: Path, tmp_path_factory: pytest.TempPathFactory
@@ -45,9 +57,12 @@ def control_plane(
         info = sandbox.up(fleet=None, gangkeeper=False)
     except BinariesMissing as exc:
         _unavailable(f"{exc} (build: {BUILD_COMMAND})")
+    _running.append(sandbox)
     api = kube_config.new_client_from_config(config_file=str(info.kubeconfig))
     try:
         yield ControlPlane(info.kubeconfig, kubectl_bin, api)
     finally:
         api.close()
-        sandbox.down()
+        if sandbox in _running:
+            _running.remove(sandbox)
+            sandbox.down()
