@@ -75,3 +75,37 @@ def test_an_unknown_name_in_only_is_a_usage_error(
         entry.main(["--only", "good,nope"])
     assert exit_info.value.code == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_benchmarks_that_take_a_cluster_share_one_sandbox(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import contextlib
+
+    import bench.cluster
+
+    started: list[object] = []
+    seen: list[object] = []
+
+    @contextlib.contextmanager
+    def fake_open_cluster(quick: bool = True, log: object = None) -> Iterator[object]:
+        cluster = types.SimpleNamespace(startup_seconds=0.0)
+        started.append(cluster)
+        yield cluster
+
+    def run_on(quick: bool, cluster: object) -> list[dict[str, object]]:
+        seen.append(cluster)
+        return [{"quick": quick}]
+
+    for name in ("fake_bench_c1", "fake_bench_c2"):
+        module = types.ModuleType(name)
+        module.run = run_on  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(bench.cluster, "open_cluster", fake_open_cluster)
+    monkeypatch.setattr(
+        entry, "BENCHMARKS", (("c1", "fake_bench_c1", False), ("c2", "fake_bench_c2", True))
+    )
+    results = entry.run_all(quick=True)
+    assert [r["status"] for r in results] == ["ok", "ok"]
+    assert len(started) == 1
+    assert seen == [started[0], started[0]]
