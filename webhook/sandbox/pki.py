@@ -41,6 +41,7 @@ class ClusterPKI:
     ca: KeyPair
     apiserver: KeyPair
     admin: KeyPair
+    gangkeeper: KeyPair
     controller_manager: KeyPair
     scheduler: KeyPair
     service_account_key: Path
@@ -114,11 +115,18 @@ def _issue(
     return builder.sign(ca_key, hashes.SHA256())
 
 
-def create_pki(directory: Path, *, service_ip: str) -> ClusterPKI:
+def create_pki(
+    directory: Path,
+    *,
+    service_ip: str,
+    gangkeeper_service_account: tuple[str, str] = ("gangkeeper-system", "gangkeeper"),
+) -> ClusterPKI:
     """Issue the whole PKI into `directory` (created if needed) and return the paths.
 
     `service_ip` is the first address of the service range: in-cluster clients reach
     the API server as `kubernetes.default.svc` at that address, so it is a SAN.
+    `gangkeeper_service_account` (namespace, name) is the identity of gangkeeper's
+    client certificate.
     """
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -195,6 +203,16 @@ def create_pki(directory: Path, *, service_ip: str) -> ClusterPKI:
     # The identities below are the ones RBAC's bootstrap policy already binds:
     # system:masters is cluster-admin, the two component users have their own roles.
     admin = issue("admin", _name("gangkeeper-sandbox-admin", ["system:masters"]))
+    # gangkeeper authenticates as its ServiceAccount would in a pod, so the RBAC its
+    # install manifests grant that account is exactly what it may do here.
+    namespace, account = gangkeeper_service_account
+    gangkeeper = issue(
+        "gangkeeper",
+        _name(
+            f"system:serviceaccount:{namespace}:{account}",
+            ["system:serviceaccounts", f"system:serviceaccounts:{namespace}"],
+        ),
+    )
     controller_manager = issue("controller-manager", _name("system:kube-controller-manager"))
     scheduler = issue("scheduler", _name("system:kube-scheduler"))
 
@@ -212,6 +230,7 @@ def create_pki(directory: Path, *, service_ip: str) -> ClusterPKI:
         ca=ca,
         apiserver=apiserver,
         admin=admin,
+        gangkeeper=gangkeeper,
         controller_manager=controller_manager,
         scheduler=scheduler,
         service_account_key=sa_key_path,

@@ -59,6 +59,16 @@ KCM_CONTROLLERS = (
     "root-ca-certificate-publisher-controller",
 )
 STATE_FILE = "sandbox.json"
+#: What the sandbox takes from the full install manifests (the rest is the Deployment
+#: and its Service, which the sandbox replaces with a local process).
+_RBAC_KINDS = (
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+)
 #: Everything `up` creates inside the directory; `down` removes exactly these.
 _OWNED = (
     STATE_FILE,
@@ -200,6 +210,11 @@ class Sandbox:
         started = time.monotonic()
         deadline = started + timeout
         binaries = self.binaries
+        if not CRD_DIR.is_dir():
+            raise SandboxError(
+                f"CRDs not found at {CRD_DIR}: the sandbox runs from a gangkeeper checkout "
+                "installed with `pip install -e .`"
+            )
         fleet_nodes = _load_fleet(fleet) if fleet is not None else []
         # Leftovers of a sandbox whose API server died: stop the rest before reuse.
         self.processes.stop_all()
@@ -251,6 +266,13 @@ class Sandbox:
             "system:kube-scheduler",
             pki.scheduler,
         )
+        write_kubeconfig(
+            self.gangkeeper_kubeconfig,
+            server,
+            pki.ca.cert,
+            f"system:serviceaccount:{GANGKEEPER_NAMESPACE}:gangkeeper",
+            pki.gangkeeper,
+        )
 
         self._log(f"starting etcd on 127.0.0.1:{ports.etcd_client}")
         self._start_etcd(binaries, ports)
@@ -276,7 +298,10 @@ class Sandbox:
         self._kubectl(
             "label", "namespace", OPTED_IN_NAMESPACE, f"{ENABLED_LABEL}=true", "--overwrite"
         )
-        self._kubectl("create", "namespace", GANGKEEPER_NAMESPACE)
+        if gangkeeper:
+            self._install_rbac(backend)
+        else:
+            self._kubectl("create", "namespace", GANGKEEPER_NAMESPACE)
 
         from kubernetes import client
         from kubernetes import config as kube_config
@@ -336,6 +361,11 @@ class Sandbox:
     def gangkeeper_cert_dir(self) -> Path:
         return self.directory / "gangkeeper-certs"
 
+    @property
+    def gangkeeper_kubeconfig(self) -> Path:
+        """gangkeeper's own identity: its ServiceAccount, with the rendered RBAC."""
+        return self.directory / "kubeconfigs" / "gangkeeper.kubeconfig"
+
     def start_gangkeeper(self, *, deadline: float | None = None) -> None:
         """(Re)start `gangkeeper serve` with the recorded arguments; wait for /readyz."""
         state = self.state()
@@ -360,7 +390,7 @@ class Sandbox:
         ensure_local(self.gangkeeper_cert_dir, ["localhost"], ["127.0.0.1"])
         argv = [
             sys.executable, "-m", "gangkeeper.webhook.cli", "serve",
-            "--kubeconfig", str(self.kubeconfig),
+            "--kubeconfig", str(self.gangkeeper_kubeconfig),
             "--host", "127.0.0.1",
             "--port", str(port),
             "--cert-dir", str(self.gangkeeper_cert_dir),
@@ -370,19 +400,32 @@ class Sandbox:
             argv += ["--config", str(config_path)]
         return argv
 
+    def _install_rbac(self, backend: str | None) -> None:
+        """The namespace, ServiceAccount and RBAC of gangkeeper's install manifests:
+        gangkeeper runs with exactly the permissions a real install grants it."""
+        docs = yaml.safe_load_all(
+            self._render("--namespace", GANGKEEPER_NAMESPACE, backend=backend)
+        )
+        wanted = [d for d in docs if isinstance(d, dict) and d.get("kind") in _RBAC_KINDS]
+        self._kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(wanted))
+
     def _register_webhooks(self, url: str, backend: str | None) -> None:
-        argv = [
-            sys.executable, "-m", "gangkeeper.webhook.cli", "manifests",
-            "--url", url, "--ca-bundle", str(self.gangkeeper_cert_dir / "ca.crt"),
-        ]  # fmt: skip
+        ca = str(self.gangkeeper_cert_dir / "ca.crt")
+        rendered = self._render("--url", url, "--ca-bundle", ca, backend=backend)
+        self._kubectl("apply", "--server-side", "-f", "-", input=rendered)
+
+    def _render(self, *args: str, backend: str | None) -> str:
+        """Output of `gangkeeper manifests ARGS [--backend B]`, run as a user would."""
+        argv = [sys.executable, "-m", "gangkeeper.webhook.cli", "manifests", *args]
         if backend:
             argv += ["--backend", backend]
         rendered = subprocess.run(argv, capture_output=True, text=True, check=False)
         if rendered.returncode != 0:
             raise SandboxError(
-                f"`{' '.join(argv[2:])}` failed ({rendered.returncode}): {rendered.stderr.strip()}"
+                f"`gangkeeper {' '.join(argv[3:])}` failed ({rendered.returncode}): "
+                f"{rendered.stderr.strip()}"
             )
-        self._kubectl("apply", "--server-side", "-f", "-", input=rendered.stdout)
+        return rendered.stdout
 
     # -- components ------------------------------------------------------------------
 
