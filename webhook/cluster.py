@@ -380,6 +380,7 @@ class WatchClusterView:
     MISS_TIMEOUT_SECONDS = 1.0
     #: A miss answered "not found" is not asked again for this long.
     NEGATIVE_TTL_SECONDS = 5.0
+    MAX_NEGATIVE_ENTRIES = 10_000
 
     def __init__(
         self,
@@ -448,6 +449,9 @@ class WatchClusterView:
                 resource.object_path(key[2], key[3]), timeout=self.MISS_TIMEOUT_SECONDS
             )
         except Exception as exc:  # a slow or failing API must not fail the admission
+            if len(self._misses) > self.MAX_NEGATIVE_ENTRIES:
+                # Forget expired misses so a stream of unknown owners cannot grow memory.
+                self._misses = {k: t for k, t in self._misses.items() if t > now}
             self._misses[key] = now + self.NEGATIVE_TTL_SECONDS
             log.info("owner lookup missed", extra={"owner": "/".join(key), "error": str(exc)})
             return None
