@@ -43,6 +43,11 @@ def test_the_api_server_certificate_is_valid_for_loopback_and_the_in_cluster_nam
     ("component", "common_name", "groups"),
     [
         ("admin", "gangkeeper-sandbox-admin", ["system:masters"]),
+        (
+            "gangkeeper",
+            "system:serviceaccount:gangkeeper-system:gangkeeper",
+            ["system:serviceaccounts", "system:serviceaccounts:gangkeeper-system"],
+        ),
         ("controller_manager", "system:kube-controller-manager", []),
         ("scheduler", "system:kube-scheduler", []),
     ],

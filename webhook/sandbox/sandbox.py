@@ -59,6 +59,7 @@ KCM_CONTROLLERS = (
     "root-ca-certificate-publisher-controller",
 )
 STATE_FILE = "sandbox.json"
+PORT_ATTEMPTS = 3
 #: What the sandbox takes from the full install manifests (the rest is the Deployment
 #: and its Service, which the sandbox replaces with a local process).
 _RBAC_KINDS = (
@@ -216,23 +217,34 @@ class Sandbox:
                 "installed with `pip install -e .`"
             )
         fleet_nodes = _load_fleet(fleet) if fleet is not None else []
-        # Leftovers of a sandbox whose API server died: stop the rest before reuse.
-        self.processes.stop_all()
-        self._remove_state()
-        self.directory.mkdir(parents=True, exist_ok=True)
-        try:
-            return self._up(
-                binaries,
-                fleet_nodes,
-                backend=backend,
-                config=config,
-                gangkeeper=gangkeeper,
-                started=started,
-                deadline=deadline,
-            )
-        except BaseException:
+        attempt = 1
+        while True:
+            # Leftovers of a sandbox whose API server died (or of the previous
+            # attempt): stop them before reusing the directory.
             self.processes.stop_all()
-            raise
+            self._remove_state()
+            self.directory.mkdir(parents=True, exist_ok=True)
+            try:
+                return self._up(
+                    binaries,
+                    fleet_nodes,
+                    backend=backend,
+                    config=config,
+                    gangkeeper=gangkeeper,
+                    started=started,
+                    deadline=deadline,
+                )
+            except SandboxError as e:
+                self.processes.stop_all()
+                # A free port can be taken by another process between our probe and
+                # the component's bind; new ports fix that, anything else is real.
+                if "address already in use" not in str(e) or attempt == PORT_ATTEMPTS:
+                    raise
+                attempt += 1
+                self._log(f"a port was taken meanwhile, retrying with new ports: {e}")
+            except BaseException:
+                self.processes.stop_all()
+                raise
 
     def _up(
         self,
