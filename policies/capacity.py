@@ -1,7 +1,8 @@
 """The GPU capacity a cluster has, could ever have, and has free now, as node shapes.
 
 `Capacity` holds GPU nodes compressed into *shapes*: nodes with the same GPU
-allocatable, labels (minus per-node identity labels such as kubernetes.io/hostname),
+allocatable, labels (minus per-node identity labels such as kubernetes.io/hostname,
+`Config.node_identity_labels`),
 taints and unschedulable flag are one shape with a count. Feasibility asks for
 *bins*: (GPUs per node, number of nodes, which roles may use them), so a decision costs
 the number of distinct shapes, not nodes. Eligibility per (placement, shape) is cached.
@@ -9,6 +10,8 @@ the number of distinct shapes, not nodes. Eligibility per (placement, shape) is 
 Two views:
 - **ever** (what feasibility rejects on): live nodes at their allocatable, plus every
   declared pool (`Config.pools`) counted at its maxCount even with no Node today.
+  Live nodes that belong to a pool are counted on top of its maxCount: nothing on a
+  Node says which pool it came from, and over-counting can only admit, never reject.
   Condition taints that come and go (not-ready, unreachable, cordon, pressure,
   autoscaler scale-down) and `spec.unschedulable` are ignored here: a node that is
   merely cordoned or restarting can run the gang later, and rejecting would be final.
@@ -37,10 +40,6 @@ from .errors import InvalidObject
 from .model import KubeObject, Placement, Taint
 from .podspec import as_list, as_mapping, as_str, field_path, pod_demand
 from .quantity import parse_quantity
-
-#: Labels whose value is unique per node. Kept out of the shape (else every node is
-#: its own shape); placements that read them are evaluated node by node.
-IDENTITY_LABELS: tuple[str, ...] = ("kubernetes.io/hostname",)
 
 #: Taints that describe a passing condition of a node, not what the node is for.
 #: Ignored by the "ever" view: a restarting or draining node comes back.
@@ -132,6 +131,9 @@ class Capacity:
 
     def __init__(self, config: Config | None = None) -> None:
         self._config = config or Config()
+        # Labels unique per node (Config.node_identity_labels) stay out of the shape,
+        # else every node is its own shape; placements reading them go node by node.
+        self._identity = self._config.node_identity_labels
         self._lock = threading.RLock()
         self._shape_ids: dict[NodeShape, int] = {}
         self._shapes: dict[int, NodeShape] = {}
@@ -243,7 +245,7 @@ class Capacity:
             # A pod's whole-GPU request fits while it is ≤ allocatable, so a fractional
             # allocatable offers its floor.
             allocatable[resource] = floor(amount)
-        identity = tuple(sorted((k, labels.pop(k)) for k in IDENTITY_LABELS if k in labels))
+        identity = tuple(sorted((k, labels.pop(k)) for k in self._identity if k in labels))
         shape = NodeShape(
             gpus=self._gpu_vector(allocatable),
             labels=tuple(sorted(labels.items())),
@@ -473,7 +475,7 @@ class Capacity:
             return list(bins)
 
     def _compute_bins(self, view: str, placements: Sequence[Placement]) -> list[Bin]:
-        per_node = [uses_node_identity(p, IDENTITY_LABELS) for p in placements]
+        per_node = [uses_node_identity(p, self._identity) for p in placements]
         shared_placements = [
             (i, p, self._answers(view, p)) for i, p in enumerate(placements) if not per_node[i]
         ]

@@ -33,6 +33,9 @@ DEFAULT_SCHEDULER_NAMES: Mapping[str, str] = {
     "native": "default-scheduler",
 }
 
+#: Node labels whose value is unique per node; kept out of capacity shapes.
+DEFAULT_NODE_IDENTITY_LABELS: tuple[str, ...] = ("kubernetes.io/hostname",)
+
 ConflictPolicy = Literal["skip", "reject"]
 UnreadablePolicy = Literal["allow", "reject"]
 
@@ -67,6 +70,10 @@ class Config:
     #: After this long incomplete or not fitting, a gang is reported as stuck.
     gang_timeout_seconds: int = 300
     pools: tuple[NodePool, ...] = ()
+    #: Node labels unique per node (hostname, instance id, ...). Capacity keeps them out
+    #: of node shapes, so identical nodes compress; a placement that reads one of them
+    #: is answered node by node.
+    node_identity_labels: tuple[str, ...] = DEFAULT_NODE_IDENTITY_LABELS
     #: Answers of is_gpu_resource: it runs for every resource of every container and
     #: node, and fnmatch is slow. Not part of the value (compare/repr/hash off).
     _gpu_answers: dict[str, bool] = field(
@@ -100,6 +107,7 @@ _KEYS = {
     "onUnreadable",
     "gangTimeoutSeconds",
     "pools",
+    "nodeIdentityLabels",
 }
 
 
@@ -255,6 +263,11 @@ def load_config(raw: Mapping[str, Any] | None) -> Config:
         if pool.name in seen:
             raise InvalidConfig(f"pools[{i}].name", f"duplicate pool name {pool.name!r}")
         seen.add(pool.name)
+    raw_identity = _list(
+        "nodeIdentityLabels",
+        _given(data, "nodeIdentityLabels", list(DEFAULT_NODE_IDENTITY_LABELS)),
+    )
+    identity = tuple(_string(f"nodeIdentityLabels[{i}]", k) for i, k in enumerate(raw_identity))
     namespace_backends = {
         _string("namespaceBackends", ns): _backend(f"namespaceBackends.{ns}", b)
         for ns, b in _mapping("namespaceBackends", _given(data, "namespaceBackends", {})).items()
@@ -280,4 +293,5 @@ def load_config(raw: Mapping[str, Any] | None) -> Config:
             1,
         ),
         pools=pools,
+        node_identity_labels=identity,
     )

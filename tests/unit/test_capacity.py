@@ -232,3 +232,14 @@ def test_pod_objects_count_their_effective_demand_until_they_finish() -> None:
 def test_a_pod_object_with_a_fractional_gpu_is_an_error_naming_the_field() -> None:
     with pytest.raises(InvalidObject, match=r"Pod\.spec\.containers\[0\]"):
         Capacity.from_nodes([node("a", 8)]).add_pod_object(bound_pod("p", "a", "1.5"))
+
+
+def test_configured_identity_labels_keep_unique_labels_out_of_shapes() -> None:
+    nodes = [node(f"n{i}", labels={"example.com/instance-id": f"i-{i}"}) for i in range(50)]
+    assert Capacity.from_nodes(nodes).shape_count == 50
+    config = Config(node_identity_labels=("kubernetes.io/hostname", "example.com/instance-id"))
+    capacity = Capacity.from_nodes(nodes, config)
+    assert capacity.shape_count == 1
+    pinned = Placement(node_selector=(("example.com/instance-id", "i-7"),))
+    assert totals(capacity.bins([pinned, Placement()])) == {8: 1}
+    assert totals(capacity.bins([pinned, Placement()]), 1) == {8: 50}

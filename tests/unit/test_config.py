@@ -22,6 +22,7 @@ schedulerNames:
 onConflict: reject
 onUnreadable: reject
 gangTimeoutSeconds: 600
+nodeIdentityLabels: [kubernetes.io/hostname, example.com/instance-id]
 pools:
 - name: h100-spot
   maxCount: 16
@@ -57,6 +58,7 @@ def test_every_key_of_a_full_config_is_read() -> None:
     assert config.on_conflict == "reject"
     assert config.on_unreadable == "reject"
     assert config.gang_timeout_seconds == 600
+    assert config.node_identity_labels == ("kubernetes.io/hostname", "example.com/instance-id")
     assert config.pools == (
         NodePool(
             name="h100-spot",
@@ -120,6 +122,8 @@ def test_pool_allocatable_accepts_quantity_strings() -> None:
             {"pools": [{"name": "p", "maxCount": 1}, {"name": "p", "maxCount": 2}]},
             "pools[1].name",
         ),
+        ({"nodeIdentityLabels": "kubernetes.io/hostname"}, "nodeIdentityLabels"),
+        ({"nodeIdentityLabels": [""]}, "nodeIdentityLabels[0]"),
         ([1, 2], "<root>"),
     ],
 )
