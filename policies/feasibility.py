@@ -184,7 +184,7 @@ def _easiest_first(items: Sequence[_Item], bins: Sequence[Bin]) -> list[_Item] |
 
 
 def _nodes_text(bins: Sequence[Bin], resource: str) -> str:
-    """ "2 nodes: 4+1" (or "40 nodes: 32x8+8x4" for long lists) for one resource."""
+    """The nodes' amounts of one resource: "2 nodes: 4+1", or "40 nodes: 32x8+8x4"."""
     amounts = sorted(
         ((b.amount(resource), b.count) for b in bins if b.count and b.amount(resource)),
         reverse=True,
