@@ -40,9 +40,12 @@ DEPLOY_DIR = Path(__file__).parent
 _running: list[Sandbox] = []
 
 
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Stop the control plane after the last deploy test, not at the end of the session,
-    so it does not run alongside the end-to-end tests' own sandbox on a 2-core machine."""
+    so it does not run alongside the end-to-end tests' own sandbox on a 2-core machine.
+    A wrapper: the module fixtures' own teardown (which still talks to it) runs first."""
+    yield
     if nextitem is None or DEPLOY_DIR not in Path(str(nextitem.fspath)).parents:
         while _running:
             _running.pop().down()
