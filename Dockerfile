@@ -1,3 +1,4 @@
+# syntax=docker/dockerfile:1
 # gangkeeper server image.
 #
 # Stage 1 builds wheels for gangkeeper and every dependency (all ship manylinux wheels, so
