@@ -92,6 +92,22 @@ class Observer:
                     return
 
 
+def create(rest: Any, path: str, body: dict[str, Any], attempts: int = 5) -> None:
+    """Create a pod; an overloaded webhook (HTTP 500) is retried, 409 means done."""
+    from gangkeeper.webhook.controller.rest import ApiError
+
+    for attempt in range(attempts):
+        try:
+            rest.request("POST", path, body=body)
+            return
+        except ApiError as err:
+            if err.status == 409:
+                return
+            if err.status < 500 or attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+
+
 def measure(cluster: Any, rest: Any, size: int) -> dict[str, Any]:
     gang = f"g{size}"
     since = str(rest.get(f"/api/v1/namespaces/{NAMESPACE}/pods", [("limit", 1)])
@@ -101,12 +117,12 @@ def measure(cluster: Any, rest: Any, size: int) -> dict[str, Any]:
     started = time.monotonic()
     path = f"/api/v1/namespaces/{NAMESPACE}/pods"
     with ThreadPoolExecutor(16) as pool:
-        list(pool.map(lambda i: rest.request("POST", path, body=member(gang, i, size)),
-                      range(size - 1)))
+        list(pool.map(lambda i: create(rest, path, member(gang, i, size)), range(size - 1)))
+
     created_rest = time.monotonic() - started
     if observer.ungated:
         raise RuntimeError(f"gang {gang} released before its last member existed")
-    rest.request("POST", path, body=member(gang, size - 1, size))
+    create(rest, path, member(gang, size - 1, size))
     last = time.monotonic()
     deadline = last + 600
     while len(observer.bound) < size and time.monotonic() < deadline:

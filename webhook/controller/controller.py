@@ -109,7 +109,7 @@ class GangController:
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
-        workers: int = 64,
+        workers: int = 32,
         settle_seconds: float = 0.02,
         resync_seconds: float = 10.0,
     ) -> None:
@@ -306,14 +306,16 @@ class GangController:
             if release.needs_group and not self._ensure_group(release.gang):
                 continue
             ready.append(release)
+        started = time.monotonic()
         futures = [
             pool.submit(self._ungate, pod) for release in ready for pod in release.pods
         ]
         wait(futures)
+        elapsed = time.monotonic() - started
         for release in ready:
             log.info(
-                "released gang %s/%s: %d pods",
-                release.gang.namespace, release.gang.name, len(release.pods),
+                "released gang %s/%s: %d pods in %.3fs",
+                release.gang.namespace, release.gang.name, len(release.pods), elapsed,
             )
             self._count("gangkeeper_gang_releases_total", (("backend", release.gang.backend),))
         self._count("gangkeeper_gang_release_seconds_count", ())
