@@ -21,7 +21,7 @@ from pytest_kubernetes.options import ClusterOptions
 from pytest_kubernetes.providers.base import AClusterManager
 
 from .binaries import find_binaries
-from .sandbox import Sandbox
+from .sandbox import DEFAULT_FLEET, Sandbox
 
 PROVIDER_NAME = "sandbox"
 
@@ -43,7 +43,8 @@ class SandboxManager(AClusterManager):  # type: ignore[misc]
     """pytest-kubernetes cluster manager for `gangkeeper.webhook.sandbox.Sandbox`.
 
     `create(directory=..., fleet=..., backend=..., config=...)` passes those through
-    to `Sandbox.up`; without `directory` a fresh temporary one is used.
+    to `Sandbox.up`; without `directory` a fresh temporary one is used, without
+    `fleet` the sample fleet (`fleet=None`: no nodes).
     """
 
     sandbox: Sandbox | None = None
@@ -63,7 +64,7 @@ class SandboxManager(AClusterManager):  # type: ignore[misc]
         placeholder = cluster_options.kubeconfig_path
         self.sandbox = Sandbox(Path(directory))
         info = self.sandbox.up(
-            fleet=kwargs.get("fleet"),
+            fleet=kwargs.get("fleet", DEFAULT_FLEET),
             backend=kwargs.get("backend"),
             config=kwargs.get("config"),
         )
