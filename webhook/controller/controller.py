@@ -21,6 +21,7 @@ May do API I/O; decides nothing itself (see plan.py, election.py).
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -122,12 +123,14 @@ class GangController:
         self._settle = settle_seconds
         self._resync = resync_seconds
         self._workers = workers
-        configuration = api_client.configuration
-        # One pooled connection per patch worker, or the burst queues on the pool.
-        if (configuration.connection_pool_maxsize or 0) < workers + 8:
-            configuration.connection_pool_maxsize = workers + 8
-            api_client.rest_client = type(api_client.rest_client)(configuration)
-        self.rest = Rest(api_client)
+        # Our own client on a copy of the caller's configuration: one pooled
+        # connection per patch worker (or the burst queues on the pool), and closing
+        # it on stop() cannot break the server's watches.
+        configuration = copy.deepcopy(api_client.configuration)
+        configuration.connection_pool_maxsize = max(
+            configuration.connection_pool_maxsize or 0, workers + 8
+        )
+        self.rest = Rest(ApiClient(configuration))
         self._stop = threading.Event()
         self._dirty = threading.Event()
         self._leader = threading.Event()

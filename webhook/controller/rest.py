@@ -139,7 +139,8 @@ class Rest:
             raw.release_conn()
 
     def close_all(self) -> None:
-        """Drop pooled connections: unblocks watches on shutdown."""
+        """Drop pooled connections (unblocks watches on shutdown) and the client."""
         pool = getattr(self.api_client.rest_client, "pool_manager", None)
         if pool is not None:
             pool.clear()
+        self.api_client.close()  # type: ignore[no-untyped-call]
