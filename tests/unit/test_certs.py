@@ -251,9 +251,16 @@ def test_gangkeeper_certs_defaults_to_service_names_and_loopback(tmp_path: Path)
     assert sans(certs_in(tmp_path / "tls.crt")[0]) == {*NAMES, "localhost", "127.0.0.1"}
 
 
-def test_gangkeeper_certs_uses_the_names_it_is_given(tmp_path: Path) -> None:
-    assert run_certs(["--dir", str(tmp_path), "--dns", "a.test", "--ip", "10.0.0.7"]) == 0
-    assert sans(certs_in(tmp_path / "tls.crt")[0]) == {"a.test", "10.0.0.7"}
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--dns", "a.test", "--dns", "b.test", "--ip", "10.0.0.7"],
+        ["--dns", "a.test", "b.test", "--ip", "10.0.0.7"],
+    ],
+)
+def test_gangkeeper_certs_uses_the_names_it_is_given(tmp_path: Path, argv: list[str]) -> None:
+    assert run_certs(["--dir", str(tmp_path), *argv]) == 0
+    assert sans(certs_in(tmp_path / "tls.crt")[0]) == {"a.test", "b.test", "10.0.0.7"}
 
 
 def test_gangkeeper_certs_rejects_a_bad_ip_naming_the_flag(

@@ -29,10 +29,10 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--dir", required=True, type=Path, help="output directory")
     parser.add_argument(
-        "--dns", action="append", default=[], metavar="NAME", help="DNS SAN (repeatable)"
+        "--dns", action="extend", nargs="+", default=[], metavar="NAME", help="DNS SANs"
     )
     parser.add_argument(
-        "--ip", action="append", default=[], metavar="IP", help="IP SAN (repeatable)"
+        "--ip", action="extend", nargs="+", default=[], metavar="IP", help="IP SANs"
     )
     parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="for the default names")
     parser.add_argument("--service", default=DEFAULT_SERVICE, help="for the default names")
