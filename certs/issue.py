@@ -159,7 +159,11 @@ def issue_ca(now: datetime) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKe
 
 
 def _san_entries(dns_names: Sequence[str], ip_addresses: Sequence[str]) -> list[x509.GeneralName]:
-    entries: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
+    entries: list[x509.GeneralName] = []
+    for name in dns_names:
+        if not name or not name.isascii() or any(c.isspace() for c in name):
+            raise CertificateError("dns_names", f"{name!r} is not an ASCII DNS name")
+        entries.append(x509.DNSName(name))
     for raw in ip_addresses:
         try:
             entries.append(x509.IPAddress(ipaddress.ip_address(raw)))

@@ -271,6 +271,14 @@ def test_gangkeeper_certs_rejects_a_bad_ip_naming_the_flag(
     assert not (tmp_path / "tls.crt").exists()
 
 
+@pytest.mark.parametrize("name", ["bücher.example", "two words", ""])
+def test_gangkeeper_certs_rejects_a_bad_dns_name_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    assert run_certs(["--dir", str(tmp_path), "--dns", name]) == 2
+    assert repr(name) in capsys.readouterr().err
+
+
 def test_gangkeeper_certs_reports_an_unwritable_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
