@@ -7,6 +7,7 @@ Only parses arguments and prints; the work is in `gangkeeper.webhook.sandbox`
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -82,4 +83,8 @@ def run(args: argparse.Namespace) -> int:
     )
     log(f"namespace `default` is opted in; stop with `gangkeeper sandbox down --dir {args.dir}`")
     print(f"export KUBECONFIG={info.kubeconfig}")
+    kubectl_dir = sandbox.binaries.kubectl.parent
+    if shutil.which("kubectl") is None:
+        # The kubectl of the same release was built beside the control plane.
+        print(f"export PATH={kubectl_dir}:$PATH")
     return 0
