@@ -128,7 +128,7 @@ def run(quick: bool, cluster: BenchCluster | None = None) -> list[dict[str, Any]
     if cluster is None:
         with open_cluster(quick=quick) as own:
             return run(quick, own)
-    pods = 200 if quick else 1000
+    pods = 100 if quick else 1000
     cluster.log(f"create_latency: {pods} pods per namespace, interleaved")
     try:
         plain, gang = measure(cluster, pods)

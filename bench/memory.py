@@ -153,7 +153,7 @@ def run(quick: bool, cluster: BenchCluster | None = None) -> list[dict[str, Any]
     if cluster is None:
         with open_cluster(quick=quick) as own:
             return run(quick, own)
-    nodes, pods = (500, 5000) if quick else (5000, 50000)
+    nodes, pods = (200, 2000) if quick else (5000, 50000)
     raw = cluster.raw
 
     cluster.restart_gangkeeper()

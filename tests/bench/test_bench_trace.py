@@ -27,10 +27,12 @@ def test_a_different_seed_gives_a_different_trace() -> None:
     assert generate_trace(TraceParams(seed=11)) != generate_trace(TraceParams(seed=12))
 
 
-@pytest.mark.parametrize("quick", [True, False])
-def test_benchmark_traces_have_forty_or_more_jobs_of_one_to_thirty_two_gpus(quick: bool) -> None:
+@pytest.mark.parametrize(("quick", "at_least"), [(True, 20), (False, 40)])
+def test_benchmark_traces_have_enough_jobs_of_one_to_thirty_two_gpus(
+    quick: bool, at_least: int
+) -> None:
     jobs = generate_trace(params_for(quick))
-    assert len(jobs) >= 40
+    assert len(jobs) >= at_least
     assert all(1 <= j.gpus <= 32 for j in jobs)
     # Both ends of the range occur, so the trace has single-GPU jobs and half-fleet gangs.
     assert min(j.gpus for j in jobs) <= 2
