@@ -377,7 +377,7 @@ class _Watcher(threading.Thread):
 class WatchClusterView:
     """Capacity and owners kept current by list+watch; see the module docstring."""
 
-    MISS_TIMEOUT_SECONDS = 1.0
+    MISS_TIMEOUT_SECONDS = 0.5
     #: A miss answered "not found" is not asked again for this long.
     NEGATIVE_TTL_SECONDS = 5.0
     MAX_NEGATIVE_ENTRIES = 10_000
