@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from .issue import Material, renew, service_dns_names
-from .local import CA_CERT, CA_KEY, TLS_CERT, TLS_KEY, CertPaths, paths_in, write_material
+from .local import CA_CERT, CA_KEY, TLS_CERT, TLS_KEY, write_material
 
 log = logging.getLogger(__name__)
 
@@ -177,11 +177,12 @@ class SelfManagedCerts:
         self._calls: KubeCalls = calls if calls is not None else ClientCalls(api_client)
         self._clock = clock
 
-    @property
-    def paths(self) -> CertPaths:
-        return paths_in(self.cert_dir)
-
     def reconcile(self) -> None:
+        """Settle the Secret, write the files, inject the caBundle (idempotent; periodic).
+
+        Raises CertSyncError after repeated conflicts and lets API errors (403, network)
+        through, so the caller's loop logs them and tries again on its next tick.
+        """
         material = self._settle_secret()
         self.cert_dir.mkdir(parents=True, exist_ok=True)
         write_material(self.cert_dir, material, with_ca_key=False)
