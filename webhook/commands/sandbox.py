@@ -7,7 +7,6 @@ Only parses arguments and prints; the work is in `gangkeeper.webhook.sandbox`
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -83,8 +82,7 @@ def run(args: argparse.Namespace) -> int:
     )
     log(f"namespace `default` is opted in; stop with `gangkeeper sandbox down --dir {args.dir}`")
     print(f"export KUBECONFIG={info.kubeconfig}")
-    kubectl_dir = sandbox.binaries.kubectl.parent
-    if shutil.which("kubectl") is None:
-        # The kubectl of the same release was built beside the control plane.
-        print(f"export PATH={kubectl_dir}:$PATH")
+    # The kubectl of the same release, built beside the control plane: another
+    # kubectl on PATH may be outside the one-minor version skew kubectl supports.
+    print(f"export PATH={sandbox.binaries.kubectl.parent}:$PATH")
     return 0
