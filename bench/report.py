@@ -53,6 +53,8 @@ def machine(now: dt.datetime | None = None) -> dict[str, Any]:
         "cpu": cpu_model(cpuinfo),
         "python": platform.python_version(),
         "kernel": platform.release(),
+        # Other work on a shared machine moves every absolute figure; say how busy it was.
+        "load_1m": round(os.getloadavg()[0], 2),
     }
 
 
@@ -127,7 +129,8 @@ def markdown(
         "# gangkeeper benchmarks",
         "",
         f"`{command}` — {machine_info['date']}, {machine_info['cores']} cores, "
-        f"{machine_info['cpu']}, Python {machine_info['python']}, Linux {machine_info['kernel']}.",
+        f"{machine_info['cpu']}, Python {machine_info['python']}, Linux {machine_info['kernel']}, "
+        f"load average {machine_info.get('load_1m', '?')} at the start.",
         "Absolute times drift on shared machines; compare within one run (ratios, counts).",
     ]
     for result in results:
