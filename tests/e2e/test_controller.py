@@ -210,20 +210,29 @@ def test_a_jobs_workers_are_released_only_after_the_eighth_exists(
     # first lifted gate can be ordered exactly.
     created: set[str] = set()
     first_release_after: int | None = None
-    stream = watch.Watch()
-    for event in stream.stream(
-        cluster.core.list_namespaced_pod, gang_namespace, resource_version=since, timeout_seconds=60
-    ):
-        pod = event["object"]
-        created.add(pod.metadata.name)
-        if not gated(pod) and first_release_after is None:
-            first_release_after = len(created)
-        if len(bound(pods_of(cluster, gang_namespace))) == 8:
-            stream.stop()
+    deadline = time.monotonic() + 90
+    version = since
+    while time.monotonic() < deadline and len(bound(pods_of(cluster, gang_namespace))) < 8:
+        stream = watch.Watch()
+        for event in stream.stream(
+            cluster.core.list_namespaced_pod, gang_namespace, resource_version=version,
+            timeout_seconds=10,
+        ):
+            pod = event["object"]
+            version = pod.metadata.resource_version
+            created.add(pod.metadata.name)
+            if not gated(pod) and first_release_after is None:
+                first_release_after = len(created)
+            if first_release_after is not None:
+                stream.stop()
+        if first_release_after is not None:
+            break
     assert first_release_after == 8, (
-        f"a gate was lifted when only {first_release_after} of 8 workers existed"
+        f"first gate lifted when {first_release_after} of 8 workers existed; status:\n"
+        + gangkeeper_status(cluster, gang_namespace, "text")
     )
-    assert len(bound(pods_of(cluster, gang_namespace))) == 8
+    cluster.wait_for(lambda: len(bound(pods_of(cluster, gang_namespace))) == 8, timeout=60,
+                     message="the 8 workers bound")
 
 
 def test_members_created_one_by_one_stay_gated_until_the_last_arrives(
@@ -257,15 +266,21 @@ def test_a_release_cut_short_by_sigkill_is_finished_after_restart(
     if sandbox is None:
         pytest.skip("killing gangkeeper needs the sandbox (it runs gangkeeper as a process)")
     size, pool = 120, unique("kill")
+    # Nodes that exist (so admission accepts the gang) but are cordoned by taint:
+    # the gang cannot start until they are uncordoned.
+    cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    nodes = cluster.create_gpu_nodes(pool, 4, 30, labels={POOL_LABEL: pool}, taints=[cordon])
     for i in range(size):
         cluster.core.create_namespaced_pod(
             gang_namespace, gang_pod(f"w{i:03d}", pool, gang="big", min_member=size)
         )
     cluster.wait_for(lambda: len(pods_of(cluster, gang_namespace)) == size, timeout=60)
-    assert all(gated(p) for p in pods_of(cluster, gang_namespace))  # no nodes yet
+    time.sleep(2.0)
+    assert all(gated(p) for p in pods_of(cluster, gang_namespace))  # nowhere to go yet
 
     since = cluster.core.list_namespaced_pod(gang_namespace).metadata.resource_version
-    cluster.create_gpu_nodes(pool, 4, 30, labels={POOL_LABEL: pool})  # 120 GPUs: it fits
+    for name in nodes:  # 120 GPUs become usable: the whole gang fits
+        cluster.core.patch_node(name, {"spec": {"taints": None}})
     stream = watch.Watch()
     for event in stream.stream(
         cluster.core.list_namespaced_pod, gang_namespace, resource_version=since, timeout_seconds=60
