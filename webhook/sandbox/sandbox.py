@@ -60,6 +60,7 @@ KCM_CONTROLLERS = (
 )
 STATE_FILE = "sandbox.json"
 PORT_ATTEMPTS = 3
+WEBHOOK_PROBE_SECONDS = 30.0
 #: What the sandbox takes from the full install manifests (the rest is the Deployment
 #: and its Service, which the sandbox replaces with a local process).
 _RBAC_KINDS = (
@@ -348,6 +349,11 @@ class Sandbox:
             self._write_state(state)
             self.start_gangkeeper(deadline=deadline)
             self._register_webhooks(gangkeeper_url, backend)
+            self._wait(
+                "gangkeeper (called by the API server)",
+                self._webhook_called,
+                min(deadline, time.monotonic() + WEBHOOK_PROBE_SECONDS),
+            )
         else:
             self._write_state(state)
         return SandboxInfo(
@@ -411,6 +417,44 @@ class Sandbox:
         if config_path is not None:
             argv += ["--config", str(config_path)]
         return argv
+
+    def _webhook_called(self) -> bool:
+        """Whether the API server now calls gangkeeper for a gang pod in the opted-in
+        namespace (a server-side dry run: nothing is created).
+
+        Registration takes effect once the API server's informer has the new
+        configurations; returning before that would let a user's first
+        `kubectl apply` slip past gangkeeper. Either answer proves the call: the
+        pod comes back gated, or a gangkeeper webhook refused it.
+        """
+        probe = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "gangkeeper-sandbox-probe",
+                "annotations": {
+                    "gangkeeper.io/gang-name": "probe",
+                    "gangkeeper.io/min-member": "1",
+                },
+            },
+            "spec": {
+                "containers": [
+                    {
+                        "name": "probe",
+                        "image": "registry.invalid/probe",
+                        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                    }
+                ]
+            },
+        }
+        done = self.kubectl(
+            "create", "--dry-run=server", "-n", OPTED_IN_NAMESPACE, "-o", "json", "-f", "-",
+            input=json.dumps(probe), check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            return "gangkeeper.io" in done.stderr
+        gates = json.loads(done.stdout)["spec"].get("schedulingGates") or []
+        return any(g.get("name") == "gangkeeper.io/gang" for g in gates)
 
     def _install_rbac(self, backend: str | None) -> None:
         """The namespace, ServiceAccount and RBAC of gangkeeper's install manifests:
