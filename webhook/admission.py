@@ -108,6 +108,10 @@ class Review:
         return kind["group"] == "" and kind["kind"] == "Pod" and not self.request.get("subResource")
 
 
+#: Namespaces whose objects are never touched, whatever the webhook configuration says.
+NEVER_NAMESPACES = frozenset({"kube-system"})
+
+
 @dataclass(frozen=True)
 class Policy:
     """What a decision needs from the server: cluster state and config."""
@@ -115,6 +119,10 @@ class Policy:
     capacity: Capacity
     lookup: OwnerLookup
     config: Config
+    #: Requests in these namespaces are allowed untouched. The webhook configurations
+    #: already exclude them; this is the second lock, because a gated gangkeeper pod in
+    #: its own namespace would wait for a controller that cannot start.
+    skip_namespaces: frozenset[str] = NEVER_NAMESPACES
 
 
 @dataclass(frozen=True)
@@ -400,6 +408,8 @@ def _workload_answer(review: Review, policy: Policy) -> Answer:
 
 def mutate(review: Review, policy: Policy) -> Answer:
     """The mutating webhook's answer: gang keys for a pod on CREATE, else untouched."""
+    if review.namespace in policy.skip_namespaces:
+        return _ignored(review, _summary(review, "mutate"))
     if review.is_pod and review.operation == "CREATE":
         return _pod_answer(review, policy, "mutate")
     return _ignored(review, _summary(review, "mutate"))
@@ -407,6 +417,8 @@ def mutate(review: Review, policy: Policy) -> Answer:
 
 def validate(review: Review, policy: Policy) -> Answer:
     """The validating webhook's answer for pods (CREATE) and workloads (CREATE/UPDATE)."""
+    if review.namespace in policy.skip_namespaces:
+        return _ignored(review, _summary(review, "validate"))
     if review.is_pod:
         if review.operation == "CREATE":
             return _pod_answer(review, policy, "validate")

@@ -60,8 +60,15 @@ class Server:
     admission: bool = True
     #: Expose `POST /noop` (the benchmark's floor); never on in production.
     noop: bool = False
+    #: gangkeeper's own namespace: never gang-keyed or validated (with kube-system).
+    namespace: str = ""
     #: Extra readiness checks: name → callable returning True when ready.
     readiness: dict[str, Callable[[], bool]] = field(default_factory=dict)
+
+    @property
+    def skip_namespaces(self) -> frozenset[str]:
+        own = {self.namespace} if self.namespace else set()
+        return admission.NEVER_NAMESPACES | own
 
     def not_ready(self) -> list[str]:
         waiting = []
@@ -93,7 +100,10 @@ def get_server(request: Request) -> Server:
 
 def get_policy(server: Annotated[Server, Depends(get_server)]) -> admission.Policy:
     view = server.view
-    return admission.Policy(capacity=view.capacity, lookup=view.lookup, config=server.config)
+    return admission.Policy(
+        capacity=view.capacity, lookup=view.lookup, config=server.config,
+        skip_namespaces=server.skip_namespaces,
+    )
 
 
 ServerDep = Annotated[Server, Depends(get_server)]

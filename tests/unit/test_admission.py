@@ -422,3 +422,16 @@ def test_the_summary_for_the_log_never_carries_the_object() -> None:
     answer = admission.mutate(as_review(review(pod)), policy(owner))
     assert "s3cr3t" not in json.dumps(answer.summary)
     assert answer.summary["uid"] == GOOD["request"]["uid"]
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "gangkeeper-system"])
+def test_requests_in_never_matched_namespaces_are_allowed_untouched(namespace: str) -> None:
+    owner = job("huge", 9, 8, namespace=namespace)  # would be denied anywhere else
+    base = policy(owner)
+    pol = Policy(capacity=base.capacity, lookup=base.lookup, config=base.config,
+                 skip_namespaces=frozenset({"kube-system", "gangkeeper-system"}))
+    pod_review = as_review(review(pod_of(owner), namespace=namespace))
+    job_review = as_review(review(owner, kind=("batch", "v1", "Job"), namespace=namespace))
+    for answer in (admission.mutate(pod_review, pol), admission.validate(pod_review, pol),
+                   admission.validate(job_review, pol)):
+        assert answer.review["response"] == {"uid": GOOD["request"]["uid"], "allowed": True}

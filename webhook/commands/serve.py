@@ -276,6 +276,7 @@ def _run(args: argparse.Namespace) -> int:
         services=services,
         cert_file=tls.cert_file if tls is not None else None,
         admission=not args.controller_only,
+        namespace=args.namespace if api is not None else "",
         noop=args.enable_noop or os.environ.get(NOOP_ENV) == "1",
     )
     uv_config = uvicorn.Config(
