@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import ssl
 import threading
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,6 +27,7 @@ from e2e_objects import GATE, POOL_LABEL, gang_pod, unique
 from gangkeeper.certs import ensure_local
 
 SECOND = "zz-e2e-relabel"
+REQUESTS = re.compile(r"^gangkeeper_admission_requests_total\{([^}]*)\} (\S+)$", re.M)
 MARK = "e2e.gangkeeper.io/relabelled"
 
 
@@ -70,6 +73,18 @@ def _handler(seen: Seen) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Relabel
+
+
+def _mutate_calls(cluster: Any) -> float | None:
+    """gangkeeper's count of /mutate AdmissionReviews, read from its /metrics
+    (sandbox only: elsewhere gangkeeper is not reachable from the test)."""
+    if cluster.sandbox is None:
+        return None
+    state = cluster.sandbox.state()
+    tls = ssl.create_default_context(cafile=str(cluster.sandbox.gangkeeper_cert_dir / "ca.crt"))
+    with urllib.request.urlopen(f"{state['gangkeeper_url']}/metrics", context=tls) as r:
+        text = r.read().decode()
+    return sum(float(v) for labels, v in REQUESTS.findall(text) if 'endpoint="mutate"' in labels)
 
 
 @pytest.fixture
@@ -149,6 +164,7 @@ def test_a_later_webhook_changing_the_pod_leaves_one_gate_and_one_set_of_gang_ke
 
     cluster.wait_for(relabelled, timeout=30, message=f"webhook {SECOND} to be called")
     second_mutator.pods.clear()
+    calls_before = _mutate_calls(cluster)
 
     cluster.core.create_namespaced_pod(
         gang_namespace, gang_pod("worker-0", pool, gang="llama-ft", min_member=2)
@@ -161,6 +177,10 @@ def test_a_later_webhook_changing_the_pod_leaves_one_gate_and_one_set_of_gang_ke
     assert [g["name"] for g in second_mutator.pods[0]["spec"].get("schedulingGates") or []] == [
         GATE
     ], "gangkeeper had not mutated the pod before the second webhook changed it"
+    calls_after = _mutate_calls(cluster)
+    if calls_before is not None and calls_after is not None:
+        # Once before the second webhook, once more because it changed the pod.
+        assert calls_after - calls_before >= 2, "the API server did not reinvoke gangkeeper"
     assert pod["metadata"]["labels"][MARK] == "true"
     assert [g["name"] for g in pod["spec"]["schedulingGates"]] == [GATE]
     labels = pod["metadata"]["labels"]
