@@ -386,6 +386,9 @@ class GangController:
     # -- stuck gangs --------------------------------------------------------------------------
 
     def _report_stuck(self, reports: tuple[GangReport, ...]) -> None:
+        # Forget gangs that are gone, so the memory stays bounded by live gangs.
+        present = {(r.namespace, r.label, r.arrived) for r in reports}
+        self._evented = {k for k in self._evented if k[:3] in present}
         pods_by_gang: dict[tuple[str, str], list[PodInfo]] | None = None
         for report in reports:
             if not report.stuck:
