@@ -259,6 +259,19 @@ class Transport:
 Handler = Callable[[str, dict[str, Any]], None]
 
 
+def _name_key(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("name") or "")
+
+
+def _uid_key(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("uid") or "")
+
+
+def _namespaced_key(obj: Mapping[str, Any]) -> str:
+    meta = _meta(obj)
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+
 class _Watcher(threading.Thread):
     """List, then watch, one resource for ever; hands events to `apply`."""
 
@@ -273,7 +286,8 @@ class _Watcher(threading.Thread):
         resource: Resource,
         *,
         on_event: Handler,
-        on_relist: Callable[[list[dict[str, Any]]], None],
+        key_of: Callable[[Mapping[str, Any]], str],
+        on_relist_end: Callable[[set[str]], None],
         on_synced: Callable[[Resource, bool], None],
         stop: threading.Event,
     ) -> None:
@@ -281,7 +295,8 @@ class _Watcher(threading.Thread):
         self.transport = transport
         self.resource = resource
         self.on_event = on_event
-        self.on_relist = on_relist
+        self.key_of = key_of
+        self.on_relist_end = on_relist_end
         self.on_synced = on_synced
         self.stop_event = stop
         self.absent = False
@@ -293,7 +308,13 @@ class _Watcher(threading.Thread):
         return query
 
     def _list(self) -> str:
-        items: list[dict[str, Any]] = []
+        """List page by page, applying each object as it comes, then forget the rest.
+
+        Pages are applied as they arrive rather than collected: a relist of 50,000
+        pods must not hold them all in memory at once, and owners already cached stay
+        answerable during the relist instead of vanishing until it ends.
+        """
+        seen: set[str] = set()
         token = ""
         while True:
             try:
@@ -305,14 +326,17 @@ class _Watcher(threading.Thread):
                 if exc.status == 404:
                     raise _Absent from exc
                 if exc.status == 410:  # the continue token expired mid-list
-                    items, token = [], ""
+                    seen, token = set(), ""
                     continue
                 raise
-            items.extend(_slim(item) for item in page.get("items") or [])
+            for item in page.get("items") or []:
+                obj = _slim(item)
+                seen.add(self.key_of(obj))
+                self.on_event("ADDED", obj)
             meta = page.get("metadata") or {}
             token = meta.get("continue") or ""
             if not token:
-                self.on_relist(items)
+                self.on_relist_end(seen)
                 return str(meta.get("resourceVersion") or "")
 
     def _watch(self, resource_version: str) -> str:
@@ -359,7 +383,7 @@ class _Watcher(threading.Thread):
                     log.info("resource not served; will retry",
                              extra={"resource": self.resource.label})
                 self.absent = True
-                self.on_relist([])
+                self.on_relist_end(set())
                 self.on_synced(self.resource, True)
                 self.stop_event.wait(self.ABSENT_RETRY_SECONDS)
             except Exception as exc:
@@ -480,12 +504,12 @@ class WatchClusterView:
                 keys.add(key)
                 self._misses.pop(key, None)
 
-    def _relist_owners(self, resource: Resource, items: list[dict[str, Any]]) -> None:
+    def _prune_owners(self, resource: Resource, seen: set[str]) -> None:
         with self._lock:
-            for key in self._owner_keys.pop(resource, set()):
+            keys = self._owner_keys.get(resource, set())
+            for key in [k for k in keys if f"{k[2]}/{k[3]}" not in seen]:
                 self._owners.pop(key, None)
-        for item in items:
-            self._store_owner(resource, "ADDED", item)
+                keys.discard(key)
 
     def _node_event(self, kind: str, node: dict[str, Any]) -> None:
         name = str(_meta(node).get("name") or "")
@@ -501,13 +525,10 @@ class WatchClusterView:
             self._capacity.delete_node(name)
             log.warning("node ignored", extra={"node": name, "error": str(exc)})
 
-    def _relist_nodes(self, items: list[dict[str, Any]]) -> None:
-        names = {str(_meta(n).get("name") or "") for n in items}
-        for gone in self._node_names - names:
+    def _prune_nodes(self, seen: set[str]) -> None:
+        for gone in self._node_names - seen:
             self._capacity.delete_node(gone)
-        self._node_names &= names
-        for node in items:
-            self._node_event("ADDED", node)
+        self._node_names &= seen
 
     def _pod_event(self, kind: str, pod: dict[str, Any]) -> None:
         uid = str(_meta(pod).get("uid") or "")
@@ -530,33 +551,34 @@ class WatchClusterView:
             self._capacity.remove_pod(uid)
             self._pod_uids.discard(uid)
 
-    def _relist_pods(self, items: list[dict[str, Any]]) -> None:
-        uids = {str(_meta(p).get("uid") or "") for p in items}
-        for gone in self._pod_uids - uids:
+    def _prune_pods(self, seen: set[str]) -> None:
+        for gone in self._pod_uids - seen:
             self._capacity.remove_pod(gone)
-        self._pod_uids &= uids
-        for pod in items:
-            self._pod_event("ADDED", pod)
+        self._pod_uids &= seen
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
         def watcher(
-            resource: Resource, on_event: Handler, on_relist: Callable[[list[dict[str, Any]]], None]
+            resource: Resource,
+            on_event: Handler,
+            key_of: Callable[[Mapping[str, Any]], str],
+            on_relist_end: Callable[[set[str]], None],
         ) -> _Watcher:
-            return _Watcher(self._transport, resource, on_event=on_event, on_relist=on_relist,
-                            on_synced=self._mark, stop=self._stop)
+            return _Watcher(self._transport, resource, on_event=on_event, key_of=key_of,
+                            on_relist_end=on_relist_end, on_synced=self._mark, stop=self._stop)
 
         self._watchers = [
-            watcher(NODES, self._node_event, self._relist_nodes),
-            watcher(BOUND_PODS, self._pod_event, self._relist_pods),
+            watcher(NODES, self._node_event, _name_key, self._prune_nodes),
+            watcher(BOUND_PODS, self._pod_event, _uid_key, self._prune_pods),
         ]
         for resource in self._owner_resources:
             self._watchers.append(
                 watcher(
                     resource,
                     lambda kind, obj, r=resource: self._store_owner(r, kind, obj),  # type: ignore[misc]
-                    lambda items, r=resource: self._relist_owners(r, items),  # type: ignore[misc]
+                    _namespaced_key,
+                    lambda seen, r=resource: self._prune_owners(r, seen),  # type: ignore[misc]
                 )
             )
         for resource in (NODES, BOUND_PODS, *self._owner_resources):

@@ -242,3 +242,15 @@ def test_an_owner_created_a_moment_ago_is_fetched_on_a_miss(
     api.emit(JOBS, "DELETED", job("just-created"))
     eventually(lambda: view.lookup("batch/v1", "Job", "ns", "just-created") is None,
                "deleted owner forgotten")
+
+
+def test_a_relist_forgets_owners_deleted_meanwhile_and_keeps_the_others(
+    api: FakeApi, start: Callable[..., WatchClusterView]
+) -> None:
+    api.seed(JOBS, job("kept"), job("gone"))
+    view = start()
+    del api.objects[JOBS.path]["ns/gone"]
+    api.break_stream(JOBS, {"type": "ERROR", "object": {"kind": "Status", "code": 410}})
+    eventually(lambda: api.calls.count(("get", JOBS.path)) == 2, "listed again")
+    eventually(lambda: view.lookup("batch/v1", "Job", "ns", "gone") is None, "gone forgotten")
+    assert view.lookup("batch/v1", "Job", "ns", "kept") is not None
