@@ -468,10 +468,13 @@ class GangController:
     def metrics(self) -> dict[str, float]:
         """The same numbers flattened to {name: value} (labelled series summed).
 
-        `gangkeeper_gangs` by state becomes `gangkeeper_gangs_<state>`.
+        `gangkeeper_gangs` by state becomes `gangkeeper_gangs_<state>`; the per-reason
+        split of waiting gangs is left out (its sum is `gangkeeper_gangs_waiting`).
         """
         flat: dict[str, float] = {}
         for (name, labels), value in self.metric_samples().items():
+            if name == "gangkeeper_gangs_waiting" and labels:
+                continue
             key = f"gangkeeper_gangs_{labels[0][1]}" if name == "gangkeeper_gangs" else name
             flat[key] = flat.get(key, 0.0) + value
         return flat

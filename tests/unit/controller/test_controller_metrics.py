@@ -1,0 +1,40 @@
+"""The controller's numbers for /metrics, before it has talked to any API server."""
+
+from __future__ import annotations
+
+from gang_builders import T0, members, node
+from kubernetes.client import ApiClient, Configuration
+
+from gangkeeper.policies.config import Config
+from gangkeeper.webhook.controller import GangController, plan
+from gangkeeper.webhook.controller.observe import pod_info
+
+
+def idle_controller() -> GangController:
+    # Never started: no request is made; the address is never contacted.
+    configuration = Configuration()
+    configuration.host = "https://127.0.0.1:9"
+    return GangController(ApiClient(configuration), Config(), namespace="gk", identity="t")
+
+
+def test_labelled_samples_start_at_zero_and_say_not_leader() -> None:
+    samples = idle_controller().metric_samples()
+    assert samples[("gangkeeper_controller_leader", ())] == 0.0
+    assert samples[("gangkeeper_controller_synced", ())] == 0.0
+    for state in ("waiting", "releasing", "released"):
+        assert samples[("gangkeeper_gangs", (("state", state),))] == 0.0
+    for reason in ("incomplete", "no-fit", "held", "invalid"):
+        assert samples[("gangkeeper_gangs_waiting", (("reason", reason),))] == 0.0
+
+
+def test_flat_metrics_count_each_waiting_gang_once() -> None:
+    controller = idle_controller()
+    pods = [pod_info(p, Config()) for p in members("a", 8)[:3] + members("b", 2, gates=())]
+    controller._last_plan = plan(pods, [node("n", 8)], Config(), T0 + 1000)  # one pass
+    flat = controller.metrics()
+    assert flat["gangkeeper_gangs_waiting"] == 1.0
+    assert flat["gangkeeper_gangs_released"] == 1.0
+    assert flat["gangkeeper_gangs_stuck"] == 1.0
+    samples = controller.metric_samples()
+    assert samples[("gangkeeper_gangs_waiting", (("reason", "incomplete"),))] == 1.0
+    assert all(isinstance(k, str) and "{" not in k for k in flat)
