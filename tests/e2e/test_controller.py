@@ -4,9 +4,10 @@ Every scenario of issue 5 that this sandbox can run:
 1. the seed story, side by side with a namespace gangkeeper does not manage;
 2. members arriving over time are released only once the last one exists;
 3. the controller killed (SIGKILL) in the middle of a release: the next one finishes it;
-4. the native backend (scheduling.k8s.io PodGroup, feature gate GenericWorkload);
-   coscheduling cannot run here: the scheduler-plugins Go module is not served by the
-   Go proxy (403), so there is no scheduler to place its pods;
+4. the native backend (scheduling.k8s.io PodGroup, feature gate GenericWorkload) end
+   to end; coscheduling up to the PodGroup and the lifted gates only: the
+   scheduler-plugins Go module is not served by the Go proxy (403), so there is no
+   scheduler to place its pods;
 5. a gang left incomplete gets Events (pods and owner) and shows in `gangkeeper status`.
 
 The gangkeeper process of the sandbox runs the controller; scenario 5 adds a second
@@ -394,6 +395,46 @@ def test_native_backend_gets_a_scheduling_k8s_io_podgroup_owned_by_the_workload(
         "nat",
         {"metadata": {"finalizers": None}},
     )
+
+
+def test_coscheduling_backend_gets_its_podgroup_before_the_gates_are_lifted(
+    cluster: Any, plain_namespace: str
+) -> None:
+    # The scheduler-plugins scheduler cannot be built here (its Go module is not
+    # served by the Go proxy: 403), so nothing binds these pods; what gangkeeper owes
+    # that scheduler is checked: the PodGroup, then the lifted gates.
+    done = cluster.kubectl("api-resources", "--api-group=scheduling.x-k8s.io", "-o", "name",
+                           check=False)
+    if "podgroups.scheduling.x-k8s.io" not in done.stdout:
+        pytest.skip("the scheduling.x-k8s.io PodGroup CRD is not installed")
+    pool = unique("cosched")
+    cluster.create_gpu_nodes(pool, 1, 4, labels={POOL_LABEL: pool})
+    owner = cluster.core.create_namespaced_config_map(
+        plain_namespace, {"metadata": {"name": "trainer"}}
+    )
+    owner_ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "trainer",
+                 "uid": owner.metadata.uid}
+    for i in range(3):  # as the mutation writes them for the coscheduling backend
+        pod = gang_pod(f"w{i}", pool)
+        pod["metadata"]["labels"] = {GANG_LABEL: "cos", "gangkeeper.io/role": "worker",
+                                     "scheduling.x-k8s.io/pod-group": "cos"}
+        pod["metadata"]["annotations"] = {
+            "gangkeeper.io/gang-name": "cos", "gangkeeper.io/min-member": "3",
+            "gangkeeper.io/backend": "coscheduling", "gangkeeper.io/owner": json.dumps(owner_ref),
+        }
+        pod["spec"]["schedulerName"] = "scheduler-plugins-scheduler"
+        pod["spec"]["schedulingGates"] = [{"name": GATE}]
+        cluster.core.create_namespaced_pod(plain_namespace, pod)
+    cluster.wait_for(lambda: not any(gated(p) for p in pods_of(cluster, plain_namespace)),
+                     timeout=30, message="gates lifted")
+    # Created before the first gate was lifted, so it is there now.
+    group = cluster.custom.get_namespaced_custom_object(
+        "scheduling.x-k8s.io", "v1alpha1", plain_namespace, "podgroups", "cos"
+    )
+    assert group["spec"] == {"minMember": 3, "minResources": {"nvidia.com/gpu": "3"}}
+    [ref] = group["metadata"]["ownerReferences"]
+    assert (ref["kind"], ref["uid"]) == ("ConfigMap", owner.metadata.uid)
+    assert bound(pods_of(cluster, plain_namespace)) == []  # no coscheduling scheduler here
 
 
 # -- 5. a gang left incomplete ----------------------------------------------------------------
