@@ -46,6 +46,8 @@ T = TypeVar("T")
 ENABLED_LABEL = "gangkeeper.io/enabled"
 MUTATING_WEBHOOK = "gangkeeper-mutating"
 E2E_DIR = Path(__file__).parent
+#: Seconds the session's cluster took to come up, for the terminal summary.
+_STARTUP = pytest.StashKey[float]()
 #: In the sandbox, gangkeeper's config maps these namespaces to the other backends
 #: (`backend_namespace` creates them); the default backend stays `gate`.
 BACKEND_NAMESPACES = {b: f"e2e-backend-{b}" for b in ("coscheduling", "volcano", "native")}
@@ -240,9 +242,6 @@ def k8s_cluster_manager(
     request.config.stash[_STARTUP] = time.monotonic() - started
     yield manager
     manager.delete()
-
-
-_STARTUP = pytest.StashKey[float]()
 
 
 @pytest.fixture(scope="session")
