@@ -10,10 +10,11 @@ object is an answer (`allowed: false` with a status, or allowed with a warning, 
 `config.on_unreadable`).
 
 What is checked where:
-  /mutate   Pod CREATE: gang keys patched in (JSONPatch); denied when it can never run.
-  /validate Pod CREATE: the same verdict, no patch. Workload objects on CREATE, and on
-            UPDATE when `spec` changed (a metadata-only update, e.g. a finalizer being
-            removed, must never be blocked because the cluster shrank since).
+  /mutate   Pod CREATE: gang keys patched in (JSONPatch); denied when it can never run
+            or (per `config.on_conflict`) carries another gang system's keys.
+  /validate Pod CREATE: the feasibility verdict of its gang. Workload objects on CREATE,
+            and on UPDATE when `spec` changed (a metadata-only update, e.g. a finalizer
+            being removed, must never be blocked because the cluster shrank since).
   anything else (other operations, sub-resources, kinds no recogniser knows) is
   allowed untouched. dryRun requests get exactly the same answer: nothing here writes.
 
@@ -332,8 +333,9 @@ def _with_namespace(obj: Mapping[str, Any], namespace: str) -> Mapping[str, Any]
     return {**obj, "metadata": new_meta}
 
 
-def _pod_answer(review: Review, policy: Policy, endpoint: Endpoint) -> Answer:
-    summary = _summary(review, endpoint)
+def _pod_answer(review: Review, policy: Policy) -> Answer:
+    """Recognise, check and plan a pod; the plan becomes a JSONPatch."""
+    summary = _summary(review, "mutate")
     pod = review.object
     assert pod is not None  # parse_review guarantees an object on CREATE
     try:
@@ -361,7 +363,7 @@ def _pod_answer(review: Review, policy: Policy, endpoint: Endpoint) -> Answer:
             "reject", "rejected", verdict.code or "rejected", summary,
         )
     patch: list[dict[str, Any]] = []
-    if endpoint == "mutate" and decision.patched is not None:
+    if decision.patched is not None:
         # The policy fills metadata.namespace from the request before planning; diff
         # against the same so the patch never touches the namespace.
         patch = json_patch(_with_namespace(pod, review.namespace), decision.patched)
@@ -379,7 +381,8 @@ def _spec_unchanged(review: Review) -> bool:
     )
 
 
-def _workload_answer(review: Review, policy: Policy) -> Answer:
+def _object_answer(review: Review, policy: Policy) -> Answer:
+    """The verdict on every gang of the object (a pod: its own gang); no patch."""
     summary = _summary(review, "validate")
     obj = review.object
     assert obj is not None  # parse_review guarantees an object on CREATE/UPDATE
@@ -390,7 +393,7 @@ def _workload_answer(review: Review, policy: Policy) -> Answer:
         )
     except Exception as exc:  # answered per config; never a 500
         return _unreadable(review, summary, policy.config, exc)
-    summary["gangs"] = len(decisions)
+    summary["gangs"] = [f"{d.gang.namespace}/{d.gang.name}" for d in decisions]
     rejected = [d for d in decisions if not d.verdict.allowed]
     warnings = _warnings([w for d in decisions for w in d.verdict.warnings])
     if rejected:
@@ -411,7 +414,7 @@ def mutate(review: Review, policy: Policy) -> Answer:
     if review.namespace in policy.skip_namespaces:
         return _ignored(review, _summary(review, "mutate"))
     if review.is_pod and review.operation == "CREATE":
-        return _pod_answer(review, policy, "mutate")
+        return _pod_answer(review, policy)
     return _ignored(review, _summary(review, "mutate"))
 
 
@@ -421,7 +424,8 @@ def validate(review: Review, policy: Policy) -> Answer:
         return _ignored(review, _summary(review, "validate"))
     if review.is_pod:
         if review.operation == "CREATE":
-            return _pod_answer(review, policy, "validate")
+            # Only the verdict matters here: validate_object skips planning the mutation.
+            return _object_answer(review, policy)
         return _ignored(review, _summary(review, "validate"))
     obj = review.object
     deleting = isinstance(obj, Mapping) and bool(
@@ -434,7 +438,7 @@ def validate(review: Review, policy: Policy) -> Answer:
         or (review.operation == "UPDATE" and _spec_unchanged(review))
     ):
         return _ignored(review, _summary(review, "validate"))
-    return _workload_answer(review, policy)
+    return _object_answer(review, policy)
 
 
 def noop(review: Review) -> Answer:
