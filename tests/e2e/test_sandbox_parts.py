@@ -155,3 +155,21 @@ def test_sandbox_down_on_a_directory_without_a_sandbox_succeeds_and_keeps_other_
 
     assert done.returncode == 0, done.stderr
     assert keep.read_text() == "mine"
+
+
+@pytest.mark.parametrize("gates", ["GenericWorkload", "GenericWorkload=yes", "=true"])
+def test_sandbox_up_with_malformed_feature_gates_exits_2_naming_the_option_and_item(
+    tmp_path: Path, gates: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gangkeeper.webhook.cli", "sandbox", "up",
+         "--feature-gates", gates, "--dir", str(tmp_path / "sb")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+
+    assert done.returncode == 2
+    assert "--feature-gates" in done.stderr
+    assert repr(gates) in done.stderr
+    assert not (tmp_path / "sb").exists()

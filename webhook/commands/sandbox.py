@@ -37,6 +37,13 @@ def register(sub: Any) -> None:
     up.add_argument("--config", type=Path, default=None, help="gangkeeper config file")
     up.add_argument("--dir", type=Path, default=Path(".sandbox"), help="state dir (./.sandbox)")
     up.add_argument(
+        "--feature-gates",
+        default=None,
+        metavar="K=V,...",
+        help="Kubernetes feature gates for all components, replacing the default "
+        "GenericWorkload=true (which serves the native gang API); '' for none",
+    )
+    up.add_argument(
         "--timeout", type=float, default=180.0, help="seconds to wait for readiness (180)"
     )
     down = actions.add_parser("down", help="stop the sandbox and remove its state")
@@ -46,6 +53,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gangkeeper.webhook.sandbox import (
+        DEFAULT_FEATURE_GATES,
         DEFAULT_FLEET,
         BinariesMissing,
         Sandbox,
@@ -55,11 +63,22 @@ def run(args: argparse.Namespace) -> int:
     def log(message: str) -> None:
         print(f"sandbox: {message}", file=sys.stderr)
 
-    sandbox = Sandbox(args.dir, log=log)
     if args.action == "down":
+        sandbox = Sandbox(args.dir, log=log)
         sandbox.down()
         log(f"stopped; removed the state in {sandbox.directory}")
         return 0
+
+    try:
+        gates = (
+            DEFAULT_FEATURE_GATES
+            if args.feature_gates is None
+            else parse_feature_gates(args.feature_gates)
+        )
+    except ValueError as e:
+        print(f"gangkeeper sandbox up: --feature-gates: {e}", file=sys.stderr)
+        return 2
+    sandbox = Sandbox(args.dir, log=log, feature_gates=gates)
 
     for option, path in (("--fleet", args.fleet), ("--config", args.config)):
         if path is not None and not path.is_file():
@@ -86,3 +105,14 @@ def run(args: argparse.Namespace) -> int:
     # kubectl on PATH may be outside the one-minor version skew kubectl supports.
     print(f"export PATH={sandbox.binaries.kubectl.parent}:$PATH")
     return 0
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """`A=true,B=false` as the Kubernetes components take it."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or not name or value.lower() not in ("true", "false"):
+            raise ValueError(f"expected NAME=true|false, got {item!r}")
+        gates[name] = value.lower() == "true"
+    return gates

@@ -8,10 +8,11 @@ policy core is never imported from here except through the CLI it runs.
 
 from .binaries import BUILD_COMMAND, Binaries, BinariesMissing, find_binaries
 from .nodes import create_nodes, delete_nodes, gpu_node
-from .sandbox import DEFAULT_FLEET, Sandbox, SandboxError, SandboxInfo
+from .sandbox import DEFAULT_FEATURE_GATES, DEFAULT_FLEET, Sandbox, SandboxError, SandboxInfo
 
 __all__ = [
     "BUILD_COMMAND",
+    "DEFAULT_FEATURE_GATES",
     "DEFAULT_FLEET",
     "Binaries",
     "BinariesMissing",

@@ -21,7 +21,7 @@ from pytest_kubernetes.options import ClusterOptions
 from pytest_kubernetes.providers.base import AClusterManager
 
 from .binaries import find_binaries
-from .sandbox import DEFAULT_FLEET, Sandbox
+from .sandbox import DEFAULT_FEATURE_GATES, DEFAULT_FLEET, Sandbox
 
 PROVIDER_NAME = "sandbox"
 
@@ -42,7 +42,7 @@ class _SandboxKubectl(Kubectl):  # type: ignore[misc]
 class SandboxManager(AClusterManager):  # type: ignore[misc]
     """pytest-kubernetes cluster manager for `gangkeeper.webhook.sandbox.Sandbox`.
 
-    `create(directory=..., fleet=..., backend=..., config=...)` passes those through
+    `create(directory=, fleet=, backend=, config=, feature_gates=)` passes those through
     to `Sandbox.up`; without `directory` a fresh temporary one is used, without
     `fleet` the sample fleet (`fleet=None`: no nodes).
     """
@@ -62,7 +62,9 @@ class SandboxManager(AClusterManager):  # type: ignore[misc]
             prefix=f"gangkeeper-{self.cluster_name}-"
         )
         placeholder = cluster_options.kubeconfig_path
-        self.sandbox = Sandbox(Path(directory))
+        self.sandbox = Sandbox(
+            Path(directory), feature_gates=kwargs.get("feature_gates", DEFAULT_FEATURE_GATES)
+        )
         info = self.sandbox.up(
             fleet=kwargs.get("fleet", DEFAULT_FLEET),
             backend=kwargs.get("backend"),
