@@ -17,6 +17,8 @@ from typing import Any
 
 import jsonpatch
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config, load_config
@@ -435,3 +437,34 @@ def test_requests_in_never_matched_namespaces_are_allowed_untouched(namespace: s
     for answer in (admission.mutate(pod_review, pol), admission.validate(pod_review, pol),
                    admission.validate(job_review, pol)):
         assert answer.review["response"] == {"uid": GOOD["request"]["uid"], "allowed": True}
+
+
+# --- junk never escapes as an exception -----------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=4),
+    max_leaves=20,
+)
+POD_KEYS = st.sampled_from(["metadata", "spec", "apiVersion", "kind"])
+JUNK_POD = st.dictionaries(POD_KEYS, JSON, max_size=4).map(
+    lambda d: {"apiVersion": "v1", "kind": "Pod", **d}
+)
+JUNK_JOB = st.dictionaries(POD_KEYS, JSON, max_size=4).map(
+    lambda d: {"apiVersion": "batch/v1", "kind": "Job", **d}
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pod=JUNK_POD, workload=JUNK_JOB)
+def test_junk_objects_get_an_answer_never_an_exception(
+    pod: dict[str, Any], workload: dict[str, Any]
+) -> None:
+    pol = policy(job("train", 2, 1))
+    for data, kind in ((pod, ("", "v1", "Pod")), (workload, ("batch", "v1", "Job"))):
+        parsed = as_review(review(data, kind=kind))
+        for answer in (admission.mutate(parsed, pol), admission.validate(parsed, pol)):
+            json.dumps(answer.review)  # serialisable, as the app sends it
+            assert answer.review["response"]["uid"] == GOOD["request"]["uid"]
+            assert answer.outcome != "error", answer.exception
