@@ -468,3 +468,27 @@ def test_junk_objects_get_an_answer_never_an_exception(
             json.dumps(answer.review)  # serialisable, as the app sends it
             assert answer.review["response"]["uid"] == GOOD["request"]["uid"]
             assert answer.outcome != "error", answer.exception
+
+
+REQUEST_KEYS = st.sampled_from(["uid", "kind", "operation", "object", "namespace",
+                                "subResource", "oldObject", "dryRun", "name"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    raw=st.binary(max_size=64)
+    | JSON.map(lambda v: json.dumps(v).encode())
+    | st.dictionaries(REQUEST_KEYS, JSON, max_size=6).map(
+        lambda r: json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                              "request": r}).encode()
+    )
+)
+def test_any_body_is_either_refused_with_a_4xx_or_answered(raw: bytes) -> None:
+    try:
+        parsed = parse_review(raw)
+    except BadReview as bad:
+        assert 400 <= bad.status < 500 and bad.message
+        return
+    for answer in (admission.mutate(parsed, policy()), admission.validate(parsed, policy())):
+        assert answer.review["response"]["uid"] == parsed.uid
+        json.dumps(answer.review)
