@@ -1,12 +1,15 @@
-"""The sandbox's parts that need no control plane: PKI, processes, binaries, CLI errors.
+"""The sandbox's parts: PKI, processes, binaries, CLI errors, port collisions.
 
-These run everywhere (no binaries needed), so a broken certificate or a process
-that `down` cannot find is caught before the slow end-to-end run.
+All but the last run everywhere (no binaries needed), so a broken certificate or a
+process that `down` cannot find is caught before the slow end-to-end run; the port
+collision test starts a bare control plane (no gangkeeper, no nodes).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
+import socket
 import subprocess
 import sys
 import time
@@ -16,7 +19,14 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from gangkeeper.webhook.sandbox import BUILD_COMMAND, BinariesMissing, find_binaries, gpu_node
+from gangkeeper.webhook.sandbox import (
+    BUILD_COMMAND,
+    BinariesMissing,
+    Sandbox,
+    find_binaries,
+    gpu_node,
+)
+from gangkeeper.webhook.sandbox import sandbox as sandbox_module
 from gangkeeper.webhook.sandbox.pki import create_pki
 from gangkeeper.webhook.sandbox.processes import Processes
 
@@ -173,3 +183,40 @@ def test_sandbox_up_with_malformed_feature_gates_exits_2_naming_the_option_and_i
     assert "--feature-gates" in done.stderr
     assert repr(gates) in done.stderr
     assert not (tmp_path / "sb").exists()
+
+
+@pytest.mark.e2e
+def test_a_port_taken_between_probe_and_bind_is_retried_with_new_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    try:
+        find_binaries()
+    except BinariesMissing as e:
+        if os.environ.get("GANGKEEPER_E2E", "").lower() == "require":
+            pytest.fail(f"GANGKEEPER_E2E=require: {e}")
+        pytest.skip(str(e))
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen()
+    taken = blocker.getsockname()[1]
+    attempts: list[object] = []
+
+    class FirstAttemptCollides(sandbox_module._Ports):
+        # What losing the race looks like: the probed port is someone else's by now.
+        def __init__(self) -> None:
+            super().__init__()
+            if not attempts:
+                self.apiserver = taken
+            attempts.append(self)
+
+    monkeypatch.setattr(sandbox_module, "_Ports", FirstAttemptCollides)
+    sandbox = Sandbox(tmp_path / "sb")
+    try:
+        info = sandbox.up(fleet=None, gangkeeper=False)
+
+        assert len(attempts) == 2
+        assert info.server != f"https://127.0.0.1:{taken}"
+        assert sandbox.kubectl("get", "--raw", "/readyz").stdout == "ok"
+    finally:
+        sandbox.down()
+        blocker.close()
