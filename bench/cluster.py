@@ -190,9 +190,13 @@ class BenchCluster:
 
     def clear_pods(self, namespace: str, timeout: float = 120.0) -> None:
         """Delete every pod of the namespace at once (grace 0: no kubelet) and wait."""
-        self.core.delete_collection_namespaced_pod(
-            namespace, grace_period_seconds=0, _preload_content=False
+        # Through the raw client, which reads the whole answer: an unread streamed
+        # response is dropped, and the API server then aborts the collection delete.
+        status, body = self.raw.request(
+            "DELETE", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0"
         )
+        if status != 200:
+            raise RuntimeError(f"deleting pods of {namespace}: HTTP {status} {body[:300]!r}")
         wait_for(
             lambda: not self.core.list_namespaced_pod(namespace, limit=1).items,
             timeout,

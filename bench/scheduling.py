@@ -25,14 +25,16 @@ nodes and pods (all labelled `bench.gangkeeper.io/...`).
 from __future__ import annotations
 
 import heapq
+import json
 import math
 import random
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from bench.cluster import BenchCluster
@@ -353,6 +355,12 @@ def summary_rows(results: dict[Mode, Outcome | str]) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------ live driver
 
 
+class RawRequests(Protocol):
+    """What the driver needs for writes: `bench.cluster.RawApi.request`."""
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]: ...
+
+
 def job_pods(job: TraceJob, *, run_id: str, fleet: str) -> list[dict[str, Any]]:
     """The bare pods of one job, carrying gangkeeper's explicit gang annotations.
 
@@ -405,16 +413,18 @@ class Replay:
     def __init__(
         self,
         core: Any,
+        raw: RawRequests,
         namespace: str,
         jobs: Sequence[TraceJob],
         *,
         run_id: str,
         fleet: str,
         horizon: float,
-        frozen_after: float = 10.0,
+        frozen_after: float = 15.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.core = core
+        self.raw = raw
         self.namespace = namespace
         self.jobs = list(jobs)
         self.run_id = run_id
@@ -424,6 +434,7 @@ class Replay:
         self.clock = clock
         self.events: list[Event] = []
         self.errors: list[str] = []
+        self.retries = 0
         self.frozen_at: float | None = None
         self._by_name = {j.name: j for j in self.jobs}
         self._lock = threading.Lock()
@@ -434,6 +445,14 @@ class Replay:
         self._stop = threading.Event()
         self._t0 = 0.0
         self._last_change = 0.0
+
+    def _partial_held(self) -> int:
+        """GPUs bound to gangs that have not started (caller holds the lock)."""
+        return sum(
+            len(pods) * self._by_name[name].gpus_per_member
+            for name, pods in self._bound.items()
+            if name not in self._running and name not in self._finished
+        )
 
     def _now(self) -> float:
         return self.clock() - self._t0
@@ -490,31 +509,49 @@ class Replay:
             finally:
                 w.stop()  # type: ignore[no-untyped-call]
 
+    def _call(self, what: str, method: str, path: str, body: bytes | None = None) -> None:
+        """One API call, retried like a controller would on a transient failure.
+
+        A create answered 409 on a retry means the first attempt did land. Anything
+        still failing is recorded (a rejected pod is a result, not a crash).
+        """
+        for attempt in range(4):
+            try:
+                status, answer = self.raw.request(method, path, body)
+            except OSError as exc:
+                status, answer = 0, str(exc).encode()
+            if 200 <= status < 300 or (status == 409 and attempt > 0):
+                return
+            if status not in (0, 429, 500, 502, 503, 504):
+                break
+            self.retries += 1
+            time.sleep(0.2 * (attempt + 1))
+        text = " ".join(answer.decode(errors="replace").split())[:300]
+        self.errors.append(f"{what}: HTTP {status} {text}")
+
     def _create(self, pod: dict[str, Any]) -> None:
-        try:
-            self.core.create_namespaced_pod(self.namespace, pod, _preload_content=False)
-        except Exception as exc:  # recorded: a rejected pod is a result, not a crash
-            self.errors.append(f"create {pod['metadata']['name']}: {_short(exc)}")
+        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        self._call(f"create {pod['metadata']['name']}", "POST", path, json.dumps(pod).encode())
 
     def _teardown(self, name: str) -> None:
-        try:
-            self.core.delete_collection_namespaced_pod(
-                self.namespace,
-                label_selector=f"{RUN_LABEL}={self.run_id},{JOB_LABEL}={name}",
-                grace_period_seconds=0,
-                _preload_content=False,
-            )
-        except Exception as exc:
-            self.errors.append(f"delete {name}: {_short(exc)}")
+        selector = urllib.parse.quote(f"{RUN_LABEL}={self.run_id},{JOB_LABEL}={name}")
+        path = (
+            f"/api/v1/namespaces/{self.namespace}/pods"
+            f"?labelSelector={selector}&gracePeriodSeconds=0"
+        )
+        self._call(f"delete {name}", "DELETE", path)
 
     def run(self) -> list[Event]:
         """Replay until every job finished, the horizon passed, or the state froze.
 
-        Frozen = every job has arrived, none is running, and nothing changed for
-        `frozen_after` seconds: no pod can be freed any more, so nothing can bind
-        either (the scheduler already failed every pending pod against this exact
-        capacity). The rest of the horizon would only repeat the same state, and
-        `outcome()` extends the held GPUs to the horizon.
+        Frozen = hold-and-wait with no way out: every job has arrived, none is
+        running (so no pod will ever be deleted and no GPU freed), some GPUs are held
+        by partial gangs, and nothing changed for `frozen_after` seconds (longer than
+        the scheduler's 10 s maximum backoff, so every pending pod was retried against
+        this exact capacity). The rest of the horizon would only repeat the same state,
+        and `outcome()` extends the held GPUs to the horizon. A mode where nothing is
+        held (gangs waiting whole, e.g. in the scheduler's Permit stage) can still move,
+        so it runs on to the horizon.
         """
         pending = sorted(self.jobs, key=lambda j: j.arrival)
         watcher = threading.Thread(target=self._watch, name="bench-watch", daemon=True)
@@ -549,6 +586,7 @@ class Replay:
                     frozen = (
                         not pending
                         and not self._running
+                        and self._partial_held() > 0
                         and now - self._last_change >= self.frozen_after
                     )
                 if done or now >= self.horizon:
@@ -561,15 +599,6 @@ class Replay:
         watcher.join(timeout=5)
         with self._lock:
             return list(self.events)
-
-
-def _short(exc: BaseException) -> str:
-    """An API error's reason and message on one line, not the whole HTTP dump."""
-    body = getattr(exc, "body", None)
-    if body:
-        text = body.decode() if isinstance(body, bytes) else str(body)
-        return " ".join(text.split())[:300]
-    return " ".join(str(exc).split())[:300]
 
 
 # ------------------------------------------------------------------------ entry point
@@ -629,6 +658,7 @@ def _run_modes(quick: bool, cluster: BenchCluster) -> list[dict[str, Any]]:
         cluster.wait_nodes_free(nodes)
         replay = Replay(
             cluster.core,
+            cluster.raw,
             namespace,
             jobs,
             run_id=f"{mode}-{int(time.time())}",
@@ -646,6 +676,8 @@ def _run_modes(quick: bool, cluster: BenchCluster) -> list[dict[str, Any]]:
         extra = []
         if replay.frozen_at is not None:
             extra.append(f"frozen at t={replay.frozen_at:.1f}s (held GPUs extended to horizon)")
+        if replay.retries:
+            extra.append(f"{replay.retries} API calls retried")
         if replay.errors:
             extra.append(f"{len(replay.errors)} API errors, first: {replay.errors[0]}")
         notes[mode] = "; ".join(extra)
