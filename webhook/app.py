@@ -93,12 +93,16 @@ class Server:
 # --- providers (overridable dependencies) ---------------------------------------------
 
 
-def get_server(request: Request) -> Server:
+# The providers are `async def` although they never wait: FastAPI runs a plain `def`
+# dependency in a worker thread, and that hop cost more than the whole no-op answer.
+
+
+async def get_server(request: Request) -> Server:
     server: Server = request.app.state.server
     return server
 
 
-def get_policy(server: Annotated[Server, Depends(get_server)]) -> admission.Policy:
+async def get_policy(server: Annotated[Server, Depends(get_server)]) -> admission.Policy:
     view = server.view
     return admission.Policy(
         capacity=view.capacity, lookup=view.lookup, config=server.config,

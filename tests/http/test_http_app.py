@@ -89,9 +89,11 @@ def test_the_policy_provider_can_be_overridden(tls: ReloadingTLS) -> None:
     config = Config(on_unreadable="reject")
     server = Server(config=config, view=StaticClusterView([], config), tls=tls)
     app = create_app(server)
-    app.dependency_overrides[get_policy] = lambda: admission.Policy(
-        capacity=Capacity(config), lookup=deny_everything, config=config
-    )
+
+    async def failing_policy() -> admission.Policy:
+        return admission.Policy(capacity=Capacity(config), lookup=deny_everything, config=config)
+
+    app.dependency_overrides[get_policy] = failing_policy
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "u",
              "controller": True}
     pod = {**POD, "metadata": {**POD["metadata"], "ownerReferences": [owner]}}
