@@ -14,14 +14,13 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-import yaml
-
 from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config, load_config
+from gangkeeper.policies.config import Config
 from gangkeeper.policies.decision import validate_object
 from gangkeeper.policies.errors import InvalidConfig, InvalidObject
 from gangkeeper.policies.model import KubeObject, OwnerLookup
 
+from ..config_file import ConfigFileError, load_config_file
 from ..manifests_io import Document, ManifestError, load_all, load_nodes, object_key
 
 EXIT_ADMITTED, EXIT_REJECTED, EXIT_BAD_INPUT = 0, 1, 2
@@ -78,20 +77,6 @@ def _owner_lookup(docs: list[Document]) -> OwnerLookup:
         return index.get((api_version, kind, namespace, name))
 
     return lookup
-
-
-def _load_config(path: str | None) -> Config:
-    if path is None:
-        return load_config(None)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            raw = yaml.safe_load(fh)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ManifestError(f"{path}: cannot read config: {exc}") from exc
-    try:
-        return load_config(raw)
-    except InvalidConfig as exc:
-        raise ManifestError(f"{path}: {exc}") from exc
 
 
 def _capacity_from_cluster(kubeconfig: str, config: Config) -> Capacity:
@@ -184,14 +169,14 @@ def _print_text(records: list[dict[str, Any]], out: TextIO) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        config = _load_config(args.config)
+        config = load_config_file(args.config)
         docs = load_all(args.files)
         if args.nodes is not None:
             capacity = Capacity.from_nodes(load_nodes(args.nodes), config)
         else:
             capacity = _capacity_from_cluster(args.kubeconfig, config)
         records = _records(docs, capacity, config)
-    except (ManifestError, InvalidObject, InvalidConfig) as exc:
+    except (ManifestError, ConfigFileError, InvalidObject, InvalidConfig) as exc:
         print(f"gangkeeper check: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.output == "json":

@@ -42,19 +42,18 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..config_file import ConfigFileError, load_config_file
     from ..controller.rest import ApiError, Rest
     from ..controller.status import gang_status, render_json, render_text
     from ..kube import KubeconfigError, api_client
-    from ..manifests_io import ManifestError
-    from .check import _load_config
 
     try:
-        config = _load_config(args.config)
+        config = load_config_file(args.config)
         rest = Rest(api_client(args.kubeconfig))
         live = [("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")]
         pods = rest.list_all("/api/v1/pods", live).get("items") or []
         nodes = rest.list_all("/api/v1/nodes").get("items") or []
-    except (ManifestError, KubeconfigError) as exc:
+    except (ConfigFileError, KubeconfigError) as exc:
         print(f"gangkeeper status: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ApiError as exc:
