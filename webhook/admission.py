@@ -29,8 +29,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-import jsonpatch
-
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.decision import decide_pod, validate_object
@@ -243,38 +241,46 @@ def _response(
     return {"apiVersion": review.api_version, "kind": KIND, "response": response}
 
 
-_MISSING = object()
+def _pointer(parent: str, key: str) -> str:
+    # RFC 6901: "~" and "/" inside a key become "~0" and "~1" (in that order).
+    return f"{parent}/{key.replace('~', '~0').replace('/', '~1')}"
 
 
-def _changed_parts(original: Any, patched: Any, depth: int) -> tuple[Any, Any]:
-    """The sub-documents of both that differ, down to `depth` levels, at the same paths.
-
-    Diffing only these gives the same operations as diffing the whole objects (every
-    path is kept) while skipping the containers, volumes and the rest a gang mutation
-    never touches: jsonpatch walks documents in Python, the `==` here is C.
-    """
-    if depth == 0 or not isinstance(original, dict) or not isinstance(patched, dict):
-        return original, patched
-    old_part: dict[str, Any] = {}
-    new_part: dict[str, Any] = {}
-    for key in original.keys() | patched.keys():
-        old = original.get(key, _MISSING)
-        new = patched.get(key, _MISSING)
-        if old == new:
+def _diff(old: Mapping[str, Any], new: Mapping[str, Any], path: str,
+          ops: list[dict[str, Any]]) -> None:
+    for key, value in new.items():
+        where = _pointer(path, key)
+        if key not in old:
+            ops.append({"op": "add", "path": where, "value": value})
             continue
-        if old is _MISSING:
-            new_part[key] = new
-        elif new is _MISSING:
-            old_part[key] = old
+        before = old[key]
+        if before == value:
+            continue
+        if isinstance(before, Mapping) and isinstance(value, Mapping):
+            _diff(before, value, where, ops)
+        elif (isinstance(before, list) and isinstance(value, list)
+              and value[: len(before)] == before):
+            # Appended items (a scheduling gate) are added one by one, so entries
+            # another webhook put there are never rewritten.
+            ops.extend({"op": "add", "path": f"{where}/{i}", "value": value[i]}
+                       for i in range(len(before), len(value)))
         else:
-            old_part[key], new_part[key] = _changed_parts(old, new, depth - 1)
-    return old_part, new_part
+            ops.append({"op": "replace", "path": where, "value": value})
+    # Removals name map keys only, so no earlier operation's path shifts.
+    ops.extend({"op": "remove", "path": _pointer(path, key)} for key in old if key not in new)
 
 
 def json_patch(original: Mapping[str, Any], patched: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """RFC 6902 operations turning `original` into `patched` (RFC 6901 escaped paths)."""
-    old_part, new_part = _changed_parts(dict(original), dict(patched), depth=16)
-    ops: list[dict[str, Any]] = jsonpatch.make_patch(old_part, new_part).patch
+    """RFC 6902 operations turning `original` into `patched` (RFC 6901 escaped paths).
+
+    A structural diff: maps are compared key by key (an absent map is added whole),
+    lists that only grew get one `add` per new item, anything else is replaced. This
+    was first `jsonpatch.make_patch`, which gives equivalent operations but walks them
+    in Python object by object and was a quarter of /mutate's time; the tests apply
+    every patch with jsonpatch and compare the result with the planned pod.
+    """
+    ops: list[dict[str, Any]] = []
+    _diff(original, patched, "", ops)
     return ops
 
 
