@@ -267,7 +267,9 @@ def _run(args: argparse.Namespace) -> int:
             services.append(controller)
             if callable(getattr(controller, "metrics", None)):
                 metrics.add_collector(_controller_collector(controller))
-    tls = None if args.controller_only else _build_tls(args, api, services)
+    # --controller-only serves /healthz and /metrics over the same TLS, so probes and
+    # scrapers need no second configuration.
+    tls = _build_tls(args, api, services)
     server = Server(
         config=config,
         view=view,
