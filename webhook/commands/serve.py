@@ -18,9 +18,10 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from ..config_file import ConfigFileError, load_config_file
 
 REPO_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEFAULT_NODES = REPO_EXAMPLES / "fleet.yaml"
@@ -40,63 +41,57 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--config", metavar="FILE", help="gangkeeper config (YAML)")
     parser.add_argument(
-        "--nodes", metavar="FILE",
+        "--nodes",
+        metavar="FILE",
         help=f"fleet of Node objects when there is no cluster (default: {DEFAULT_NODES})",
     )
     parser.add_argument(
-        "--owners", metavar="FILE", action="append", default=[],
+        "--owners",
+        metavar="FILE",
+        action="append",
+        default=[],
         help="workload manifests the no-cluster mode answers owner lookups from (repeatable)",
     )
     parser.add_argument("--kubeconfig", metavar="PATH", help="talk to this cluster")
     parser.add_argument("--host", help="listen address (default 127.0.0.1; 0.0.0.0 in a pod)")
     parser.add_argument("--port", type=int, default=8443, help="listen port (default 8443)")
     parser.add_argument(
-        "--cert-dir", metavar="DIR", default="./certs",
+        "--cert-dir",
+        metavar="DIR",
+        default="./certs",
         help="tls.crt/tls.key (and ca.crt) live here; reloaded when they change",
     )
     parser.add_argument(
-        "--cert-mode", choices=("auto", "files", "self-managed", "cert-manager"), default="auto",
+        "--cert-mode",
+        choices=("auto", "files", "self-managed", "cert-manager"),
+        default="auto",
         help="auto: self-managed in a pod, else issue local files; cert-manager: only read "
         "the mounted files",
     )
     parser.add_argument(
-        "--namespace", default=os.environ.get("POD_NAMESPACE", DEFAULT_NAMESPACE),
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE", DEFAULT_NAMESPACE),
         help="gangkeeper's own namespace (controller Lease, certificate Secret)",
     )
     parser.add_argument("--service", default="gangkeeper", help="gangkeeper's Service name")
-    parser.add_argument("--log-level", default="info",
-                        choices=("debug", "info", "warning", "error"))
+    parser.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+    )
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--no-controller", action="store_true",
-                       help="do not run the gang controller")
-    group.add_argument("--controller-only", action="store_true",
-                       help="run only the gang controller (with /healthz and /metrics)")
+    group.add_argument(
+        "--no-controller", action="store_true", help="do not run the gang controller"
+    )
+    group.add_argument(
+        "--controller-only",
+        action="store_true",
+        help="run only the gang controller (with /healthz and /metrics)",
+    )
     parser.add_argument("--enable-noop", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
 
 
 class UsageError(Exception):
     """A bad flag or file; printed without a traceback, exit code 2."""
-
-
-def _load_config(path: str | None) -> Any:
-    import yaml
-
-    from gangkeeper.policies.config import load_config
-    from gangkeeper.policies.errors import InvalidConfig
-
-    if not path:
-        return load_config(None)
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise UsageError(f"--config {path}: {exc}") from exc
-    if raw is not None and not isinstance(raw, Mapping):
-        raise UsageError(f"--config {path}: expected a mapping, got {type(raw).__name__}")
-    try:
-        return load_config(raw)
-    except InvalidConfig as exc:
-        raise UsageError(f"--config {path}: {exc}") from exc
 
 
 class _Periodic:
@@ -144,8 +139,9 @@ def _controller_service(api: Any, config: Any, namespace: str) -> Any | None:
     try:
         from gangkeeper.webhook.controller import GangController
     except ImportError as exc:
-        log.warning("gang controller not available; serving admission only",
-                    extra={"error": str(exc)})
+        log.warning(
+            "gang controller not available; serving admission only", extra={"error": str(exc)}
+        )
         return None
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
     return GangController(api, config, namespace=namespace, identity=identity)
@@ -230,8 +226,11 @@ def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
                 "self-managed certificates need a cluster and gangkeeper.certs.SelfManagedCerts"
             )
         manager = managed(
-            api, namespace=args.namespace, secret_name=f"{args.service}-tls",
-            service_name=args.service, webhook_names=list(WEBHOOK_CONFIGURATIONS),
+            api,
+            namespace=args.namespace,
+            secret_name=f"{args.service}-tls",
+            service_name=args.service,
+            webhook_names=list(WEBHOOK_CONFIGURATIONS),
             cert_dir=cert_dir,
         )
         manager.reconcile()
@@ -253,7 +252,10 @@ def _run(args: argparse.Namespace) -> int:
     from ..metrics import Metrics
 
     log_config = logs.configure(args.log_level)
-    config = _load_config(args.config)
+    try:
+        config = load_config_file(args.config)
+    except ConfigFileError as exc:
+        raise UsageError(f"--config {exc}") from exc
     try:
         api = serve_client(args.kubeconfig)
     except KubeconfigError as exc:
@@ -289,6 +291,10 @@ def _run(args: argparse.Namespace) -> int:
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,
+        # The API server's webhook client keeps idle connections for up to 90 s and
+        # does not retry a POST whose reused connection the server just closed (seen
+        # as "EOF" on pod create). Outlive its idle timeout so we never close first.
+        timeout_keep_alive=120,
         ssl_context_factory=(lambda _cfg, _default: tls.server_context) if tls else None,
     )
     uvicorn.Server(uv_config).run()
