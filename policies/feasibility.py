@@ -29,15 +29,20 @@ of `min_member` fittable members fit the total GPUs.
 bound pods, cordons and every taint in force): True unless proven impossible now.
 When no GPU node and no pool is known, the gang is admitted with a warning.
 
-Pure: works on `Gang` and `Capacity`; no I/O.
+Pure: works on `Gang` and `Capacity`; no I/O. `check_gang` remembers recent answers
+in memory per capacity version (see `_Verdicts`).
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from itertools import combinations, pairwise
+from typing import Any
 
 from .capacity import Bin, Capacity
 from .model import Gang, Placement, Verdict
@@ -485,8 +490,59 @@ def _wait_warning(gang: Gang, capacity: Capacity, problem: _Problem | None) -> s
     return _short(f"gang {name} fits the cluster but not the GPUs free now; it will wait")
 
 
-def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
-    """Admit unless the gang is proven unable to run even on the empty cluster."""
+class _Verdicts:
+    """Answers for recent gangs, per capacity and view, while the view is unchanged.
+
+    Every pod of a gang asks about the same `Gang` object (the recognisers remember
+    an owner's gangs), and nothing the answer depends on changes until the capacity
+    does: the "ever" view changes with nodes and pools only, the "free" view also
+    with bound pods (`Capacity._version_of`, bumped on every update). An entry is
+    used only for that very gang object (kept alive by the entry, and frozen), so an
+    equal-looking gang built afresh is simply computed again. Capacities are held
+    weakly; each keeps at most `size` gangs per view, only for its current version.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._by_capacity: weakref.WeakKeyDictionary[
+            Capacity, dict[str, tuple[tuple[int, int], OrderedDict[int, tuple[Gang, Any]]]]
+        ] = weakref.WeakKeyDictionary()
+
+    def get(self, capacity: Capacity, view: str, version: tuple[int, int], gang: Gang) -> Any:
+        """The remembered answer, or _MISSING."""
+        with self._lock:
+            views = self._by_capacity.get(capacity)
+            entry = views.get(view) if views is not None else None
+            if entry is None or entry[0] != version:
+                return _MISSING
+            hit = entry[1].get(id(gang))
+            if hit is None or hit[0] is not gang:
+                return _MISSING
+            entry[1].move_to_end(id(gang))
+            return hit[1]
+
+    def put(
+        self, capacity: Capacity, view: str, version: tuple[int, int], gang: Gang, answer: Any
+    ) -> None:
+        with self._lock:
+            views = self._by_capacity.setdefault(capacity, {})
+            entry = views.get(view)
+            if entry is None or entry[0] != version:
+                # Versions only grow: answers for an older one are never asked again.
+                entry = views[view] = (version, OrderedDict())
+            entry[1][id(gang)] = (gang, answer)
+            entry[1].move_to_end(id(gang))
+            while len(entry[1]) > self._size:
+                entry[1].popitem(last=False)
+
+
+_MISSING: Any = object()
+_VERDICTS = _Verdicts(1024)
+
+
+def _check_ever(gang: Gang, capacity: Capacity) -> Verdict | None:
+    """The verdict decided on the "ever" view alone; None when the free view decides."""
     roles = _gpu_roles(gang, capacity)
     if not roles[0]:
         return Verdict(allowed=True)
@@ -507,10 +563,37 @@ def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
         # The search ran out on the empty cluster; a second search on free capacity
         # would double the time for a warning only.
         return Verdict(allowed=True)
-    now, free_problem = _evaluate(gang, roles, capacity, "free")
+    return None
+
+
+def _check_free(gang: Gang, capacity: Capacity) -> Verdict:
+    """The verdict of a gang that fits the empty cluster: a warning if not now."""
+    now, free_problem = _evaluate(gang, _gpu_roles(gang, capacity), capacity, "free")
     if now.outcome is Outcome.IMPOSSIBLE:
         return Verdict(allowed=True, warnings=(_wait_warning(gang, capacity, free_problem),))
     return Verdict(allowed=True)
+
+
+def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
+    """Admit unless the gang is proven unable to run even on the empty cluster.
+
+    Answers are remembered per gang object and capacity version (`_Verdicts`); the
+    versions are read before computing, so an update racing with the computation
+    only makes the remembered answer unreachable, never stale.
+    """
+    ever_version = capacity._version_of("ever")
+    ever = _VERDICTS.get(capacity, "ever", ever_version, gang)
+    if ever is _MISSING:
+        ever = _check_ever(gang, capacity)
+        _VERDICTS.put(capacity, "ever", ever_version, gang, ever)
+    if ever is not None:
+        return ever  # type: ignore[no-any-return]
+    free_version = capacity._version_of("free")
+    free = _VERDICTS.get(capacity, "free", free_version, gang)
+    if free is _MISSING:
+        free = _check_free(gang, capacity)
+        _VERDICTS.put(capacity, "free", free_version, gang, free)
+    return free  # type: ignore[no-any-return]
 
 
 def fits_now(gang: Gang, capacity: Capacity) -> bool:
