@@ -541,9 +541,10 @@ _MISSING: Any = object()
 _VERDICTS = _Verdicts(1024)
 
 
-def _check_ever(gang: Gang, capacity: Capacity) -> Verdict | None:
+def _check_ever(
+    gang: Gang, capacity: Capacity, roles: tuple[list[_Item], int]
+) -> Verdict | None:
     """The verdict decided on the "ever" view alone; None when the free view decides."""
-    roles = _gpu_roles(gang, capacity)
     if not roles[0]:
         return Verdict(allowed=True)
     if capacity.unknown:
@@ -566,9 +567,9 @@ def _check_ever(gang: Gang, capacity: Capacity) -> Verdict | None:
     return None
 
 
-def _check_free(gang: Gang, capacity: Capacity) -> Verdict:
+def _check_free(gang: Gang, capacity: Capacity, roles: tuple[list[_Item], int]) -> Verdict:
     """The verdict of a gang that fits the empty cluster: a warning if not now."""
-    now, free_problem = _evaluate(gang, _gpu_roles(gang, capacity), capacity, "free")
+    now, free_problem = _evaluate(gang, roles, capacity, "free")
     if now.outcome is Outcome.IMPOSSIBLE:
         return Verdict(allowed=True, warnings=(_wait_warning(gang, capacity, free_problem),))
     return Verdict(allowed=True)
@@ -583,15 +584,17 @@ def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
     """
     ever_version = capacity._version_of("ever")
     ever = _VERDICTS.get(capacity, "ever", ever_version, gang)
+    roles: tuple[list[_Item], int] | None = None
     if ever is _MISSING:
-        ever = _check_ever(gang, capacity)
+        roles = _gpu_roles(gang, capacity)
+        ever = _check_ever(gang, capacity, roles)
         _VERDICTS.put(capacity, "ever", ever_version, gang, ever)
     if ever is not None:
         return ever  # type: ignore[no-any-return]
     free_version = capacity._version_of("free")
     free = _VERDICTS.get(capacity, "free", free_version, gang)
     if free is _MISSING:
-        free = _check_free(gang, capacity)
+        free = _check_free(gang, capacity, roles or _gpu_roles(gang, capacity))
         _VERDICTS.put(capacity, "free", free_version, gang, free)
     return free  # type: ignore[no-any-return]
 
