@@ -30,10 +30,11 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 from .config import Config
-from .model import Backend, KubeObject, PodMembership
+from .model import Backend, KubeObject, PodMembership, Source
 
 GANG_LABEL = "gangkeeper.io/gang"
 ROLE_LABEL = "gangkeeper.io/role"
@@ -73,6 +74,11 @@ _PREFIX_KEYS: tuple[tuple[str, str, str], ...] = tuple(
     (where, key, system) for system, where, key in FOREIGN_KEYS if key.endswith("/")
 )
 
+_PREFIXES_OF: dict[str, tuple[str, ...]] = {
+    where: tuple(key for w, key, _ in _PREFIX_KEYS if w == where)
+    for where in ("label", "annotation")
+}
+
 _MAX_LABEL = 63
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 _DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -89,6 +95,9 @@ def _shortened(name: str, invalid: str, ends: str) -> str:
     return f"{prefix}-{digest}" if prefix else digest
 
 
+# Gang and role names repeat for every pod of a gang; the regex checks and hashing
+# are pure functions of the name, so recent answers are remembered (bounded).
+@lru_cache(maxsize=4096)
 def label_value(name: str) -> str:
     """`name` if it is a valid label value, else a stable shortened form that is."""
     if len(name) <= _MAX_LABEL and _LABEL_VALUE.fullmatch(name):
@@ -96,6 +105,7 @@ def label_value(name: str) -> str:
     return _shortened(name, r"[^-A-Za-z0-9_.]", "A-Za-z0-9")
 
 
+@lru_cache(maxsize=4096)
 def group_name(name: str) -> str:
     """The gang's label value and PodGroup name: a valid label value that is also a
     lowercase DNS subdomain (as PodGroup names must be), shortened with a stable hash
@@ -207,7 +217,8 @@ def foreign_keys(
     ):
         for key, value in _str_map(raw).items():
             system = _EXACT_KEYS.get((where, key))
-            if system is None:
+            # startswith(tuple) is one C call; most keys match no prefix at all.
+            if system is None and key.startswith(_PREFIXES_OF[where]):
                 system = next(
                     (sy for w, prefix, sy in _PREFIX_KEYS if w == where and key.startswith(prefix)),
                     None,
@@ -228,7 +239,12 @@ def foreign_keys(
 
 
 def _owner_json(membership: PodMembership) -> str:
-    source = membership.gang.source
+    return _source_json(membership.gang.source)
+
+
+@lru_cache(maxsize=4096)
+def _source_json(source: Source) -> str:
+    """The owner annotation's JSON; the same for every pod of a gang, so remembered."""
     return json.dumps(
         {
             "apiVersion": source.api_version,
