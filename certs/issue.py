@@ -117,45 +117,86 @@ def needs_renewal(cert: x509.Certificate, now: datetime) -> bool:
     return end - now < (end - start) * RENEW_FRACTION
 
 
-def issue_ca(now: datetime) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = _new_key()
-    # The serial's low bits make two CAs issued in the same second distinguishable
-    # in the subject, which keeps old and new CA apart in a bundle and in logs.
-    serial = x509.random_serial_number()
-    name = x509.Name(
-        [
-            x509.NameAttribute(NameOID.COMMON_NAME, CA_COMMON_NAME),
-            x509.NameAttribute(NameOID.SERIAL_NUMBER, format(serial % 2**32, "08x")),
-        ]
+def _key_usage(*, ca: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        encipher_only=False,
+        decipher_only=False,
     )
-    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
-    cert = (
+
+
+def build_ca(
+    name: x509.Name, key: ec.EllipticCurvePrivateKey, now: datetime, lifetime: timedelta
+) -> x509.Certificate:
+    """A self-signed CA certificate that may sign leaf certificates only (path length 0)."""
+    return (
         x509.CertificateBuilder()
         .subject_name(name)
         .issuer_name(name)
         .public_key(key.public_key())
-        .serial_number(serial)
+        .serial_number(x509.random_serial_number())
         .not_valid_before(now - BACKDATE)
-        .not_valid_after(now + CA_LIFETIME)
+        .not_valid_after(now + lifetime)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(ski, critical=False)
+        .add_extension(_key_usage(ca=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
-    return cert, key
+
+
+def build_leaf(
+    issuer: x509.Certificate,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    subject: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    *,
+    now: datetime,
+    lifetime: timedelta,
+    usage: x509.ObjectIdentifier,
+    sans: Sequence[x509.GeneralName] = (),
+) -> x509.Certificate:
+    """A server or client certificate signed by `issuer`, never outliving it."""
+    # Never outlive the issuer: a client would reject the chain at the CA's expiry anyway.
+    not_after = min(now + lifetime, issuer.not_valid_after_utc)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - BACKDATE)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(ca=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
+            critical=False,
+        )
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(list(sans)), critical=False)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def issue_ca(now: datetime) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = _new_key()
+    # A random tag in the subject makes two CAs issued in the same second
+    # distinguishable, which keeps old and new CA apart in a bundle and in logs.
+    tag = format(x509.random_serial_number() % 2**32, "08x")
+    name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, CA_COMMON_NAME),
+            x509.NameAttribute(NameOID.SERIAL_NUMBER, tag),
+        ]
+    )
+    return build_ca(name, key, now, CA_LIFETIME), key
 
 
 def _san_entries(dns_names: Sequence[str], ip_addresses: Sequence[str]) -> list[x509.GeneralName]:
@@ -184,38 +225,16 @@ def issue_serving(
     sans = _san_entries(dns_names, ip_addresses)
     key = _new_key()
     common_name = dns_names[0] if dns_names else ip_addresses[0]
-    # Never outlive the issuer: a client would reject the chain at the CA's expiry anyway.
-    not_after = min(now + SERVING_LIFETIME, ca_cert.not_valid_after_utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64])]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - BACKDATE)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64])])
+    cert = build_leaf(
+        ca_cert,
+        ca_key,
+        subject,
+        key,
+        now=now,
+        lifetime=SERVING_LIFETIME,
+        usage=ExtendedKeyUsageOID.SERVER_AUTH,
+        sans=sans,
     )
     return cert, key
 

@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from gangkeeper.certs.issue import build_ca, build_leaf
 
 #: Long enough for any sandbox session; the sandbox is torn down, not renewed.
 VALIDITY = dt.timedelta(days=365)
@@ -70,51 +72,6 @@ def _name(common_name: str, organizations: Sequence[str] = ()) -> x509.Name:
     return x509.Name(attrs)
 
 
-def _issue(
-    ca_key: ec.EllipticCurvePrivateKey,
-    ca_name: x509.Name,
-    subject: x509.Name,
-    key: ec.EllipticCurvePrivateKey,
-    *,
-    server: bool,
-    dns_names: Sequence[str] = (),
-    ip_addresses: Sequence[str] = (),
-) -> x509.Certificate:
-    now = dt.datetime.now(dt.UTC)
-    usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        # Backdated a little so a clock step right after `up` cannot make it "not yet valid".
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-    )
-    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
-    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
-    if sans:
-        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-    return builder.sign(ca_key, hashes.SHA256())
-
-
 def create_pki(
     directory: Path,
     *,
@@ -130,36 +87,8 @@ def create_pki(
     """
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name("gangkeeper-sandbox-ca")
     now = dt.datetime.now(dt.UTC)
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(
-            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
+    ca_cert = build_ca(_name("gangkeeper-sandbox-ca"), ca_key, now, VALIDITY)
     ca = KeyPair(directory / "ca.crt", directory / "ca.key")
     _write_cert(ca.cert, ca_cert)
     _write_key(ca.key, ca_key)
@@ -173,14 +102,11 @@ def create_pki(
         ip_addresses: Sequence[str] = (),
     ) -> KeyPair:
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = _issue(
-            ca_key,
-            ca_name,
-            subject,
-            key,
-            server=server,
-            dns_names=dns_names,
-            ip_addresses=ip_addresses,
+        sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
+        sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
+        usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+        cert = build_leaf(
+            ca_cert, ca_key, subject, key, now=now, lifetime=VALIDITY, usage=usage, sans=sans
         )
         pair = KeyPair(directory / f"{stem}.crt", directory / f"{stem}.key")
         _write_cert(pair.cert, cert)
