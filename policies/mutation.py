@@ -193,12 +193,6 @@ def _json_copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _str_map(value: object) -> Mapping[str, str]:
-    if not isinstance(value, Mapping):
-        return {}
-    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
-
-
 def foreign_keys(
     pod: KubeObject, *, ours: Mapping[tuple[str, str], str] | None = None
 ) -> list[str]:
@@ -211,19 +205,27 @@ def foreign_keys(
     metadata = pod.get("metadata") if isinstance(pod, Mapping) else None
     metadata = metadata if isinstance(metadata, Mapping) else {}
     found: list[str] = []
+    ours = ours or {}
     for where, raw in (
         ("label", metadata.get("labels")),
         ("annotation", metadata.get("annotations")),
     ):
-        for key, value in _str_map(raw).items():
+        if not isinstance(raw, Mapping):
+            continue
+        prefixes = _PREFIXES_OF[where]
+        # Read in place rather than through a filtered copy: this runs
+        # for every admitted pod. Non-string keys or values are not keys of anyone.
+        for key, value in raw.items():
+            if not (isinstance(key, str) and isinstance(value, str)):
+                continue
             system = _EXACT_KEYS.get((where, key))
             # startswith(tuple) is one C call; most keys match no prefix at all.
-            if system is None and key.startswith(_PREFIXES_OF[where]):
+            if system is None and key.startswith(prefixes):
                 system = next(
                     (sy for w, prefix, sy in _PREFIX_KEYS if w == where and key.startswith(prefix)),
                     None,
                 )
-            if system is None or (ours or {}).get((where, key)) == value:
+            if system is None or ours.get((where, key)) == value:
                 continue
             found.append(f"{system} {where} {key}={value}")
     spec = pod.get("spec") if isinstance(pod, Mapping) else None
@@ -231,7 +233,7 @@ def foreign_keys(
     group = spec.get("schedulingGroup")
     if group:
         name = group.get("podGroupName") if isinstance(group, Mapping) else None
-        if (ours or {}).get(("spec", "schedulingGroup")) != name:
+        if ours.get(("spec", "schedulingGroup")) != name:
             found.append(f"native spec.schedulingGroup.podGroupName={name}")
     if spec.get("workloadRef"):
         found.append("native spec.workloadRef")
