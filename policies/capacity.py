@@ -404,7 +404,7 @@ class Capacity:
 
     def _groups(self, view: str) -> list[_Group]:
         """The groups of a view; cached until the next change."""
-        version = self._version_of(view)
+        version = self.version(view)
         cached = self._groups_cache.get(view)
         if cached is not None and cached[0] == version:
             return cached[1]
@@ -422,7 +422,9 @@ class Capacity:
         self._groups_cache[view] = (version, groups)
         return groups
 
-    def _version_of(self, view: str) -> tuple[int, int]:
+    def version(self, view: str) -> tuple[int, int]:
+        """Changes whenever something the view sees changes (nodes and pools; "free"
+        also bound pods), so answers computed on the view can be cached by it."""
         return (self._node_version, self._pod_version if view == "free" else 0)
 
     def _answers(self, view: str, placement: Placement) -> dict[int, bool]:
@@ -464,7 +466,7 @@ class Capacity:
             raise ValueError(f"view must be 'ever' or 'free', got {view!r}")
         key = (view, tuple(placements))
         with self._lock:
-            version = self._version_of(view)
+            version = self.version(view)
             cached = self._bins_cache.get(key)
             if cached is not None and cached[0] == version:
                 return list(cached[1])

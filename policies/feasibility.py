@@ -496,7 +496,7 @@ class _Verdicts:
     Every pod of a gang asks about the same `Gang` object (the recognisers remember
     an owner's gangs), and nothing the answer depends on changes until the capacity
     does: the "ever" view changes with nodes and pools only, the "free" view also
-    with bound pods (`Capacity._version_of`, bumped on every update). An entry is
+    with bound pods (`Capacity.version`, bumped on every update). An entry is
     used only for that very gang object (kept alive by the entry, and frozen), so an
     equal-looking gang built afresh is simply computed again. Capacities are held
     weakly; each keeps at most `size` gangs per view, only for its current version.
@@ -582,7 +582,7 @@ def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
     versions are read before computing, so an update racing with the computation
     only makes the remembered answer unreachable, never stale.
     """
-    ever_version = capacity._version_of("ever")
+    ever_version = capacity.version("ever")
     ever = _VERDICTS.get(capacity, "ever", ever_version, gang)
     roles: tuple[list[_Item], int] | None = None
     if ever is _MISSING:
@@ -591,7 +591,7 @@ def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
         _VERDICTS.put(capacity, "ever", ever_version, gang, ever)
     if ever is not None:
         return ever  # type: ignore[no-any-return]
-    free_version = capacity._version_of("free")
+    free_version = capacity.version("free")
     free = _VERDICTS.get(capacity, "free", free_version, gang)
     if free is _MISSING:
         free = _check_free(gang, capacity, roles or _gpu_roles(gang, capacity))

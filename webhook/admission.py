@@ -249,13 +249,15 @@ def _pointer(parent: str, key: str) -> str:
 def _diff(old: Mapping[str, Any], new: Mapping[str, Any], path: str,
           ops: list[dict[str, Any]]) -> None:
     for key, value in new.items():
-        where = _pointer(path, key)
         if key not in old:
-            ops.append({"op": "add", "path": where, "value": value})
+            ops.append({"op": "add", "path": _pointer(path, key), "value": value})
             continue
         before = old[key]
-        if before == value:
+        # The planned pod shares unchanged subtrees with the request's pod, so identity
+        # ends most comparisons at once.
+        if before is value or before == value:
             continue
+        where = _pointer(path, key)
         if isinstance(before, Mapping) and isinstance(value, Mapping):
             _diff(before, value, where, ops)
         elif (isinstance(before, list) and isinstance(value, list)
