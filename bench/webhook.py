@@ -66,7 +66,7 @@ OWNER = {
 
 def typical_pod() -> dict[str, Any]:
     """A PyTorchJob worker pod as the training operator creates it (about 6 KB as JSON)."""
-    env = [{"name": name, "value": value} for name, value in [
+    env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in [
         ("MASTER_ADDR", "llama-8b-sft-worker-0"), ("MASTER_PORT", "23456"),
         ("WORLD_SIZE", "2"), ("RANK", "1"), ("PYTHONUNBUFFERED", "1"),
         ("NCCL_DEBUG", "WARN"), ("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_DISABLE", "0"),
