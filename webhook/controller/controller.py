@@ -4,8 +4,10 @@ Threads (all daemons, all stopped by `stop()`):
 - **elector**: acquire/renew the Lease `gangkeeper-controller` (election.py decides);
   only while it holds the lease does the controller write anything.
 - **informers**: list+watch every pod and every node (informer.py); pods are kept
-  reduced to `PodInfo`s. All pods, not only gang pods, because bound and in-flight
-  pods are what make GPUs used.
+  reduced to `PodInfo`s, and only those a plan can depend on: gang members and pods
+  that want GPUs (bound and in-flight GPU pods are what make GPUs used; any other pod
+  is dropped at ingestion). Nodes are kept as the few fields planning reads, and only
+  nodes that offer GPUs.
 - **reconciler**: after changes settle (a few milliseconds), run `plan.plan(...)` on
   the caches; as leader, perform its releases: ensure the group object (create;
   "already exists" is fine), then remove gangkeeper's gate from every gated member in
@@ -37,7 +39,7 @@ from gangkeeper.policies.config import Config
 from .election import LeaseStep, Observation, micro_time, next_lease, released_lease
 from .informer import Informer
 from .keys import EVENT_SOURCE, GATE, LEASE_NAME
-from .observe import GangObservation, PodInfo, is_live, pod_info
+from .observe import GangObservation, PodInfo, is_live, matters, pod_info
 from .plan import GangReport, Plan, Release, plan
 from .podgroups import (
     COSCHEDULING,
@@ -84,6 +86,31 @@ def event_body(
         "type": "Warning",
         "regarding": dict(regarding),
     }
+
+
+def gpu_node_fields(node: Mapping[str, Any], config: Config) -> dict[str, Any] | None:
+    """The parts of a Node planning reads (fleet.py, Capacity), or None without GPUs.
+
+    A real Node carries images, conditions and managedFields worth kilobytes; the
+    planner needs name, labels, taints, cordon and allocatable. A node that lists no
+    GPU resource is never a place for a gang, so it is not kept at all.
+    """
+    status = node.get("status")
+    allocatable = status.get("allocatable") if isinstance(status, Mapping) else None
+    if not isinstance(allocatable, Mapping) or not any(
+        config.is_gpu_resource(str(r)) for r in allocatable
+    ):
+        return None
+    meta = node.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    spec = node.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    slim_meta: dict[str, Any] = {"name": meta.get("name"), "labels": meta.get("labels") or {}}
+    slim_spec: dict[str, Any] = {}
+    for key in ("taints", "unschedulable"):
+        if key in spec:
+            slim_spec[key] = spec[key]
+    return {"metadata": slim_meta, "spec": slim_spec, "status": {"allocatable": allocatable}}
 
 
 #: Event reason per wait cause.
@@ -147,11 +174,17 @@ class GangController:
             self.rest, "/api/v1/pods", self._pod, self._dirty.set, name="pods"
         )
         self.nodes: Informer[Mapping[str, Any]] = Informer(
-            self.rest, "/api/v1/nodes", lambda n: n, self._dirty.set, name="nodes"
+            self.rest, "/api/v1/nodes", self._node, self._dirty.set, name="nodes"
         )
 
     def _pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
-        return pod_info(raw, self.config) if is_live(raw) else None
+        if not is_live(raw):
+            return None
+        info = pod_info(raw, self.config)
+        return info if matters(info) else None
+
+    def _node(self, raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        return gpu_node_fields(raw, self.config)
 
     # -- lifecycle -----------------------------------------------------------------------
 

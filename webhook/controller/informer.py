@@ -2,7 +2,10 @@
 
 `Informer` lists (paginated), remembers the list's resourceVersion, then watches
 from it; each event updates the store through a `convert` function (the pod
-informer stores `PodInfo`s, not raw pods). A watch that ends is resumed from the last
+informer stores `PodInfo`s, not raw pods, and only those that matter). The list is
+converted page by page: 50,000 raw pods never sit in memory together, only their
+small conversions do (the raw pages were most of the server's peak, and CPython
+seldom gives such a peak back to the system). A watch that ends is resumed from the last
 resourceVersion seen (bookmarks included); "410 Gone" (the version is too old) means
 events were missed, so the informer lists again and replaces the store. Connection
 errors back off and retry. `on_change` is called after every change so the
@@ -26,6 +29,8 @@ T = TypeVar("T")
 
 #: How long one watch request lasts before the server closes it and we resume.
 WATCH_SECONDS = 240
+#: Objects per list page: bounds the raw JSON held at once during a (re)list.
+PAGE_SIZE = 500
 
 
 def _rv_newer(new: str, old: str) -> bool:
@@ -79,10 +84,13 @@ class Informer(Generic[T]):
             if uid in self._versions and not _rv_newer(version, self._versions[uid]):
                 return
             if value is None:
+                # Dropped objects keep no version either: only stored objects can be
+                # overwritten by a stale copy (a write's answer racing its watch event).
                 self._items.pop(uid, None)
+                self._versions.pop(uid, None)
             else:
                 self._items[uid] = value
-            self._versions[uid] = version
+                self._versions[uid] = version
 
     def _delete(self, obj: Mapping[str, Any]) -> None:
         uid = str((obj.get("metadata") or {}).get("uid", ""))
@@ -105,19 +113,38 @@ class Informer(Generic[T]):
             self._thread.join(timeout)
 
     def _list(self) -> None:
-        answer = self._rest.list_all(self._path, self._query)
         items: dict[str, T] = {}
         versions: dict[str, str] = {}
-        for obj in answer.get("items") or []:
-            meta = obj.get("metadata") or {}
-            value = self._convert(obj)
-            uid = str(meta.get("uid", ""))
-            versions[uid] = str(meta.get("resourceVersion", ""))
-            if value is not None:
-                items[uid] = value
+        token = ""
+        meta: Mapping[str, Any] = {}
+        while True:
+            query: list[tuple[str, str | int]] = [*self._query, ("limit", PAGE_SIZE)]
+            if token:
+                query.append(("continue", token))
+            try:
+                page = self._rest.get(self._path, query)
+            except ApiError as err:
+                if err.status == 410 and token:
+                    # The continue token expired mid-list: start the list over.
+                    items, versions, token = {}, {}, ""
+                    continue
+                raise
+            for obj in page.pop("items", None) or []:
+                value = self._convert(obj)
+                if value is not None:
+                    obj_meta = obj.get("metadata") or {}
+                    uid = str(obj_meta.get("uid", ""))
+                    items[uid] = value
+                    versions[uid] = str(obj_meta.get("resourceVersion", ""))
+            meta = page.get("metadata") or {}
+            token = str(meta.get("continue") or "")
+            if not token:
+                break
         with self._lock:
             self._items, self._versions = items, versions
-        self.resource_version = str((answer.get("metadata") or {}).get("resourceVersion", ""))
+        # A paginated list is one consistent snapshot: the last page's version is the
+        # list's (and the first page's) resourceVersion.
+        self.resource_version = str(meta.get("resourceVersion", ""))
         self.relists += 1
         self.synced.set()
         self._on_change()

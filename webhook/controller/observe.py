@@ -6,16 +6,23 @@ gang pods into `GangObservation`s in arrival order. Everything is recomputed fro
 API objects, never remembered, so a restarted (or newly elected) controller sees the
 same gangs its predecessor saw.
 
+`PodInfo` is what a cluster's worth of pods costs in the controller's memory, so it is
+kept small: slotted, with equal immutable parts (namespace and node names, GPU demand,
+placement, the empty label map) shared between pods through bounded interning tables
+rather than copied per pod.
+
 Pure: plain dicts in, frozen dataclasses out. No I/O, no kubernetes import.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast, get_args
+from types import MappingProxyType
+from typing import Any, TypeVar, cast, get_args
 
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject
@@ -36,6 +43,30 @@ from .keys import (
 
 _BACKENDS: tuple[str, ...] = get_args(Backend)
 _TERMINAL = ("Succeeded", "Failed")
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+#: Distinct values an interning table keeps; past it the table starts over, so a
+#: stream of ever-new values (churning placements) cannot grow memory without bound.
+_SHARED_LIMIT = 4096
+_NO_LABELS: Mapping[str, str] = MappingProxyType({})
+
+
+class _Shared(dict[K, V]):
+    """One shared instance per equal value: most pods have the same few shapes."""
+
+    def share(self, key: K, make: V) -> V:
+        found = self.get(key)
+        if found is not None:
+            return found
+        if len(self) >= _SHARED_LIMIT:
+            self.clear()
+        self[key] = make
+        return make
+
+
+_DEMANDS: _Shared[tuple[tuple[str, int], ...], Mapping[str, int]] = _Shared()
+_PLACEMENTS: _Shared[Placement, Placement] = _Shared()
 
 
 @dataclass(frozen=True)
@@ -59,7 +90,7 @@ class Owner:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PodInfo:
     """What the controller needs from one live pod (gang member or not)."""
 
@@ -182,15 +213,15 @@ def pod_info(pod: Mapping[str, Any], config: Config) -> PodInfo:
         or ""
     )
     return PodInfo(
-        namespace=str(meta.get("namespace", "")),
+        namespace=sys.intern(str(meta.get("namespace", ""))),
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
         resource_version=str(meta.get("resourceVersion", "")),
         created=parse_time(meta.get("creationTimestamp")),
-        node_name=str(spec.get("nodeName") or ""),
+        node_name=sys.intern(str(spec.get("nodeName") or "")),
         gates=gates,
-        demand=demand,
-        placement=placement,
+        demand=_share_demand(demand),
+        placement=_PLACEMENTS.share(placement, placement),
         problem=problem,
         gang=gang,
         role=labels.get(ROLE_LABEL, ""),
@@ -199,9 +230,24 @@ def pod_info(pod: Mapping[str, Any], config: Config) -> PodInfo:
         backend=annotations.get(BACKEND_ANNOTATION, ""),
         owner=_owner(annotations.get(OWNER_ANNOTATION)),
         group_name=str(group_name),
-        labels=labels,
+        # Only gang members' labels are ever read; other pods share one empty map.
+        labels=labels if gang else _NO_LABELS,
         deleting=bool(meta.get("deletionTimestamp")),
     )
+
+
+def _share_demand(demand: Mapping[str, int]) -> Mapping[str, int]:
+    key = tuple(sorted(demand.items()))
+    return _DEMANDS.share(key, MappingProxyType(dict(key)))
+
+
+def matters(info: PodInfo) -> bool:
+    """Whether a plan can depend on this pod: a gang member, or one that wants GPUs.
+
+    Any other pod neither joins a gang nor takes GPUs (bound or in flight), so the
+    controller need not keep it at all: on a busy cluster that is most pods.
+    """
+    return bool(info.gang or info.demand)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The informer's list+watch protocol against a scripted API (re-list on 410 Gone).
 
-The fake stands in for the HTTP layer only (`Rest.list_all` / `Rest.watch`); it is not
-an API server and the end-to-end tests never use it.
+The fake stands in for the HTTP layer only (`Rest.get` of list pages / `Rest.watch`); it
+is not an API server and the end-to-end tests never use it.
 """
 
 from __future__ import annotations
@@ -21,14 +21,20 @@ def obj(uid: str, version: str, **extra: Any) -> dict[str, Any]:
 class ScriptedApi:
     """Answers lists and watches from scripts; records the resourceVersions asked for."""
 
-    def __init__(self, lists: list[dict[str, Any]], watches: list[list[Any]]) -> None:
+    def __init__(self, lists: list[Any], watches: list[list[Any]]) -> None:
+        # Each entry of `lists` is one list page (or an exception to raise instead).
         self.lists = lists
         self.watches = watches
         self.watched_from: list[str] = []
+        self.list_queries: list[dict[str, Any]] = []
         self.done = threading.Event()
 
-    def list_all(self, path: str, query: Any = ()) -> dict[str, Any]:
-        return self.lists.pop(0)
+    def get(self, path: str, query: Any = ()) -> dict[str, Any]:
+        self.list_queries.append(dict(query))
+        page = self.lists.pop(0)
+        if isinstance(page, Exception):
+            raise page
+        return dict(page)
 
     def watch(self, path: str, query: Any, timeout_seconds: int) -> Iterator[Mapping[str, Any]]:
         self.watched_from.append(dict(query)["resourceVersion"])
@@ -122,3 +128,35 @@ def test_objects_the_converter_drops_leave_the_store() -> None:
         watches=[[{"type": "MODIFIED", "object": obj("a", "2", gone=True)}]],
     )
     assert names(run(api)) == set()
+
+
+def page(version: str, token: str, *uids: str) -> dict[str, Any]:
+    return {"metadata": {"resourceVersion": version, "continue": token},
+            "items": [obj(uid, "1") for uid in uids]}
+
+
+def test_a_list_is_read_page_by_page_following_the_continue_token() -> None:
+    api = ScriptedApi(
+        lists=[page("7", "t1", "a", "b"), page("7", "t2", "c"), page("7", "", "d")],
+        watches=[],
+    )
+    informer = run(api)
+    assert names(informer) == {"a", "b", "c", "d"}
+    assert [q.get("continue") for q in api.list_queries] == [None, "t1", "t2"]
+    assert all(q["limit"] > 0 for q in api.list_queries)
+    assert api.watched_from == ["7"]
+
+
+def test_an_expired_continue_token_starts_the_list_over_without_mixing_pages() -> None:
+    api = ScriptedApi(
+        lists=[
+            page("7", "t1", "stale"),
+            ApiError(410, "Expired"),
+            page("9", "", "fresh"),
+        ],
+        watches=[],
+    )
+    informer = run(api)
+    assert names(informer) == {"fresh"}
+    assert api.list_queries[2].get("continue") is None
+    assert api.watched_from == ["9"]
