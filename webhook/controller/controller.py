@@ -30,6 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import replace
 from typing import Any
 
 from kubernetes.client import ApiClient
@@ -86,6 +87,15 @@ def event_body(
         "type": "Warning",
         "regarding": dict(regarding),
     }
+
+
+def same_for_planning(old: PodInfo, new: PodInfo) -> bool:
+    """Equal but for resourceVersion: no plan can differ, so no re-plan is needed.
+
+    Most pod updates are status-only (the scheduler's conditions on a gated or pending
+    pod, the kubelet's container states): they change nothing `PodInfo` keeps.
+    """
+    return old == replace(new, resource_version=old.resource_version)
 
 
 def gpu_node_fields(node: Mapping[str, Any], config: Config) -> dict[str, Any] | None:
@@ -169,9 +179,11 @@ class GangController:
         self._native_checked = False
         self._evented: set[tuple[str, str, float, str]] = set()
         self._last_plan = Plan(releases=(), reports=())
+        self._plan_seconds = 0.0
         self._counters: dict[Sample, float] = {}
         self.pods: Informer[PodInfo] = Informer(
-            self.rest, "/api/v1/pods", self._pod, self._dirty.set, name="pods"
+            self.rest, "/api/v1/pods", self._pod, self._dirty.set, name="pods",
+            same=same_for_planning,
         )
         self.nodes: Informer[Mapping[str, Any]] = Informer(
             self.rest, "/api/v1/nodes", self._node, self._dirty.set, name="nodes"
@@ -302,8 +314,11 @@ class GangController:
             self._dirty.wait(self._resync)
             if self._stop.is_set():
                 return
-            # Let a burst of watch events (a Job creating 1,000 pods) settle into one pass.
-            self._stop.wait(self._settle)
+            # Let a burst of watch events (a Job creating 1,000 pods) settle into one
+            # pass. When passes are costly (a big cluster), wait at least twice the last
+            # one: planning then takes at most a third of the process's time, and the
+            # admissions served by the same process (same GIL) keep the rest.
+            self._stop.wait(max(self._settle, 2 * self._plan_seconds))
             self._dirty.clear()
             try:
                 self.reconcile_once()
@@ -315,7 +330,9 @@ class GangController:
         """One pass: plan from the caches; as leader, release and report."""
         if not self.synced:
             return self._last_plan
+        started = time.monotonic()
         result = plan(self.pods.items(), self.nodes.items(), self.config, time.time())
+        self._plan_seconds = time.monotonic() - started
         self._last_plan = result
         if not self._leader.is_set() or self._stop.is_set():
             return result

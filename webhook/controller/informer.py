@@ -8,8 +8,10 @@ small conversions do (the raw pages were most of the server's peak, and CPython
 seldom gives such a peak back to the system). A watch that ends is resumed from the last
 resourceVersion seen (bookmarks included); "410 Gone" (the version is too old) means
 events were missed, so the informer lists again and replaces the store. Connection
-errors back off and retry. `on_change` is called after every change so the
-controller can re-plan.
+errors back off and retry. `on_change` is called after every change that matters so
+the controller can re-plan: an event that leaves the stored value the same (by
+`same`, e.g. a status-only update of a pod, or a dropped object staying dropped)
+wakes nobody, since each re-plan costs the process CPU that admissions wait for.
 
 I/O (through `Rest`) in a background thread; no decisions here.
 """
@@ -52,11 +54,13 @@ class Informer(Generic[T]):
         *,
         query: Query = (),
         name: str = "",
+        same: Callable[[T, T], bool] | None = None,
     ) -> None:
         self._rest = rest
         self._path = path
         self._convert = convert
         self._on_change = on_change
+        self._same = same or (lambda a, b: a == b)
         self._query = list(query)
         self.name = name or path
         self._lock = threading.Lock()
@@ -74,29 +78,34 @@ class Informer(Generic[T]):
         with self._lock:
             return list(self._items.values())
 
-    def put(self, obj: Mapping[str, Any]) -> None:
-        """Store an object (from a watch event or a write's answer) unless older."""
+    def put(self, obj: Mapping[str, Any]) -> bool:
+        """Store an object (from a watch event or a write's answer) unless older.
+
+        Returns whether the store changed in a way `same` does not ignore.
+        """
         meta = obj.get("metadata") or {}
         uid = str(meta.get("uid", ""))
         version = str(meta.get("resourceVersion", ""))
         value = self._convert(obj)
         with self._lock:
             if uid in self._versions and not _rv_newer(version, self._versions[uid]):
-                return
+                return False
+            old = self._items.get(uid)
             if value is None:
                 # Dropped objects keep no version either: only stored objects can be
                 # overwritten by a stale copy (a write's answer racing its watch event).
                 self._items.pop(uid, None)
                 self._versions.pop(uid, None)
-            else:
-                self._items[uid] = value
-                self._versions[uid] = version
+                return old is not None
+            self._items[uid] = value
+            self._versions[uid] = version
+            return old is None or not self._same(old, value)
 
-    def _delete(self, obj: Mapping[str, Any]) -> None:
+    def _delete(self, obj: Mapping[str, Any]) -> bool:
         uid = str((obj.get("metadata") or {}).get("uid", ""))
         with self._lock:
-            self._items.pop(uid, None)
             self._versions.pop(uid, None)
+            return self._items.pop(uid, None) is not None
 
     # -- loop --------------------------------------------------------------------------
 
@@ -163,12 +172,10 @@ class Informer(Generic[T]):
             if kind == "BOOKMARK":
                 self.resource_version = version or self.resource_version
                 continue
-            if kind == "DELETED":
-                self._delete(obj)
-            else:
-                self.put(obj)
+            changed = self._delete(obj) if kind == "DELETED" else self.put(obj)
             self.resource_version = version or self.resource_version
-            self._on_change()
+            if changed:
+                self._on_change()
 
     def _run(self) -> None:
         backoff = 0.2
