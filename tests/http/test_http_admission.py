@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import jsonpatch
 import pytest
-from conftest import EXAMPLES, FLEET, Served, example_documents, example_files
+from http_support import EXAMPLES, FLEET, Served, example_documents, example_files
 from http_workloads import admission_review, children_for, pods_for
 
 from gangkeeper.policies.capacity import Capacity

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from conftest import Served
+from http_support import Served
 from http_workloads import admission_review
 
 from gangkeeper.certs import certificate_not_after, ensure_local
