@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gangkeeper.policies import Capacity, Config, KubeObject, decide_pod, validate_object
+from gangkeeper.webhook.sandbox.nodes import gpu_node
 
 SIZES = (10, 1_000, 5_000, 50_000)
 GPU = "nvidia.com/gpu"
@@ -50,34 +51,13 @@ def make_node(index: int) -> dict[str, Any]:
     zone = ZONES[(index // len(NODE_TYPES)) % len(ZONES)]
     tainted = (index // (len(NODE_TYPES) * len(ZONES))) % 2 == 1
     name = f"{pool}-{zone[-2:]}-{index:05d}"
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "node.kubernetes.io/instance-type": instance,
-                "topology.kubernetes.io/zone": zone,
-                "gangkeeper.io/pool": pool,
-            },
-        },
-        "spec": {
-            "taints": [{"key": "gangkeeper.io/reserved", "value": "train", "effect": "NoSchedule"}]
-            if tainted
-            else []
-        },
-        "status": {
-            "allocatable": {
-                "cpu": "95690m",
-                "memory": "1045229124Ki",
-                "pods": "110",
-                GPU: str(gpus),
-            }
-        },
+    labels = {
+        "node.kubernetes.io/instance-type": instance,
+        "topology.kubernetes.io/zone": zone,
+        "gangkeeper.io/pool": pool,
     }
+    taints = [{"key": "gangkeeper.io/reserved", "value": "train", "effect": "NoSchedule"}]
+    return gpu_node(name, gpus, resource=GPU, labels=labels, taints=taints if tainted else ())
 
 
 def make_capacity(nodes: int, config: Config) -> Capacity:
