@@ -94,7 +94,7 @@ class Observer:
 
 def create(rest: Any, path: str, body: dict[str, Any], attempts: int = 5) -> None:
     """Create a pod; an overloaded webhook (HTTP 500) is retried, 409 means done."""
-    from gangkeeper.webhook.controller.rest import ApiError
+    from gangkeeper.webhook.rest import ApiError
 
     for attempt in range(attempts):
         try:
@@ -149,7 +149,7 @@ def measure(cluster: Any, rest: Any, size: int) -> dict[str, Any]:
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
     from bench.cluster import open_cluster, wait_for
-    from gangkeeper.webhook.controller.rest import Rest
+    from gangkeeper.webhook.rest import Rest
 
     sizes = QUICK_SIZES if quick else SIZES
     rows: list[dict[str, Any]] = []

@@ -39,6 +39,8 @@ from gangkeeper.policies.errors import PolicyError
 from gangkeeper.policies.model import KubeObject
 from gangkeeper.policies.podspec import pod_demand
 
+from .rest import ApiError, Rest
+
 log = logging.getLogger(__name__)
 
 
@@ -192,12 +194,6 @@ class _Absent(Exception):
     """404 on the collection: the CRD is not installed."""
 
 
-class ApiError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        self.status = status
-        super().__init__(f"HTTP {status}: {message}")
-
-
 def _slim(obj: dict[str, Any]) -> dict[str, Any]:
     # managedFields is often the largest part of an object and no recogniser reads it.
     meta = obj.get("metadata")
@@ -207,53 +203,23 @@ def _slim(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class Transport:
-    """The few raw GETs the view makes, on the kubernetes client's auth and TLS.
+    """The few raw GETs the view makes: `Rest`, the shared JSON client, narrowed.
 
     Goes under the typed API classes on purpose: they would turn every object into a
     model and back, while the policy wants the API server's JSON as plain dicts.
+    Tests replace it with a scripted fake of these two methods.
     """
 
     def __init__(self, api_client: Any) -> None:
-        self._api = api_client
-
-    def get(
-        self, path: str, query: Sequence[tuple[str, str]] = (), *, timeout: float, stream: bool
-    ) -> Any:
-        method, url, headers, _, _ = self._api.param_serialize(
-            "GET",
-            path,
-            query_params=list(query),
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        response = self._api.call_api(method, url, header_params=headers, _request_timeout=timeout)
-        if not 200 <= response.status <= 299:
-            body = response.read()
-            message = body.decode(errors="replace")[:300] if body else response.reason
-            raise ApiError(response.status, str(message))
-        if stream:
-            return response.response
-        return json.loads(response.read())
+        self._rest = Rest(api_client)
 
     def get_json(self, path: str, query: Sequence[tuple[str, str]] = (), *, timeout: float) -> Any:
-        return self.get(path, query, timeout=timeout, stream=False)
+        return self._rest.request("GET", path, query, timeout=timeout)
 
     def watch_lines(
         self, path: str, query: Sequence[tuple[str, str]], *, timeout: float
     ) -> Iterator[bytes]:
-        raw = self.get(path, query, timeout=timeout, stream=True)
-        buffer = b""
-        try:
-            for chunk in raw.stream(16 * 1024, decode_content=True):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield line
-            if buffer.strip():
-                yield buffer
-        finally:
-            raw.release_conn()
+        return self._rest.stream_lines(path, query, timeout=timeout)
 
 
 Handler = Callable[[str, dict[str, Any]], None]

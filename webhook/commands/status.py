@@ -43,9 +43,9 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config_file import ConfigFileError, load_config_file
-    from ..controller.rest import ApiError, Rest
     from ..controller.status import gang_status, render_json, render_text
     from ..kube import KubeconfigError, api_client
+    from ..rest import ApiError, Rest
 
     try:
         config = load_config_file(args.config)

@@ -37,6 +37,7 @@ from kubernetes.client import ApiClient
 
 from gangkeeper.policies.config import Config
 
+from ..rest import ApiError, Rest
 from .election import LeaseStep, Observation, micro_time, next_lease, released_lease
 from .informer import Informer
 from .keys import EVENT_SOURCE, GATE, LEASE_NAME
@@ -50,7 +51,6 @@ from .podgroups import (
     group_object,
     native_resource,
 )
-from .rest import ApiError, Rest
 
 log = logging.getLogger(__name__)
 

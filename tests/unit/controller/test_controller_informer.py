@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gangkeeper.webhook.controller.informer import Informer
-from gangkeeper.webhook.controller.rest import ApiError
+from gangkeeper.webhook.rest import ApiError
 
 
 def obj(uid: str, version: str, **extra: Any) -> dict[str, Any]:

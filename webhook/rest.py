@@ -120,7 +120,14 @@ class Rest:
         """Watch events of one request; ends when the server closes the stream."""
         params = [*query, ("watch", "true"), ("timeoutSeconds", timeout_seconds),
                   ("allowWatchBookmarks", "true")]
-        response = self._send("GET", path, params, timeout=(10.0, timeout_seconds + 30.0))
+        for line in self.stream_lines(path, params, timeout=(10.0, timeout_seconds + 30.0)):
+            yield cast(Mapping[str, Any], json.loads(line))
+
+    def stream_lines(
+        self, path: str, query: Query, *, timeout: float | tuple[float, float]
+    ) -> Iterator[bytes]:
+        """The non-empty lines of a streamed GET (a watch), as the server sends them."""
+        response = self._send("GET", path, query, timeout=timeout)
         if not 200 <= response.status < 300:
             data = response.read()
             raise ApiError(response.status, str(response.reason), data.decode(errors="replace"))
@@ -130,11 +137,9 @@ class Rest:
             for chunk in raw.stream(amt=None, decode_content=False):
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        yield cast(Mapping[str, Any], json.loads(line))
+                yield from (line for line in lines if line.strip())
             if pending.strip():
-                yield cast(Mapping[str, Any], json.loads(pending))
+                yield pending
         finally:
             raw.release_conn()
 
