@@ -46,10 +46,13 @@ ENDPOINTS = ("noop", "mutate", "validate")
 FIXED_RATE = 500.0
 CONNECTIONS = 8
 
+# As the owner cache holds it in a cluster: an API object, so it has a resourceVersion
+# (an object without one, e.g. hand-written, is re-read by content on every request).
 OWNER = {
     "apiVersion": "kubeflow.org/v1",
     "kind": "PyTorchJob",
-    "metadata": {"name": "llama-8b-sft", "namespace": "research", "uid": "5f1c1d7e-0b52-4c53"},
+    "metadata": {"name": "llama-8b-sft", "namespace": "research", "uid": "5f1c1d7e-0b52-4c53",
+                 "resourceVersion": "48213"},
     "spec": {
         "pytorchReplicaSpecs": {
             "Worker": {

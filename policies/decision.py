@@ -12,14 +12,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .capacity import Capacity
 from .config import Config
 from .feasibility import check_gang
-from .model import Gang, KubeObject, OwnerLookup, PodMembership, Verdict
+from .model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, Verdict
 from .mutation import MutationPlan, plan_pod
 from .recognizers.base import Registry
 from .recognizers.registry import recognize_object, recognize_pod
@@ -38,11 +38,27 @@ class PodDecision:
     membership: PodMembership | None
     #: Feasibility of the gang (or a conflict rejection); allowed for non-gang pods.
     verdict: Verdict
-    #: The pod as it should look; None when nothing changes.
-    patched: dict[str, Any] | None = None
     #: Why the pod was left unchanged ("" when patched).
     skipped: str = ""
     plan: MutationPlan | None = None
+    #: The pod the plan applies to (metadata.namespace filled in); None when nothing
+    #: changes. The patched pod and the JSONPatch are derived from it on demand: the
+    #: webhook only needs the patch.
+    target: KubeObject | None = None
+
+    @cached_property
+    def patched(self) -> dict[str, Any] | None:
+        """The pod as it should look (read only: shares unchanged parts with the
+        request's pod); None when nothing changes."""
+        if self.plan is None or self.target is None:
+            return None
+        return self.plan.apply(self.target)
+
+    def json_patch(self) -> list[dict[str, Any]]:
+        """The RFC 6902 operations that make the request's pod `patched`; [] when none."""
+        if self.plan is None or self.target is None:
+            return []
+        return self.plan.json_patch(self.target)
 
 
 @dataclass(frozen=True)
@@ -60,15 +76,15 @@ def _with_namespace(pod: KubeObject, namespace: str) -> KubeObject:
     recognisers and the gang name need it.
     """
     metadata = pod.get("metadata")
-    if not isinstance(metadata, Mapping) or metadata.get("namespace") or not namespace:
+    if not isinstance(metadata, JSON_OBJECT) or metadata.get("namespace") or not namespace:
         return pod
     return {**pod, "metadata": {**metadata, "namespace": namespace}}
 
 
 def _opted_out(pod: KubeObject) -> bool:
     metadata = pod.get("metadata")
-    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
-    return isinstance(labels, Mapping) and labels.get(SKIP_LABEL) == "true"
+    labels = metadata.get("labels") if isinstance(metadata, JSON_OBJECT) else None
+    return isinstance(labels, JSON_OBJECT) and labels.get(SKIP_LABEL) == "true"
 
 
 def decide_pod(
@@ -101,7 +117,7 @@ def decide_pod(
     if not plan.changes:
         why = plan.message or "already carries its gang keys"
         return PodDecision(membership, verdict, skipped=why, plan=plan)
-    return PodDecision(membership, verdict, patched=plan.apply(pod), plan=plan)
+    return PodDecision(membership, verdict, plan=plan, target=pod)
 
 
 def validate_object(

@@ -14,6 +14,12 @@ from typing import Any, Literal
 #: A Kubernetes object as the API server sends it: a JSON object, never a typed model.
 KubeObject = Mapping[str, Any]
 
+#: For `isinstance(value, JSON_OBJECT)`: true for any Mapping, like `isinstance(value,
+#: Mapping)`, but a dict (every object decoded from JSON) is answered by a C type
+#: check before the ABC's Python-level `__instancecheck__` is reached: 40 ns rather
+#: than 200, dozens of times per admission.
+JSON_OBJECT = (dict, Mapping)
+
 #: Given (apiVersion, kind, namespace, name) return the object, or None when unknown.
 #: The webhook answers from its watch-fed caches; `gangkeeper check` from the files it
 #: was given; tests from a dict. It must not block on the network.

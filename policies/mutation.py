@@ -4,8 +4,9 @@
 schedulerName, scheduling gate and (native backend) `spec.schedulingGroup` a pod of a
 gang gets, following docs/internals.md ("What a gang pod carries") and the backend
 table of DESIGN.md. `MutationPlan.apply(pod)` returns the pod as it should look (new
-containers on the changed paths, the rest shared with the input, so read only); the
-webhook diffs the two into a JSONPatch.
+containers on the changed paths, the rest shared with the input, so read only), and
+`MutationPlan.json_patch(pod)` the RFC 6902 operations that make it so, which is what
+the webhook sends (built from the plan, not by diffing the two pods).
 
 Rules:
 - only absent keys are added: a value the user set is never overwritten, so planning
@@ -34,7 +35,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from .config import Config
-from .model import Backend, KubeObject, PodMembership, Source
+from .model import JSON_OBJECT, Backend, KubeObject, PodMembership, Source
 
 GANG_LABEL = "gangkeeper.io/gang"
 ROLE_LABEL = "gangkeeper.io/role"
@@ -151,7 +152,7 @@ class MutationPlan:
         metadata = result.get("metadata", _ABSENT)
         if metadata is _ABSENT:
             metadata = result["metadata"] = {}
-        elif isinstance(metadata, Mapping):
+        elif isinstance(metadata, JSON_OBJECT):
             metadata = result["metadata"] = dict(metadata)
         for where, additions in (("labels", self.labels), ("annotations", self.annotations)):
             if not additions:
@@ -159,21 +160,86 @@ class MutationPlan:
             # A value that is not a mapping cannot hold keys; the API server would
             # refuse it anyway, so it is replaced rather than crashed on.
             have = metadata.get(where)
-            have = have if isinstance(have, Mapping) else {}
+            have = have if isinstance(have, JSON_OBJECT) else {}
             metadata[where] = {**have, **{k: v for k, v in additions.items() if k not in have}}
         spec = result.get("spec")
-        spec = result["spec"] = dict(spec) if isinstance(spec, Mapping) else {}
+        spec = result["spec"] = dict(spec) if isinstance(spec, JSON_OBJECT) else {}
         if self.scheduler_name is not None:
             spec["schedulerName"] = self.scheduler_name
         if self.add_gate:
             raw_gates = spec.get("schedulingGates")
             gates = list(raw_gates) if isinstance(raw_gates, list) else []
-            if not any(isinstance(g, Mapping) and g.get("name") == GATE for g in gates):
+            if not any(isinstance(g, JSON_OBJECT) and g.get("name") == GATE for g in gates):
                 gates.append({"name": GATE})
             spec["schedulingGates"] = gates
         if self.pod_group_name is not None and not spec.get("schedulingGroup"):
             spec["schedulingGroup"] = {"podGroupName": self.pod_group_name}
         return result
+
+    def json_patch(self, pod: KubeObject) -> list[dict[str, Any]]:
+        """RFC 6902 operations that turn `pod` into `self.apply(pod)`; [] with no changes.
+
+        Built from the plan rather than by diffing two pods: the diff walked every key
+        of the pod on each admission, for the few paths a plan can touch. Keys are
+        escaped as RFC 6901 says; a map that is absent is added whole, one that holds
+        keys gets one `add` per new key (so another webhook's keys are never
+        rewritten), and a gate is appended at the list's end. The tests apply these
+        operations and compare the result with `apply` for arbitrary pods.
+        """
+        if not self.changes:
+            return []
+        ops: list[dict[str, Any]] = []
+        planned = self.apply(pod)
+        metadata = pod.get("metadata", _ABSENT)
+        if metadata is _ABSENT or not isinstance(metadata, JSON_OBJECT):
+            if "metadata" in planned and planned["metadata"] is not metadata:
+                ops.append(_set("/metadata", metadata, planned["metadata"]))
+        else:
+            for where, additions in (("labels", self.labels), ("annotations", self.annotations)):
+                if not additions:
+                    continue
+                have = metadata.get(where, _ABSENT)
+                path = f"/metadata/{where}"
+                if isinstance(have, JSON_OBJECT):
+                    ops.extend(
+                        {"op": "add", "path": _pointer(path, key), "value": value}
+                        for key, value in additions.items()
+                        if key not in have
+                    )
+                else:
+                    ops.append(_set(path, have, planned["metadata"][where]))
+        spec = pod.get("spec", _ABSENT)
+        new_spec = planned["spec"]
+        if not isinstance(spec, JSON_OBJECT):
+            ops.append(_set("/spec", spec, new_spec))
+            return ops
+        for key in ("schedulerName", "schedulingGates", "schedulingGroup"):
+            before, after = spec.get(key, _ABSENT), new_spec.get(key, _ABSENT)
+            if after is _ABSENT or before is after:
+                continue
+            if (
+                key == "schedulingGates"
+                and isinstance(before, list)
+                and after[: len(before)] == before
+            ):
+                # Appended: earlier gates (another webhook's) are left in place.
+                ops.extend(
+                    {"op": "add", "path": f"/spec/{key}/{i}", "value": after[i]}
+                    for i in range(len(before), len(after))
+                )
+            elif before != after:
+                ops.append(_set(f"/spec/{key}", before, after))
+        return ops
+
+
+def _pointer(parent: str, key: str) -> str:
+    # RFC 6901: "~" and "/" inside a key become "~0" and "~1" (in that order).
+    return f"{parent}/{key.replace('~', '~0').replace('/', '~1')}"
+
+
+def _set(path: str, before: Any, value: Any) -> dict[str, Any]:
+    """`add` where nothing was, `replace` where something (of the wrong type) was."""
+    return {"op": "add" if before is _ABSENT else "replace", "path": path, "value": value}
 
 
 #: Marks a key that is absent (None is a value a pod may carry).
@@ -186,7 +252,7 @@ def _json_copy(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is int or kind is bool or kind is float or value is None:
         return value
-    if kind is dict or isinstance(value, Mapping):
+    if kind is dict or isinstance(value, JSON_OBJECT):
         return {k: _json_copy(v) for k, v in value.items()}
     if kind is list:
         return [_json_copy(v) for v in value]
@@ -202,15 +268,15 @@ def foreign_keys(
     exactly that value is our own earlier mutation (or the user agreeing with it),
     not a conflict.
     """
-    metadata = pod.get("metadata") if isinstance(pod, Mapping) else None
-    metadata = metadata if isinstance(metadata, Mapping) else {}
+    metadata = pod.get("metadata") if isinstance(pod, JSON_OBJECT) else None
+    metadata = metadata if isinstance(metadata, JSON_OBJECT) else {}
     found: list[str] = []
     ours = ours or {}
     for where, raw in (
         ("label", metadata.get("labels")),
         ("annotation", metadata.get("annotations")),
     ):
-        if not isinstance(raw, Mapping):
+        if not isinstance(raw, JSON_OBJECT):
             continue
         prefixes = _PREFIXES_OF[where]
         # Read in place rather than through a filtered copy: this runs
@@ -228,11 +294,11 @@ def foreign_keys(
             if system is None or ours.get((where, key)) == value:
                 continue
             found.append(f"{system} {where} {key}={value}")
-    spec = pod.get("spec") if isinstance(pod, Mapping) else None
-    spec = spec if isinstance(spec, Mapping) else {}
+    spec = pod.get("spec") if isinstance(pod, JSON_OBJECT) else None
+    spec = spec if isinstance(spec, JSON_OBJECT) else {}
     group = spec.get("schedulingGroup")
     if group:
-        name = group.get("podGroupName") if isinstance(group, Mapping) else None
+        name = group.get("podGroupName") if isinstance(group, JSON_OBJECT) else None
         if ours.get(("spec", "schedulingGroup")) != name:
             found.append(f"native spec.schedulingGroup.podGroupName={name}")
     if spec.get("workloadRef"):
@@ -269,10 +335,10 @@ def plan_pod(
     backend = config.backend_for(namespace)
     gang = membership.gang
     group = group_name(gang.name)
-    metadata = pod.get("metadata") if isinstance(pod, Mapping) else None
-    metadata = metadata if isinstance(metadata, Mapping) else {}
-    spec = pod.get("spec") if isinstance(pod, Mapping) else None
-    spec = spec if isinstance(spec, Mapping) else {}
+    metadata = pod.get("metadata") if isinstance(pod, JSON_OBJECT) else None
+    metadata = metadata if isinstance(metadata, JSON_OBJECT) else {}
+    spec = pod.get("spec") if isinstance(pod, JSON_OBJECT) else None
+    spec = spec if isinstance(spec, JSON_OBJECT) else {}
 
     ours: dict[tuple[str, str], str] = {}
     if backend == "coscheduling":
@@ -325,13 +391,15 @@ def plan_pod(
     # Any key already present is the user's (or ours from before): never overwrite it,
     # even when its value is not a string.
     raw_labels, raw_annotations = metadata.get("labels"), metadata.get("annotations")
-    present_labels = set(raw_labels) if isinstance(raw_labels, Mapping) else set()
-    present_annotations = set(raw_annotations) if isinstance(raw_annotations, Mapping) else set()
+    present_labels = set(raw_labels) if isinstance(raw_labels, JSON_OBJECT) else set()
+    present_annotations = (
+        set(raw_annotations) if isinstance(raw_annotations, JSON_OBJECT) else set()
+    )
     labels = {k: v for k, v in wanted_labels.items() if k not in present_labels}
     annotations = {k: v for k, v in wanted_annotations.items() if k not in present_annotations}
     gates = spec.get("schedulingGates")
     has_gate = isinstance(gates, list) and any(
-        isinstance(g, Mapping) and g.get("name") == GATE for g in gates
+        isinstance(g, JSON_OBJECT) and g.get("name") == GATE for g in gates
     )
     pod_group = group if backend == "native" and not spec.get("schedulingGroup") else None
     plan = MutationPlan(

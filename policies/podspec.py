@@ -23,7 +23,7 @@ from typing import Any, cast, get_args
 
 from .config import Config
 from .errors import InvalidObject
-from .model import NodeSelectorTerm, Operator, Placement, Requirement, Toleration
+from .model import JSON_OBJECT, NodeSelectorTerm, Operator, Placement, Requirement, Toleration
 from .quantity import gpu_count
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -47,7 +47,7 @@ def as_mapping(value: object, path: str, *, required: bool = False) -> Mapping[s
         if required:
             raise InvalidObject(path, "is required")
         return {}
-    if not isinstance(value, Mapping):
+    if not isinstance(value, JSON_OBJECT):
         raise InvalidObject(path, f"must be an object, got {type(value).__name__}")
     return value
 

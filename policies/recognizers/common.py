@@ -24,7 +24,7 @@ from typing import Any
 
 from ..config import Config
 from ..errors import InvalidObject
-from ..model import Gang, KubeObject, OwnerLookup, Placement, Role, Source
+from ..model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, Placement, Role, Source
 from ..podspec import as_list, as_mapping, as_str, field_path, placement_of, pod_demand
 
 GANG_NAME = "gangkeeper.io/gang-name"
@@ -71,7 +71,7 @@ def group_of(api_version: str) -> str:
 
 def type_of(obj: object) -> tuple[str, str] | None:
     """(group, kind) of an object, or None when it is not a Kubernetes object at all."""
-    if not isinstance(obj, Mapping):
+    if not isinstance(obj, JSON_OBJECT):
         return None
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str):
@@ -306,14 +306,14 @@ def controller_ref(obj: KubeObject) -> Mapping[str, Any] | None:
     cannot be read is simply not followed: it may still be recognised by its labels.
     """
     metadata = obj.get("metadata")
-    if not isinstance(metadata, Mapping):
+    if not isinstance(metadata, JSON_OBJECT):
         return None
     refs = metadata.get("ownerReferences")
     if not isinstance(refs, list):
         return None
     for ref in refs:
         if (
-            isinstance(ref, Mapping)
+            isinstance(ref, JSON_OBJECT)
             and ref.get("controller") is True
             and isinstance(ref.get("apiVersion"), str)
             and isinstance(ref.get("kind"), str)
@@ -351,7 +351,7 @@ def owner_chain(obj: KubeObject, namespace: str, lookup: OwnerLookup) -> tuple[L
                 ref["kind"],
                 ref["name"],
                 uid if isinstance(uid, str) else "",
-                owner if isinstance(owner, Mapping) else None,
+                owner if isinstance(owner, JSON_OBJECT) else None,
             )
         )
         current = links[-1].obj
@@ -395,7 +395,7 @@ def lookup_object(
     if not name:
         return None
     found = lookup(api_version, kind, namespace, name)
-    return found if isinstance(found, Mapping) else None
+    return found if isinstance(found, JSON_OBJECT) else None
 
 
 def items_of(value: object, path: str) -> list[tuple[str, Any]]:
@@ -451,8 +451,8 @@ class _OwnerGangs:
         compute: Callable[[], list[Gang] | None],
     ) -> list[Gang] | None:
         metadata = obj.get("metadata")
-        uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
-        version = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+        uid = metadata.get("uid") if isinstance(metadata, JSON_OBJECT) else None
+        version = metadata.get("resourceVersion") if isinstance(metadata, JSON_OBJECT) else None
         fingerprint: bytes | None = None
         if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
             fingerprint = _fingerprint(obj)

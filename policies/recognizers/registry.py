@@ -98,6 +98,21 @@ def _signals(pod: KubeObject, ask: OwnerLookup) -> _Signals:
     )
 
 
+#: id(recognizer) → (recognizer, its condition): worked out once per recogniser rather
+#: than on every pod. The entry keeps the recogniser, so its id is never reused.
+_CLAIMS: dict[int, tuple[Recognizer, Callable[[_Signals], bool] | None]] = {}
+
+
+def _claim_condition(recognizer: Recognizer) -> Callable[[_Signals], bool] | None:
+    known = _CLAIMS.get(id(recognizer))
+    if known is not None and known[0] is recognizer:
+        return known[1]
+    condition = _may_claim(recognizer)
+    if len(_CLAIMS) < 256:  # registries are few; a stream of new ones is not kept
+        _CLAIMS[id(recognizer)] = (recognizer, condition)
+    return condition
+
+
 def _may_claim(recognizer: Recognizer) -> Callable[[_Signals], bool] | None:
     """A necessary condition for `recognizer` to claim a pod, or None (always ask).
 
@@ -138,7 +153,7 @@ def recognize_pod(
     signals: _Signals | None = None
     with one_call():
         for recognizer in registry if registry is not None else default_registry():
-            may_claim = _may_claim(recognizer)
+            may_claim = _claim_condition(recognizer)
             if may_claim is not None:
                 if signals is None:
                     signals = _signals(pod, ask)

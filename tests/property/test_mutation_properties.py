@@ -1,17 +1,19 @@
-"""(c) Mutation plans are idempotent and never overwrite what a pod already carries."""
+"""(c) Mutation plans are idempotent and never overwrite what a pod already carries,
+and the JSONPatch the webhook sends makes exactly the planned pod."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
+import jsonpatch
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.model import Gang, PodMembership, Role, Source
-from gangkeeper.policies.mutation import plan_pod
+from gangkeeper.policies.mutation import MutationPlan, plan_pod
 
 # See test_feasibility_properties: keeps Hypothesis' failure report from crashing.
 pytestmark = pytest.mark.filterwarnings(
@@ -113,3 +115,81 @@ def test_values_already_present_are_never_changed(
     labels = result["metadata"].get("labels") or {}
     for value in labels.values():
         assert len(value) <= 63
+
+
+JUNK = st.sampled_from(["x", 3, [], None, [{"name": "other.io/gate"}], {}])
+
+
+@st.composite
+def odd_pods(draw: st.DrawFn) -> dict[str, Any]:
+    """`pods()` with any part the plan touches absent, empty or of the wrong type."""
+    pod = draw(pods())
+    metadata, spec = pod["metadata"], pod["spec"]
+    # Copies: a JSON document never holds one object in two places.
+    junk = lambda: copy.deepcopy(draw(JUNK))  # noqa: E731
+    for where in ("labels", "annotations"):
+        if draw(st.booleans()):
+            metadata[where] = junk()
+    for key in ("schedulingGates", "schedulingGroup", "schedulerName"):
+        if draw(st.booleans()):
+            spec[key] = copy.deepcopy(draw(JUNK | st.just({"podGroupName": "theirs"})))
+    if draw(st.integers(0, 5)) == 0:
+        del pod["metadata"]  # the API server may send a pod without it
+    choice = draw(st.integers(0, 5))
+    if choice == 0:
+        del pod["spec"]
+    elif choice == 1:
+        pod["spec"] = junk()
+    return pod
+
+
+plans = st.builds(
+    MutationPlan,
+    outcome=st.just("mutate"),
+    backend=st.sampled_from(["gate", "coscheduling", "volcano", "native"]),
+    labels=st.dictionaries(KEYS, VALUES, max_size=3),
+    annotations=st.dictionaries(KEYS | st.just("a~b/c"), VALUES, max_size=3),
+    scheduler_name=st.sampled_from([None, "volcano", "default-scheduler"]),
+    add_gate=st.booleans(),
+    pod_group_name=st.sampled_from([None, "g"]),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(pod=odd_pods(), plan=plans)
+def test_the_json_patch_makes_exactly_the_planned_pod(
+    pod: dict[str, Any], plan: MutationPlan
+) -> None:
+    original = copy.deepcopy(pod)
+    ops = plan.json_patch(pod)
+    assert pod == original
+    assert jsonpatch.apply_patch(pod, ops) == plan.apply(pod)
+    for op in ops:
+        assert op["path"].startswith(("/metadata", "/spec")), op
+        if op["op"] == "replace":
+            # Only a value of the wrong type is ever replaced, never a map of keys
+            # or a list of gates someone else put there.
+            before = jsonpatch.JsonPointer(op["path"]).resolve(pod)
+            if op["path"] in ("/metadata/labels", "/metadata/annotations", "/spec"):
+                assert not isinstance(before, dict), op
+            if op["path"] == "/spec/schedulingGates":
+                assert not isinstance(before, list), op
+            if op["path"] == "/spec/schedulingGroup":
+                assert not before, op
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(pod=pods(), membership=memberships(), config=configs)
+def test_the_json_patch_of_a_real_plan_keeps_every_existing_key_and_gate(
+    pod: dict[str, Any], membership: PodMembership, config: Config
+) -> None:
+    plan = plan_pod(pod, membership, config, pod["metadata"]["namespace"])
+    ops = plan.json_patch(pod)
+    assert jsonpatch.apply_patch(pod, ops) == plan.apply(pod)
+    for op in ops:
+        # Additions only, except an empty or default schedulerName taking the backend's.
+        assert op["op"] == "add" or (
+            op["path"] == "/spec/schedulerName"
+            and pod["spec"]["schedulerName"] in ("", "default-scheduler")
+        ), op
+    assert (ops == []) == (not plan.changes)
