@@ -108,9 +108,16 @@ class RawApi:
             self._local.conn = conn
         return conn
 
-    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        *,
+        content_type: str = "application/json",
+    ) -> tuple[int, bytes]:
         """(status, body); one reconnect if the kept-alive connection was closed."""
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers = {"Content-Type": content_type, "Accept": "application/json"}
         for attempt in (1, 2):
             conn = self._connection()
             try:

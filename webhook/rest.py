@@ -3,8 +3,10 @@
 The generated API classes turn every object into typed models, which costs about a
 millisecond per pod: too slow for a 1,000-pod gang and useless to the pure code,
 which reads dicts. `Rest` reuses the `ApiClient`'s configuration (host, TLS, token
-refresh) and connection pool, sends JSON, and returns parsed JSON; `watch` yields
-watch events line by line. Errors become `ApiError` with the HTTP status.
+refresh), sends JSON, and returns parsed JSON: plain requests on direct.py's
+per-thread connections when the configuration allows, else through the ApiClient.
+`watch` yields watch events line by line. Errors become `ApiError` with the HTTP
+status.
 
 I/O only: no decisions here.
 """
@@ -12,10 +14,13 @@ I/O only: no decisions here.
 from __future__ import annotations
 
 import json
+import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from kubernetes.client import ApiClient
+
+from .direct import DirectTransport
 
 
 class ApiError(Exception):
@@ -41,8 +46,13 @@ Query = Sequence[tuple[str, str | int]]
 class Rest:
     """JSON requests against the cluster an `ApiClient` is configured for."""
 
-    def __init__(self, api_client: ApiClient) -> None:
+    def __init__(self, api_client: ApiClient, *, direct: bool = True) -> None:
         self.api_client = api_client
+        # Plain requests take the leaner direct path when the configuration allows it
+        # (direct.py); watches always stream through the ApiClient.
+        self._direct = (
+            DirectTransport.from_configuration(api_client.configuration) if direct else None
+        )
 
     def _send(
         self,
@@ -83,10 +93,23 @@ class Rest:
         timeout: float = 30.0,
     ) -> dict[str, Any]:
         """One request; the parsed JSON answer, or ApiError for a non-2xx status."""
-        response = self._send(method, path, query, body, content_type=content_type, timeout=timeout)
-        data = response.read()
-        if not 200 <= response.status < 300:
-            raise ApiError(response.status, str(response.reason), data.decode(errors="replace"))
+        if self._direct is not None:
+            target = path + ("?" + urllib.parse.urlencode(list(query)) if query else "")
+            payload = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+            try:
+                answer = self._direct.request(
+                    method, target, payload, content_type=content_type, timeout=timeout
+                )
+            except Exception as exc:  # socket/ssl errors: the API is unreachable now
+                raise ApiError(0, f"{type(exc).__name__}: {exc}") from exc
+            status, reason, data = answer.status, answer.reason, answer.body
+        else:
+            response = self._send(
+                method, path, query, body, content_type=content_type, timeout=timeout
+            )
+            status, reason, data = response.status, str(response.reason), response.read()
+        if not 200 <= status < 300:
+            raise ApiError(status, reason, data.decode(errors="replace"))
         if not data:
             return {}
         return cast(dict[str, Any], json.loads(data))
@@ -145,6 +168,8 @@ class Rest:
 
     def close_all(self) -> None:
         """Drop pooled connections (unblocks watches on shutdown) and the client."""
+        if self._direct is not None:
+            self._direct.close_all()
         pool = getattr(self.api_client.rest_client, "pool_manager", None)
         if pool is not None:
             pool.clear()

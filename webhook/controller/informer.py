@@ -86,6 +86,12 @@ class Informer(Generic[T]):
         meta = obj.get("metadata") or {}
         uid = str(meta.get("uid", ""))
         version = str(meta.get("resourceVersion", ""))
+        with self._lock:
+            known = self._versions.get(uid)
+        # The version already stored (the watch event of our own write, whose answer
+        # was put first) is not converted again: conversion is most of the cost.
+        if known is not None and (version == known or not _rv_newer(version, known)):
+            return False
         value = self._convert(obj)
         with self._lock:
             if uid in self._versions and not _rv_newer(version, self._versions[uid]):
