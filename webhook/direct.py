@@ -60,7 +60,6 @@ class DirectTransport:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._open: set[http.client.HTTPConnection] = set()
-        self._closed = False
 
     @classmethod
     def from_configuration(cls, configuration: Any) -> DirectTransport | None:
@@ -86,8 +85,6 @@ class DirectTransport:
     def _connection(self) -> http.client.HTTPConnection:
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
         if conn is None:
-            if self._closed:
-                raise ConnectionError("the transport is closed")
             if self._context is not None:
                 server_name = getattr(self._configuration, "tls_server_name", None)
                 conn = _HTTPSConnection(
@@ -96,6 +93,8 @@ class DirectTransport:
             else:
                 conn = http.client.HTTPConnection(self._host, self._port)
             self._local.conn = conn
+        if conn.sock is None:
+            # About to connect (again, after close_all): closed with the others.
             with self._lock:
                 self._open.add(conn)
         return conn
@@ -146,9 +145,9 @@ class DirectTransport:
         raise AssertionError("unreachable")
 
     def close_all(self) -> None:
-        """Close every connection (any thread's); later requests fail."""
+        """Close every open connection (any thread's), as urllib3's pool.clear() does:
+        a later request opens a new one."""
         with self._lock:
-            self._closed = True
             conns, self._open = self._open, set()
         for conn in conns:
             conn.close()
