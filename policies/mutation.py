@@ -142,94 +142,109 @@ class MutationPlan:
         `metadata`, its `labels`/`annotations`, `spec` and `spec.schedulingGates`.
         Everything else (containers, volumes, ...) is shared with `pod`, because a
         full copy of a large pod was a fifth of /mutate's time. The result is read
-        only: the webhook diffs it against the original and serialises the patch;
-        a caller that wants to edit it must copy it first. With nothing to change
-        it is a full copy, as before.
+        only: a caller that wants to edit it must copy it first. With nothing to
+        change it is a full copy. (The webhook sends `json_patch`, which makes the
+        same pod from the request's.)
         """
         if not self.changes:
             return _json_copy(pod)  # type: ignore[no-any-return]
         result: dict[str, Any] = dict(pod)
-        metadata = result.get("metadata", _ABSENT)
-        if metadata is _ABSENT:
-            metadata = result["metadata"] = {}
-        elif isinstance(metadata, JSON_OBJECT):
-            metadata = result["metadata"] = dict(metadata)
-        for where, additions in (("labels", self.labels), ("annotations", self.annotations)):
-            if not additions:
-                continue
-            # A value that is not a mapping cannot hold keys; the API server would
-            # refuse it anyway, so it is replaced rather than crashed on.
-            have = metadata.get(where)
-            have = have if isinstance(have, JSON_OBJECT) else {}
-            metadata[where] = {**have, **{k: v for k, v in additions.items() if k not in have}}
+        # A value that is not a mapping cannot hold keys; the API server would refuse
+        # it anyway, so it is replaced rather than crashed on (metadata, labels,
+        # annotations, spec alike).
+        if self.labels or self.annotations:
+            metadata = result.get("metadata")
+            metadata = dict(metadata) if isinstance(metadata, JSON_OBJECT) else {}
+            result["metadata"] = metadata
+            for where, additions in (("labels", self.labels), ("annotations", self.annotations)):
+                if not additions:
+                    continue
+                have = metadata.get(where)
+                have = have if isinstance(have, JSON_OBJECT) else {}
+                metadata[where] = {**have, **{k: v for k, v in additions.items() if k not in have}}
         spec = result.get("spec")
-        spec = result["spec"] = dict(spec) if isinstance(spec, JSON_OBJECT) else {}
-        if self.scheduler_name is not None:
-            spec["schedulerName"] = self.scheduler_name
-        if self.add_gate:
-            raw_gates = spec.get("schedulingGates")
-            gates = list(raw_gates) if isinstance(raw_gates, list) else []
-            if not any(isinstance(g, JSON_OBJECT) and g.get("name") == GATE for g in gates):
-                gates.append({"name": GATE})
-            spec["schedulingGates"] = gates
-        if self.pod_group_name is not None and not spec.get("schedulingGroup"):
-            spec["schedulingGroup"] = {"podGroupName": self.pod_group_name}
+        result["spec"] = self._spec_additions(
+            dict(spec) if isinstance(spec, JSON_OBJECT) else {}
+        )
         return result
 
     def json_patch(self, pod: KubeObject) -> list[dict[str, Any]]:
         """RFC 6902 operations that turn `pod` into `self.apply(pod)`; [] with no changes.
 
-        Built from the plan rather than by diffing two pods: the diff walked every key
-        of the pod on each admission, for the few paths a plan can touch. Keys are
-        escaped as RFC 6901 says; a map that is absent is added whole, one that holds
-        keys gets one `add` per new key (so another webhook's keys are never
-        rewritten), and a gate is appended at the list's end. The tests apply these
-        operations and compare the result with `apply` for arbitrary pods.
+        Built from the plan, without building the planned pod or diffing: this runs on
+        every admission. Keys are escaped as RFC 6901 says; a map that is absent (or of
+        the wrong type) is set whole, one that holds keys gets one `add` per new key (so
+        another webhook's keys are never rewritten), and a gate is appended at the
+        list's end. The tests apply these operations and compare with `apply` for pods
+        with absent, empty and wrongly typed parts.
         """
         if not self.changes:
             return []
         ops: list[dict[str, Any]] = []
-        planned = self.apply(pod)
         metadata = pod.get("metadata", _ABSENT)
-        if metadata is _ABSENT or not isinstance(metadata, JSON_OBJECT):
-            if "metadata" in planned and planned["metadata"] is not metadata:
-                ops.append(_set("/metadata", metadata, planned["metadata"]))
+        if not isinstance(metadata, JSON_OBJECT):
+            fresh = {
+                where: dict(additions)
+                for where, additions in (("labels", self.labels), ("annotations", self.annotations))
+                if additions
+            }
+            if fresh:
+                ops.append(_set("/metadata", metadata, fresh))
         else:
             for where, additions in (("labels", self.labels), ("annotations", self.annotations)):
                 if not additions:
                     continue
                 have = metadata.get(where, _ABSENT)
-                path = f"/metadata/{where}"
                 if isinstance(have, JSON_OBJECT):
                     ops.extend(
-                        {"op": "add", "path": _pointer(path, key), "value": value}
+                        {"op": "add", "path": _pointer(f"/metadata/{where}", key), "value": value}
                         for key, value in additions.items()
                         if key not in have
                     )
                 else:
-                    ops.append(_set(path, have, planned["metadata"][where]))
+                    ops.append(_set(f"/metadata/{where}", have, dict(additions)))
         spec = pod.get("spec", _ABSENT)
-        new_spec = planned["spec"]
         if not isinstance(spec, JSON_OBJECT):
-            ops.append(_set("/spec", spec, new_spec))
+            ops.append(_set("/spec", spec, self._spec_additions({})))
             return ops
-        for key in ("schedulerName", "schedulingGates", "schedulingGroup"):
-            before, after = spec.get(key, _ABSENT), new_spec.get(key, _ABSENT)
-            if after is _ABSENT or before is after:
-                continue
-            if (
-                key == "schedulingGates"
-                and isinstance(before, list)
-                and after[: len(before)] == before
-            ):
-                # Appended: earlier gates (another webhook's) are left in place.
-                ops.extend(
-                    {"op": "add", "path": f"/spec/{key}/{i}", "value": after[i]}
-                    for i in range(len(before), len(after))
+        if self.scheduler_name is not None:
+            before = spec.get("schedulerName", _ABSENT)
+            if before != self.scheduler_name:
+                ops.append(_set("/spec/schedulerName", before, self.scheduler_name))
+        if self.add_gate:
+            gates = spec.get("schedulingGates", _ABSENT)
+            if not isinstance(gates, list):
+                ops.append(_set("/spec/schedulingGates", gates, [{"name": GATE}]))
+            elif not _has_gate(gates):
+                # Appended: earlier gates (another webhook's) stay where they are.
+                ops.append(
+                    {"op": "add", "path": f"/spec/schedulingGates/{len(gates)}",
+                     "value": {"name": GATE}}
                 )
-            elif before != after:
-                ops.append(_set(f"/spec/{key}", before, after))
+        if self.pod_group_name is not None and not spec.get("schedulingGroup"):
+            ops.append(
+                _set("/spec/schedulingGroup", spec.get("schedulingGroup", _ABSENT),
+                     {"podGroupName": self.pod_group_name})
+            )
         return ops
+
+    def _spec_additions(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """`spec` (a fresh dict) with the plan's spec fields set, as `apply` sets them."""
+        if self.scheduler_name is not None:
+            spec["schedulerName"] = self.scheduler_name
+        if self.add_gate:
+            gates = spec.get("schedulingGates")
+            gates = list(gates) if isinstance(gates, list) else []
+            if not _has_gate(gates):
+                gates.append({"name": GATE})
+            spec["schedulingGates"] = gates
+        if self.pod_group_name is not None and not spec.get("schedulingGroup"):
+            spec["schedulingGroup"] = {"podGroupName": self.pod_group_name}
+        return spec
+
+
+def _has_gate(gates: list[Any]) -> bool:
+    return any(isinstance(g, JSON_OBJECT) and g.get("name") == GATE for g in gates)
 
 
 def _pointer(parent: str, key: str) -> str:

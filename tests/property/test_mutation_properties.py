@@ -133,8 +133,11 @@ def odd_pods(draw: st.DrawFn) -> dict[str, Any]:
     for key in ("schedulingGates", "schedulingGroup", "schedulerName"):
         if draw(st.booleans()):
             spec[key] = copy.deepcopy(draw(JUNK | st.just({"podGroupName": "theirs"})))
-    if draw(st.integers(0, 5)) == 0:
+    choice = draw(st.integers(0, 7))
+    if choice == 0:
         del pod["metadata"]  # the API server may send a pod without it
+    elif choice == 1:
+        pod["metadata"] = junk()
     choice = draw(st.integers(0, 5))
     if choice == 0:
         del pod["spec"]
@@ -170,7 +173,7 @@ def test_the_json_patch_makes_exactly_the_planned_pod(
             # Only a value of the wrong type is ever replaced, never a map of keys
             # or a list of gates someone else put there.
             before = jsonpatch.JsonPointer(op["path"]).resolve(pod)
-            if op["path"] in ("/metadata/labels", "/metadata/annotations", "/spec"):
+            if op["path"] in ("/metadata", "/metadata/labels", "/metadata/annotations", "/spec"):
                 assert not isinstance(before, dict), op
             if op["path"] == "/spec/schedulingGates":
                 assert not isinstance(before, list), op
