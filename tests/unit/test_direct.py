@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -191,3 +192,55 @@ def _rest(config: Configuration) -> Rest:
     rest = Rest(_client(config))
     _OPEN.append(rest)
     return rest
+
+
+class Streamer(http.server.BaseHTTPRequestHandler):
+    """A watch that sends one event and then nothing until released."""
+
+    protocol_version = "HTTP/1.1"
+    release = threading.Event()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        line = b'{"type":"ADDED","object":{"metadata":{"name":"n"}}}\n'
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+        self.wfile.flush()
+        self.release.wait(60)
+
+
+def test_close_all_ends_a_watch_blocked_waiting_for_the_next_event() -> None:
+    Streamer.release = threading.Event()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Streamer)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    rest = _rest(configuration(url(httpd)))
+    seen: list[Any] = []
+    ended = threading.Event()
+
+    def watch() -> None:
+        try:
+            for event in rest.watch("/api/v1/nodes", (), 60):
+                seen.append(event)
+        except Exception:  # the stream is cut: how it ends is not the point
+            pass
+        ended.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        for _ in range(500):
+            if seen:
+                break
+            time.sleep(0.02)
+        assert seen and seen[0]["type"] == "ADDED"
+        rest.close_all()
+        # The server would hold the stream for 60 s; close_all must end it now.
+        assert ended.wait(10), "the watch was still blocked after close_all"
+    finally:
+        Streamer.release.set()
+        httpd.shutdown()
+        httpd.server_close()
