@@ -45,14 +45,12 @@ class DirectTransport:
         self,
         configuration: Any,
         *,
-        scheme: str,
         host: str,
         port: int,
         prefix: str,
         context: ssl.SSLContext | None,
     ) -> None:
         self._configuration = configuration
-        self._scheme = scheme
         self._host = host
         self._port = port
         self._prefix = prefix
@@ -75,7 +73,6 @@ class DirectTransport:
             context = _tls_context(configuration)
         return cls(
             configuration,
-            scheme=url.scheme,
             host=url.hostname,
             port=url.port or (443 if url.scheme == "https" else 80),
             prefix=url.path.rstrip("/"),
