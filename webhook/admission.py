@@ -43,6 +43,10 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 #: The API server keeps warnings readable by limiting them to 120 characters.
 MAX_WARNING_CHARS = 120
 
+# One encoder for every patch: json.dumps with non-default separators builds a new
+# JSONEncoder (and its C encoder) on each call.
+_PATCH_JSON = json.JSONEncoder(separators=(",", ":"))
+
 Endpoint = Literal["mutate", "validate", "noop"]
 
 
@@ -235,9 +239,7 @@ def _response(
         response["warnings"] = warnings
     if patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(
-            json.dumps(patch, separators=(",", ":")).encode()
-        ).decode()
+        response["patch"] = base64.b64encode(_PATCH_JSON.encode(patch).encode()).decode()
     return {"apiVersion": review.api_version, "kind": KIND, "response": response}
 
 
