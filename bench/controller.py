@@ -240,8 +240,12 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.controller", description=__doc__)
     parser.add_argument("--quick", action="store_true", help=f"gangs of {QUICK_SIZES} only")
+    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = parser.parse_args(argv)
     rows = run(args.quick)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(rows, out, indent=2)
     print("| gang | gates lifted (first / all) | API server alone | all vs alone "
           "| bound (first / all) | ≤ 2 s |")
     print("| ---: | ---: | ---: | ---: | ---: | :---: |")
