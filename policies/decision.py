@@ -20,7 +20,8 @@ from .capacity import Capacity
 from .config import Config
 from .feasibility import check_gang
 from .model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, Verdict
-from .mutation import MutationPlan, plan_pod
+from .mutation import MutationPlan
+from .plan_memo import DEFAULT_MEMO
 from .recognizers.base import Registry
 from .recognizers.registry import recognize_object, recognize_pod
 
@@ -45,6 +46,8 @@ class PodDecision:
     #: changes. The patched pod and the JSONPatch are derived from it on demand: the
     #: webhook only needs the patch.
     target: KubeObject | None = None
+    #: The patch, when planning already made it (`PlanMemo`); shared: read only.
+    patch_ops: list[dict[str, Any]] | None = None
 
     @cached_property
     def patched(self) -> dict[str, Any] | None:
@@ -58,6 +61,8 @@ class PodDecision:
         """The RFC 6902 operations that make the request's pod `patched`; [] when none."""
         if self.plan is None or self.target is None:
             return []
+        if self.patch_ops is not None:
+            return self.patch_ops
         return self.plan.json_patch(self.target)
 
 
@@ -107,7 +112,7 @@ def decide_pod(
     if membership is None:
         return PodDecision(None, allowed, skipped="not part of a gang")
     verdict = check_gang(membership.gang, capacity)
-    plan = plan_pod(pod, membership, config, namespace)
+    plan, ops = DEFAULT_MEMO.plan(pod, membership, config, namespace)
     if plan.outcome == "reject":
         verdict = Verdict(
             allowed=False, reason=plan.message, warnings=verdict.warnings, code="conflict"
@@ -117,7 +122,7 @@ def decide_pod(
     if not plan.changes:
         why = plan.message or "already carries its gang keys"
         return PodDecision(membership, verdict, skipped=why, plan=plan)
-    return PodDecision(membership, verdict, plan=plan, target=pod)
+    return PodDecision(membership, verdict, plan=plan, target=pod, patch_ops=ops)
 
 
 def validate_object(

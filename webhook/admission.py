@@ -46,6 +46,22 @@ MAX_WARNING_CHARS = 120
 # One encoder for every patch: json.dumps with non-default separators builds a new
 # JSONEncoder (and its C encoder) on each call.
 _PATCH_JSON = json.JSONEncoder(separators=(",", ":"))
+# Encoded patches by the identity of their operations list: the policy's plan memo
+# hands every pod of a gang the same list, so it is encoded once. Entries keep the
+# list alive, so an id is never reused while its entry exists.
+_ENCODED: dict[int, tuple[list[dict[str, Any]], str]] = {}
+_ENCODED_MAX = 1024
+
+
+def _encoded_patch(patch: list[dict[str, Any]]) -> str:
+    hit = _ENCODED.get(id(patch))
+    if hit is not None and hit[0] is patch:
+        return hit[1]
+    encoded = base64.b64encode(_PATCH_JSON.encode(patch).encode()).decode()
+    if len(_ENCODED) >= _ENCODED_MAX:
+        _ENCODED.clear()
+    _ENCODED[id(patch)] = (patch, encoded)
+    return encoded
 
 Endpoint = Literal["mutate", "validate", "noop"]
 
@@ -239,7 +255,7 @@ def _response(
         response["warnings"] = warnings
     if patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(_PATCH_JSON.encode(patch).encode()).decode()
+        response["patch"] = _encoded_patch(patch)
     return {"apiVersion": review.api_version, "kind": KIND, "response": response}
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.model import Gang, PodMembership, Role, Source
 from gangkeeper.policies.mutation import MutationPlan, plan_pod
+from gangkeeper.policies.plan_memo import PlanMemo, shape_key
 
 # See test_feasibility_properties: keeps Hypothesis' failure report from crashing.
 pytestmark = pytest.mark.filterwarnings(
@@ -196,3 +197,141 @@ def test_the_json_patch_of_a_real_plan_keeps_every_existing_key_and_gate(
             and pod["spec"]["schedulerName"] in ("", "default-scheduler")
         ), op
     assert (ops == []) == (not plan.changes)
+
+
+@st.composite
+def unread_changes(draw: st.DrawFn, pod: dict[str, Any]) -> dict[str, Any]:
+    """`pod` with parts that planning does not read changed (name, owner, containers)."""
+    variant = copy.deepcopy(pod)
+    metadata = variant.get("metadata")
+    if isinstance(metadata, dict):
+        metadata["name"] = draw(st.sampled_from(["p", "worker-7", "launcher"]))
+        metadata["ownerReferences"] = [{"kind": "Job", "name": draw(NAMES), "controller": True}]
+    spec = variant.get("spec")
+    if isinstance(spec, dict):
+        spec["containers"] = [{"name": "c", "image": draw(st.sampled_from(["i", "j:2"]))}]
+        spec["hostname"] = draw(st.sampled_from(["h0", "h1"]))
+    return variant
+
+
+TWEAK_LIST: list[tuple[str, str, Any]] = [
+    ("labels", "team", "x"), ("labels", "gangkeeper.io/gang", "train"),
+    ("labels", "kueue.x-k8s.io/pod-group-name", "g"), ("annotations", "team", "1"),
+    ("annotations", "scheduling.k8s.io/group-name", "g"), ("annotations", "volcano.sh/x", "y"),
+    ("annotations", "gangkeeper.io/min-member", "1"), ("spec", "schedulerName", "volcano"),
+    ("spec", "schedulerName", "default-scheduler"), ("spec", "schedulerName", None),
+    ("spec", "nodeName", "node-1"), ("spec", "workloadRef", {"name": "w"}),
+    ("spec", "schedulingGroup", {"podGroupName": "theirs"}),
+    ("spec", "schedulingGroup", {}), ("spec", "schedulingGroup", {"podGroupName": None}),
+    ("gates", "gangkeeper.io/gang", None),
+    ("gates", "other.io/gate", None), ("gates", "other.io/gate", None),
+    ("drop", "labels", None), ("drop", "annotations", None),
+]
+TWEAKS = st.sampled_from(TWEAK_LIST)
+
+
+def tweaked(pod: dict[str, Any], tweaks: list[tuple[str, str, Any]]) -> dict[str, Any]:
+    """`pod` with some parts that planning reads changed."""
+    pod = copy.deepcopy(pod)
+    metadata, spec = pod["metadata"], pod["spec"]
+    for where, key, value in tweaks:
+        if where in ("labels", "annotations"):
+            metadata.setdefault(where, {})[key] = value
+        elif where == "spec":
+            spec[key] = copy.deepcopy(value)
+        elif where == "gates":
+            spec.setdefault("schedulingGates", []).append({"name": key})
+        else:
+            metadata.pop(key, None)
+    return pod
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    data=st.data(),
+    bases=st.lists(pods(), min_size=1, max_size=2),
+    steps=st.lists(
+        st.tuples(st.integers(0, 1), st.lists(TWEAKS, max_size=3), st.booleans(),
+                  st.integers(0, 2)),
+        min_size=1, max_size=16,
+    ),
+    membership=memberships(),
+    config=configs,
+)
+def test_the_plan_memo_answers_as_fresh_planning_does_for_any_sequence_of_pods(
+    data: st.DataObject,
+    bases: list[dict[str, Any]],
+    steps: list[tuple[int, list[tuple[str, str, Any]], bool, int]],
+    membership: PodMembership,
+    config: Config,
+) -> None:
+    # Pods made from one or two bases by small changes to what planning reads, for
+    # one gang and config, through a small memo: answers are reused, and a key that
+    # missed any of those parts would hand one pod another's plan.
+    memo = PlanMemo(size=6)
+    gang = membership.gang
+    # The same gang in another role, and another gang of the same name.
+    other = Gang(gang.namespace, gang.name, gang.min_member + 1, gang.roles,
+                 Source("batch/v1", "Job", gang.namespace, gang.name, "uid-2"))
+    members = [membership, PodMembership(gang, "launcher"), PodMembership(other, membership.role)]
+    for base, tweaks, vary, member in steps:
+        membership = members[member]
+        pod = tweaked(bases[base % len(bases)], tweaks)
+        if vary:
+            pod = data.draw(unread_changes(pod))
+        original = copy.deepcopy(pod)
+        namespace = pod["metadata"]["namespace"]
+        plan, ops = memo.plan(pod, membership, config, namespace)
+        fresh = plan_pod(pod, membership, config, namespace)
+        assert plan == fresh
+        assert ops == fresh.json_patch(pod)
+        assert pod == original
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(pod=odd_pods(), membership=memberships(), config=configs)
+def test_the_plan_memo_plans_pods_of_any_shape_as_fresh_planning_does(
+    pod: dict[str, Any], membership: PodMembership, config: Config
+) -> None:
+    memo = PlanMemo()
+    namespace = "a"
+    for _ in range(2):  # the second answer may come from memory
+        plan, ops = memo.plan(pod, membership, config, namespace)
+        fresh = plan_pod(pod, membership, config, namespace)
+        assert plan == fresh
+        assert ops == fresh.json_patch(pod)
+
+
+@pytest.mark.parametrize("backend", ["gate", "coscheduling", "volcano", "native"])
+@pytest.mark.parametrize("on_conflict", ["skip", "reject"])
+def test_pods_planned_differently_never_share_a_shape_key(backend: str, on_conflict: str) -> None:
+    # Every pair of changes to what planning reads, on a few bases: two pods with the
+    # same key must have the same plan and patch, or the memo would mix them up.
+    gang = Gang("a", "train", 4, (Role("worker", 4, {"nvidia.com/gpu": 1}),),
+                Source("batch/v1", "Job", "a", "train", "uid"))
+    membership = PodMembership(gang, "worker")
+    config = Config(backend=backend, on_conflict=on_conflict)  # type: ignore[arg-type]
+    spec = {"containers": [{"name": "c", "image": "i"}]}
+    bases = [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "a"},
+         "spec": copy.deepcopy(spec)},
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": "p", "namespace": "a", "labels": {"app": "x"},
+                      "annotations": {"note": "n"}},
+         "spec": {**copy.deepcopy(spec), "schedulingGates": [{"name": "other.io/gate"}]}},
+    ]
+    tweaks = TWEAK_LIST
+    seen: dict[Any, tuple[MutationPlan, list[dict[str, Any]]]] = {}
+    keyed = 0
+    for base in bases:
+        for first in [None, *tweaks]:
+            for second in [None, *tweaks]:
+                pod = tweaked(base, [t for t in (first, second) if t is not None])
+                key = shape_key(pod, membership, config, "a")
+                if key is None:
+                    continue
+                keyed += 1
+                plan = plan_pod(pod, membership, config, "a")
+                answer = (plan, plan.json_patch(pod))
+                assert seen.setdefault(key, answer) == answer, (first, second)
+    assert keyed > 500  # the pairs were really compared, not all skipped
