@@ -299,6 +299,16 @@ def _has_default_sa(core: Any, namespace: str) -> bool:
     return bool(found.items)
 
 
+def create_namespace(core: Any, name: str, *, opted_in: bool) -> None:
+    """A namespace (labelled for gangkeeper when `opted_in`), ready for pods."""
+    labels = {ENABLED_LABEL: "true"} if opted_in else {}
+    core.create_namespace({"metadata": {"name": name, "labels": labels}})
+    # The ServiceAccount admission plugin refuses pods until "default" exists.
+    wait_for(
+        functools.partial(_has_default_sa, core, name), 60, f"default ServiceAccount in {name}"
+    )
+
+
 def _first_line(exc: BaseException) -> str:
     body = getattr(exc, "body", None)
     text = body.decode() if isinstance(body, bytes) else str(body or exc)
@@ -323,15 +333,7 @@ def open_cluster(
         api = api_client(info.kubeconfig)
         core: Any = client.CoreV1Api(api)
         for name, opted_in in NAMESPACES.items():
-            labels = {ENABLED_LABEL: "true"} if opted_in else {}
-            core.create_namespace({"metadata": {"name": name, "labels": labels}})
-        for name in NAMESPACES:
-            # The ServiceAccount admission plugin refuses pods until "default" exists.
-            wait_for(
-                functools.partial(_has_default_sa, core, name),
-                60,
-                f"default ServiceAccount in {name}",
-            )
+            create_namespace(core, name, opted_in=opted_in)
         try:
             yield BenchCluster(
                 sandbox=sandbox,

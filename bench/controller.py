@@ -23,7 +23,6 @@ bench.cluster.open_cluster. May touch that sandbox only.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 import threading
@@ -36,8 +35,6 @@ NAMESPACE = "bench-controller"
 BASELINE_NAMESPACE = "bench-controller-baseline"
 BASELINE_GATE = "bench.gangkeeper.io/baseline"
 HOLD_GATE = "bench.gangkeeper.io/hold"
-#: The controller's patch workers (GangController's default), matched by the baseline.
-WORKERS = 32
 POOL_KEY = "bench.gangkeeper.io/pool"
 POOL = "controller"
 GPUS_PER_NODE = 100
@@ -135,21 +132,20 @@ def held_pod(index: int) -> dict[str, Any]:
 def api_ceiling(cluster: Any, size: int) -> float:
     """Seconds the API server takes for `size` gate removals with nothing else to do.
 
-    The same JSON patch the controller sends (test the gate list, remove one gate),
+    The same JSON patch the controller sends (`gate_removal_patch`: test the gate list,
+    replace it without the one gate),
     from the same number of concurrent connections, by a minimal client, on pods in a
     namespace gangkeeper does not watch for gangs; the pods keep a second gate, so the
     scheduler never acts on them. This is the fastest gangkeeper's burst could be on
     this API server and this machine, measured in the same run.
     """
+    from gangkeeper.webhook.controller.controller import PATCH_WORKERS, gate_removal_patch
+
     path = f"/api/v1/namespaces/{BASELINE_NAMESPACE}/pods"
     raw = cluster.raw
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(lambda i: raw.create(path, held_pod(i)), range(size)))
-    patch = json.dumps([
-        {"op": "test", "path": "/spec/schedulingGates",
-         "value": [{"name": BASELINE_GATE}, {"name": HOLD_GATE}]},
-        {"op": "remove", "path": "/spec/schedulingGates/0"},
-    ]).encode()
+    patch = json.dumps(gate_removal_patch([BASELINE_GATE, HOLD_GATE], BASELINE_GATE)).encode()
 
     def ungate(index: int) -> None:
         status, body = raw.request(
@@ -159,8 +155,9 @@ def api_ceiling(cluster: Any, size: int) -> float:
         if status != 200:
             raise RuntimeError(f"baseline patch: HTTP {status} {body[:200]!r}")
 
-    with ThreadPoolExecutor(WORKERS) as pool:
-        list(pool.map(lambda _i: raw.request("GET", "/version"), range(WORKERS)))  # connect
+    with ThreadPoolExecutor(PATCH_WORKERS) as pool:
+        # Open every connection first, so the clock times patches only.
+        list(pool.map(lambda _i: raw.request("GET", "/version"), range(PATCH_WORKERS)))
         started = time.monotonic()
         list(pool.map(ungate, range(size)))
         elapsed = time.monotonic() - started
@@ -209,25 +206,15 @@ def measure(cluster: Any, rest: Any, size: int) -> dict[str, Any]:
     return row
 
 
-def _has_default_sa(cluster: Any, namespace: str) -> bool:
-    found = cluster.core.list_namespaced_service_account(
-        namespace, field_selector="metadata.name=default"
-    )
-    return bool(found.items)
-
-
 def run(quick: bool = False) -> list[dict[str, Any]]:
-    from bench.cluster import open_cluster, wait_for
+    from bench.cluster import create_namespace, open_cluster
     from gangkeeper.webhook.rest import Rest
 
     sizes = QUICK_SIZES if quick else SIZES
     rows: list[dict[str, Any]] = []
     with open_cluster(quick=quick, log=_log) as cluster:
-        for name, labels in ((NAMESPACE, {"gangkeeper.io/enabled": "true"}),
-                             (BASELINE_NAMESPACE, {})):
-            cluster.core.create_namespace({"metadata": {"name": name, "labels": labels}})
-            wait_for(functools.partial(_has_default_sa, cluster, name), 60,
-                     f"default ServiceAccount in {name}")
+        create_namespace(cluster.core, NAMESPACE, opted_in=True)
+        create_namespace(cluster.core, BASELINE_NAMESPACE, opted_in=False)
         nodes = -(-max(sizes) // GPUS_PER_NODE)
         cluster.ensure_fleet(POOL, nodes, GPUS_PER_NODE, label=POOL_KEY)
         rest = Rest(cluster.api)

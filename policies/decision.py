@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -43,11 +43,12 @@ class PodDecision:
     skipped: str = ""
     plan: MutationPlan | None = None
     #: The pod the plan applies to (metadata.namespace filled in); None when nothing
-    #: changes. The patched pod and the JSONPatch are derived from it on demand: the
-    #: webhook only needs the patch.
+    #: changes. The patched pod is derived from it on demand: the webhook only needs
+    #: the patch.
     target: KubeObject | None = None
-    #: The patch, when planning already made it (`PlanMemo`); shared: read only.
-    patch_ops: list[dict[str, Any]] | None = None
+    #: The RFC 6902 operations that make the request's pod `patched`; [] when nothing
+    #: changes. Shared with every pod planned alike (`PlanMemo`): read only.
+    patch: list[dict[str, Any]] = field(default_factory=list)
 
     @cached_property
     def patched(self) -> dict[str, Any] | None:
@@ -56,14 +57,6 @@ class PodDecision:
         if self.plan is None or self.target is None:
             return None
         return self.plan.apply(self.target)
-
-    def json_patch(self) -> list[dict[str, Any]]:
-        """The RFC 6902 operations that make the request's pod `patched`; [] when none."""
-        if self.plan is None or self.target is None:
-            return []
-        if self.patch_ops is not None:
-            return self.patch_ops
-        return self.plan.json_patch(self.target)
 
 
 @dataclass(frozen=True)
@@ -122,7 +115,7 @@ def decide_pod(
     if not plan.changes:
         why = plan.message or "already carries its gang keys"
         return PodDecision(membership, verdict, skipped=why, plan=plan)
-    return PodDecision(membership, verdict, plan=plan, target=pod, patch_ops=ops)
+    return PodDecision(membership, verdict, plan=plan, target=pod, patch=ops)
 
 
 def validate_object(

@@ -215,7 +215,7 @@ class MutationPlan:
             gates = spec.get("schedulingGates", _ABSENT)
             if not isinstance(gates, list):
                 ops.append(_set("/spec/schedulingGates", gates, [{"name": GATE}]))
-            elif not _has_gate(gates):
+            elif not has_gate(gates):
                 # Appended: earlier gates (another webhook's) stay where they are.
                 ops.append(
                     {"op": "add", "path": f"/spec/schedulingGates/{len(gates)}",
@@ -235,7 +235,7 @@ class MutationPlan:
         if self.add_gate:
             gates = spec.get("schedulingGates")
             gates = list(gates) if isinstance(gates, list) else []
-            if not _has_gate(gates):
+            if not has_gate(gates):
                 gates.append({"name": GATE})
             spec["schedulingGates"] = gates
         if self.pod_group_name is not None and not spec.get("schedulingGroup"):
@@ -243,7 +243,8 @@ class MutationPlan:
         return spec
 
 
-def _has_gate(gates: list[Any]) -> bool:
+def has_gate(gates: list[Any]) -> bool:
+    """Whether gangkeeper's scheduling gate is among `gates`."""
     return any(isinstance(g, JSON_OBJECT) and g.get("name") == GATE for g in gates)
 
 
@@ -413,9 +414,7 @@ def plan_pod(
     labels = {k: v for k, v in wanted_labels.items() if k not in present_labels}
     annotations = {k: v for k, v in wanted_annotations.items() if k not in present_annotations}
     gates = spec.get("schedulingGates")
-    has_gate = isinstance(gates, list) and any(
-        isinstance(g, JSON_OBJECT) and g.get("name") == GATE for g in gates
-    )
+    gated = isinstance(gates, list) and has_gate(gates)
     pod_group = group if backend == "native" and not spec.get("schedulingGroup") else None
     plan = MutationPlan(
         outcome="mutate",
@@ -423,7 +422,7 @@ def plan_pod(
         labels=labels,
         annotations=annotations,
         scheduler_name=scheduler,
-        add_gate=not has_gate,
+        add_gate=not gated,
         pod_group_name=pod_group,
     )
     if not (labels or annotations or scheduler or plan.add_gate or pod_group):

@@ -28,7 +28,7 @@ from typing import Any
 
 from .config import Config
 from .model import KubeObject, PodMembership
-from .mutation import GATE, MutationPlan, plan_pod
+from .mutation import MutationPlan, has_gate, plan_pod
 
 #: Marks a part that is absent (None is a value a pod may carry).
 _ABSENT: Hashable = object()
@@ -76,8 +76,7 @@ def shape_key(
     if gates is _ABSENT:
         gates_key: Hashable = _ABSENT
     elif type(gates) is list:
-        ours = any(type(g) is dict and g.get("name") == GATE for g in gates)
-        gates_key = (len(gates), ours)
+        gates_key = (len(gates), has_gate(gates))
     else:
         return None
     group = spec.get("schedulingGroup", _ABSENT)

@@ -46,22 +46,6 @@ MAX_WARNING_CHARS = 120
 # One encoder for every patch: json.dumps with non-default separators builds a new
 # JSONEncoder (and its C encoder) on each call.
 _PATCH_JSON = json.JSONEncoder(separators=(",", ":"))
-# Encoded patches by the identity of their operations list: the policy's plan memo
-# hands every pod of a gang the same list, so it is encoded once. Entries keep the
-# list alive, so an id is never reused while its entry exists.
-_ENCODED: dict[int, tuple[list[dict[str, Any]], str]] = {}
-_ENCODED_MAX = 1024
-
-
-def _encoded_patch(patch: list[dict[str, Any]]) -> str:
-    hit = _ENCODED.get(id(patch))
-    if hit is not None and hit[0] is patch:
-        return hit[1]
-    encoded = base64.b64encode(_PATCH_JSON.encode(patch).encode()).decode()
-    if len(_ENCODED) >= _ENCODED_MAX:
-        _ENCODED.clear()
-    _ENCODED[id(patch)] = (patch, encoded)
-    return encoded
 
 Endpoint = Literal["mutate", "validate", "noop"]
 
@@ -255,7 +239,7 @@ def _response(
         response["warnings"] = warnings
     if patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = _encoded_patch(patch)
+        response["patch"] = base64.b64encode(_PATCH_JSON.encode(patch).encode()).decode()
     return {"apiVersion": review.api_version, "kind": KIND, "response": response}
 
 
@@ -345,7 +329,7 @@ def _pod_answer(review: Review, policy: Policy) -> Answer:
         )
     # Planned against the pod with metadata.namespace filled from the request, so the
     # patch never touches the namespace.
-    patch = decision.json_patch()
+    patch = decision.patch
     summary["patch_ops"] = len(patch)
     return Answer(
         _response(review, allowed=True, warnings=warnings, patch=patch),

@@ -48,13 +48,11 @@ Query = Sequence[tuple[str, str | int]]
 class Rest:
     """JSON requests against the cluster an `ApiClient` is configured for."""
 
-    def __init__(self, api_client: ApiClient, *, direct: bool = True) -> None:
+    def __init__(self, api_client: ApiClient) -> None:
         self.api_client = api_client
         # Plain requests take the leaner direct path when the configuration allows it
         # (direct.py); watches always stream through the ApiClient.
-        self._direct = (
-            DirectTransport.from_configuration(api_client.configuration) if direct else None
-        )
+        self._direct = DirectTransport.from_configuration(api_client.configuration)
         self._streams: set[Any] = set()
         self._streams_lock = threading.Lock()
 

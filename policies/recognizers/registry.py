@@ -11,12 +11,11 @@ InvalidObject is raised only for an object of a known kind with a malformed fiel
 
 Pure: the only outside call is the caller's lookup, memoised per call, as are the
 metadata and owner chain every recogniser reads (`common.one_call`). Workload
-recognisers a pod's owner chain rules out are skipped, not asked (`_may_claim`).
+recognisers a pod's owner chain rules out are skipped, not asked (`_ruled_out`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -98,43 +97,31 @@ def _signals(pod: KubeObject, ask: OwnerLookup) -> _Signals:
     )
 
 
-#: id(recognizer) → (recognizer, its condition): worked out once per recogniser rather
-#: than on every pod. The entry keeps the recogniser, so its id is never reused.
-_CLAIMS: dict[int, tuple[Recognizer, Callable[[_Signals], bool] | None]] = {}
+#: The shipped recognisers whose first test `_ruled_out` restates.
+_SCREENED = (TrainJobRecognizer, JobSetRecognizer, JobRecognizer, TrainingOperatorRecognizer)
 
 
-def _claim_condition(recognizer: Recognizer) -> Callable[[_Signals], bool] | None:
-    known = _CLAIMS.get(id(recognizer))
-    if known is not None and known[0] is recognizer:
-        return known[1]
-    condition = _may_claim(recognizer)
-    if len(_CLAIMS) < 256:  # registries are few; a stream of new ones is not kept
-        _CLAIMS[id(recognizer)] = (recognizer, condition)
-    return condition
+def _ruled_out(recognizer: Recognizer, signals: _Signals) -> bool:
+    """Whether `recognizer` (one of the _SCREENED kinds) would decline the pod at once.
 
-
-def _may_claim(recognizer: Recognizer) -> Callable[[_Signals], bool] | None:
-    """A necessary condition for `recognizer` to claim a pod, or None (always ask).
-
-    Each condition restates the recogniser's own first test, so skipping it when
-    the condition fails changes nothing: it would have returned None before reading
-    anything else (no lookups, no errors). The order of the registry, and with it
-    every precedence (explicit annotations, TrainJob > JobSet > Job), is untouched.
-    Only the exact shipped classes are known; anything else is always asked.
+    Each test restates the recogniser's own first test, so skipping it when the test
+    says so changes nothing: it would have returned None before reading anything
+    else (no lookups, no errors). The order of the registry, and with it every
+    precedence (explicit annotations, TrainJob > JobSet > Job), is untouched. Only the
+    exact shipped classes are screened; anything else is always asked.
     """
     kind = type(recognizer)
+    owners = signals.owners
     if kind is TrainJobRecognizer:
         # Its TrainJob is an owner, or the owner of the pod's JobSet (an owner or
         # named by label).
-        return lambda s: TRAINJOB in s.owners or JOBSET in s.owners or s.jobset_label
+        return not (TRAINJOB in owners or JOBSET in owners or signals.jobset_label)
     if kind is JobSetRecognizer:
-        return lambda s: JOBSET in s.owners or s.jobset_label
+        return not (JOBSET in owners or signals.jobset_label)
     if kind is JobRecognizer:
-        return lambda s: JOB in s.owners
-    if kind is TrainingOperatorRecognizer:
-        owner = (TRAINING_OPERATOR_GROUP, recognizer.kind)  # type: ignore[attr-defined]
-        return lambda s: owner in s.owners
-    return None
+        return JOB not in owners
+    owner = (TRAINING_OPERATOR_GROUP, recognizer.kind)  # type: ignore[attr-defined]
+    return owner not in owners
 
 
 def recognize_pod(
@@ -144,7 +131,7 @@ def recognize_pod(
 
     Recognisers are asked in registry order; a workload recogniser whose kind is
     nowhere in the pod's owner chain (nor named by its labels) is skipped without
-    being asked (`_may_claim`): the TrainJob recogniser comes first but most pods
+    being asked (`_ruled_out`): the TrainJob recogniser comes first but most pods
     are not a TrainJob's, and asking it cost every pod about a tenth of /mutate.
     """
     if type_of(pod) != ("", "Pod"):
@@ -153,11 +140,10 @@ def recognize_pod(
     signals: _Signals | None = None
     with one_call():
         for recognizer in registry if registry is not None else default_registry():
-            may_claim = _claim_condition(recognizer)
-            if may_claim is not None:
+            if type(recognizer) in _SCREENED:
                 if signals is None:
                     signals = _signals(pod, ask)
-                if not may_claim(signals):
+                if _ruled_out(recognizer, signals):
                     continue
             membership = recognizer.recognize_pod(pod, ask, config)
             if membership is not None:

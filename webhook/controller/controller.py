@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any
@@ -57,14 +57,23 @@ log = logging.getLogger(__name__)
 Sample = tuple[str, tuple[tuple[str, str], ...]]
 
 
-def ungate_patch(pod: PodInfo) -> list[dict[str, Any]]:
-    """JSON patch lifting only gangkeeper's gate, guarded by a test of the gates read."""
-    current = [{"name": g} for g in pod.gates]
-    remaining = [{"name": g} for g in pod.gates if g != GATE]
+#: Concurrent gate-removal patches in one release burst (the default of `workers`).
+PATCH_WORKERS = 32
+
+
+def gate_removal_patch(gates: Sequence[str], gate: str = GATE) -> list[dict[str, Any]]:
+    """JSON patch lifting only `gate`, guarded by a test of the gates read."""
+    current = [{"name": g} for g in gates]
+    remaining = [{"name": g} for g in gates if g != gate]
     return [
         {"op": "test", "path": "/spec/schedulingGates", "value": current},
         {"op": "replace", "path": "/spec/schedulingGates", "value": remaining},
     ]
+
+
+def ungate_patch(pod: PodInfo) -> list[dict[str, Any]]:
+    """JSON patch lifting only gangkeeper's gate from `pod`."""
+    return gate_removal_patch(pod.gates)
 
 
 def event_body(
@@ -147,7 +156,7 @@ class GangController:
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
-        workers: int = 32,
+        workers: int = PATCH_WORKERS,
         settle_seconds: float = 0.02,
         resync_seconds: float = 10.0,
     ) -> None:

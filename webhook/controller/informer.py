@@ -36,10 +36,11 @@ PAGE_SIZE = 500
 
 
 def _rv_newer(new: str, old: str) -> bool:
-    """Whether `new` is at least as new as `old`; opaque versions compare as 'newer'."""
+    """Whether `new` is a later version than `old`. The same version is the same
+    object state; opaque (non-numeric) versions that differ count as newer."""
     if new.isdigit() and old.isdigit():
-        return int(new) >= int(old)
-    return True
+        return int(new) > int(old)
+    return new != old
 
 
 class Informer(Generic[T]):
@@ -88,9 +89,10 @@ class Informer(Generic[T]):
         version = str(meta.get("resourceVersion", ""))
         with self._lock:
             known = self._versions.get(uid)
-        # The version already stored (the watch event of our own write, whose answer
-        # was put first) is not converted again: conversion is most of the cost.
-        if known is not None and (version == known or not _rv_newer(version, known)):
+        # A version already stored (the watch event of our own write, whose answer was
+        # put first) or an older one is not converted at all: conversion is most of
+        # the cost. Checked again below, as another thread may store meanwhile.
+        if known is not None and not _rv_newer(version, known):
             return False
         value = self._convert(obj)
         with self._lock:

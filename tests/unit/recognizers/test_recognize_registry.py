@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject
+from gangkeeper.policies.model import PodMembership
 from gangkeeper.policies.recognizers.base import DuplicateRecognizer, Registry
 from gangkeeper.policies.recognizers.job import JobRecognizer
 from gangkeeper.policies.recognizers.registry import (
@@ -270,25 +271,23 @@ def _versioned_job(version: str, parallelism: int) -> Any:
     return owner
 
 
+def _member_of(owner: Any, name: str = "a") -> PodMembership | None:
+    """How a pod `name` of the owner's template is recognised, the owner known."""
+    return recognize_pod(pod_from(owner["spec"]["template"], name, owner=owner),
+                         Lookup(owner), CONFIG)
+
+
 def test_the_gang_of_an_api_object_is_remembered_per_resource_version() -> None:
     owner = _versioned_job("100", 4)
-    first = recognize_pod(
-        pod_from(owner["spec"]["template"], "a", owner=owner), Lookup(owner), CONFIG
-    )
-    second = recognize_pod(
-        pod_from(owner["spec"]["template"], "b", owner=owner), Lookup(owner), CONFIG
-    )
+    first = _member_of(owner, "a")
+    second = _member_of(owner, "b")
     assert first is not None and second is not None
     assert second.gang is first.gang
 
 
 def test_a_new_resource_version_is_read_again() -> None:
-    old = _versioned_job("200", 4)
-    recognize_pod(pod_from(old["spec"]["template"], "a", owner=old), Lookup(old), CONFIG)
-    new = _versioned_job("201", 6)
-    membership = recognize_pod(
-        pod_from(new["spec"]["template"], "a", owner=new), Lookup(new), CONFIG
-    )
+    _member_of(_versioned_job("200", 4))
+    membership = _member_of(_versioned_job("201", 6))
     assert membership is not None
     assert membership.gang.min_member == 6
 
@@ -304,11 +303,7 @@ def test_objects_without_a_resource_version_are_never_remembered() -> None:
 
 
 def test_a_different_object_reusing_uid_and_version_is_read_afresh() -> None:
-    first = _versioned_job("300", 4)
-    recognize_pod(pod_from(first["spec"]["template"], "a", owner=first), Lookup(first), CONFIG)
-    impostor = _versioned_job("300", 7)
-    membership = recognize_pod(
-        pod_from(impostor["spec"]["template"], "a", owner=impostor), Lookup(impostor), CONFIG
-    )
+    _member_of(_versioned_job("300", 4))
+    membership = _member_of(_versioned_job("300", 7))
     assert membership is not None
     assert membership.gang.min_member == 7
