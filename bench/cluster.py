@@ -14,13 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import http.client
 import json
-import ssl
 import tempfile
-import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,35 +74,21 @@ def api_client(kubeconfig: Path, pool: int = 16) -> Any:
 
 
 class RawApi:
-    """Plain HTTPS/1.1 keep-alive requests to the API server, one connection per thread.
+    """Plain keep-alive HTTPS requests to the API server, one connection per thread.
 
     For bulk creates and latency samples: the typed client spends milliseconds of CPU
     per call (model conversion, urllib3), which on a 2-core machine slows the API
-    server it is measuring and adds noise to every sample. Needs a kubeconfig with a
-    client certificate (what the sandbox writes).
+    server it is measuring and adds noise to every sample. The connections are
+    gangkeeper's own (`webhook/direct.py`), built from the sandbox's kubeconfig.
     """
 
-    def __init__(self, kubeconfig: Path) -> None:
-        config = yaml.safe_load(kubeconfig.read_text())
-        context = config.get("current-context")
-        ctx = next(c["context"] for c in config["contexts"] if c["name"] == context)
-        cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == ctx["cluster"])
-        user = next(u["user"] for u in config["users"] if u["name"] == ctx["user"])
-        if "client-certificate" not in user or "client-key" not in user:
-            raise ValueError(f"{kubeconfig}: RawApi needs client-certificate and client-key")
-        url = urllib.parse.urlsplit(cluster["server"])
-        self.host = url.hostname or "127.0.0.1"
-        self.port = url.port or 443
-        self.tls = ssl.create_default_context(cafile=cluster["certificate-authority"])
-        self.tls.load_cert_chain(user["client-certificate"], user["client-key"])
-        self._local = threading.local()
+    def __init__(self, configuration: Any) -> None:
+        from gangkeeper.webhook.direct import DirectTransport
 
-    def _connection(self) -> http.client.HTTPSConnection:
-        conn: http.client.HTTPSConnection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = http.client.HTTPSConnection(self.host, self.port, context=self.tls, timeout=60)
-            self._local.conn = conn
-        return conn
+        transport = DirectTransport.from_configuration(configuration)
+        if transport is None:
+            raise ValueError(f"RawApi cannot reach {configuration.host} without a proxy")
+        self._transport = transport
 
     def request(
         self,
@@ -116,20 +98,11 @@ class RawApi:
         *,
         content_type: str = "application/json",
     ) -> tuple[int, bytes]:
-        """(status, body); one reconnect if the kept-alive connection was closed."""
-        headers = {"Content-Type": content_type, "Accept": "application/json"}
-        for attempt in (1, 2):
-            conn = self._connection()
-            try:
-                conn.request(method, path, body=body, headers=headers)
-                response = conn.getresponse()
-                return response.status, response.read()
-            except (http.client.HTTPException, OSError):
-                conn.close()
-                self._local.conn = None
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        """(status, body); a kept-alive connection the server closed is reopened once."""
+        answer = self._transport.request(
+            method, path, body, content_type=content_type, timeout=60.0
+        )
+        return answer.status, answer.body
 
     def create(self, path: str, obj: Mapping[str, Any]) -> None:
         """POST an object; anything but 201 raises with the API server's message."""
@@ -152,7 +125,7 @@ class BenchCluster:
 
     @functools.cached_property
     def raw(self) -> RawApi:
-        return RawApi(self.kubeconfig)
+        return RawApi(self.api.configuration)
 
     # -- gangkeeper process ------------------------------------------------------------
 

@@ -199,7 +199,8 @@ def issue_ca(now: datetime) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKe
     return build_ca(name, key, now, CA_LIFETIME), key
 
 
-def _san_entries(dns_names: Sequence[str], ip_addresses: Sequence[str]) -> list[x509.GeneralName]:
+def san_entries(dns_names: Sequence[str], ip_addresses: Sequence[str]) -> list[x509.GeneralName]:
+    """Subject alternative names for these DNS names and IPs; CertificateError names a bad one."""
     entries: list[x509.GeneralName] = []
     for name in dns_names:
         if not name or not name.isascii() or any(c.isspace() for c in name):
@@ -222,7 +223,7 @@ def issue_serving(
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     if not dns_names and not ip_addresses:
         raise CertificateError("dns_names", "a serving certificate needs at least one name")
-    sans = _san_entries(dns_names, ip_addresses)
+    sans = san_entries(dns_names, ip_addresses)
     key = _new_key()
     common_name = dns_names[0] if dns_names else ip_addresses[0]
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64])])

@@ -31,7 +31,7 @@ from typing import Any, Literal, TypedDict
 
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import decide_pod, validate_object
+from gangkeeper.policies.decision import NEVER_NAMESPACES, decide_pod, validate_object
 from gangkeeper.policies.errors import PolicyError
 from gangkeeper.policies.model import OwnerLookup, Verdict
 
@@ -109,10 +109,6 @@ class Review:
     def is_pod(self) -> bool:
         kind = self.kind
         return kind["group"] == "" and kind["kind"] == "Pod" and not self.request.get("subResource")
-
-
-#: Namespaces whose objects are never touched, whatever the webhook configuration says.
-NEVER_NAMESPACES = frozenset({"kube-system"})
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,10 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
 
 from gangkeeper.policies.config import Config
+from gangkeeper.policies.decision import NEVER_NAMESPACES
 
 from . import admission
+from .admission import Policy
 from .cluster import ClusterView
 from .metrics import Metrics
 from .tls import ReloadingTLS
@@ -69,7 +71,15 @@ class Server:
     @property
     def skip_namespaces(self) -> frozenset[str]:
         own = {self.namespace} if self.namespace else set()
-        return admission.NEVER_NAMESPACES | own
+        return NEVER_NAMESPACES | own
+
+    def policy(self) -> Policy:
+        """What one admission decides with: the cluster view's state as of now."""
+        view = self.view
+        return Policy(
+            capacity=view.capacity, lookup=view.lookup, config=self.config,
+            skip_namespaces=self.skip_namespaces,
+        )
 
     def not_ready(self) -> list[str]:
         waiting = []
@@ -104,11 +114,7 @@ async def get_server(request: Request) -> Server:
 
 
 async def get_policy(server: Annotated[Server, Depends(get_server)]) -> admission.Policy:
-    view = server.view
-    return admission.Policy(
-        capacity=view.capacity, lookup=view.lookup, config=server.config,
-        skip_namespaces=server.skip_namespaces,
-    )
+    return server.policy()
 
 
 ServerDep = Annotated[Server, Depends(get_server)]
@@ -313,12 +319,7 @@ class AdmissionFastPath:
             await self._next(scope, receive, send)
             return
         server = self._server
-        view = server.view
-        policy = admission.Policy(
-            capacity=view.capacity, lookup=view.lookup, config=server.config,
-            skip_namespaces=server.skip_namespaces,
-        )
-        response = await _admit(endpoint, Request(scope, receive), server, policy)
+        response = await _admit(endpoint, Request(scope, receive), server, server.policy())
         await response(scope, receive, send)
 
 

@@ -33,6 +33,7 @@ from typing import Any, Literal
 import yaml
 
 from gangkeeper.policies.config import DEFAULT_GPU_RESOURCES, DEFAULT_SCHEDULER_NAMES
+from gangkeeper.policies.decision import NEVER_NAMESPACES
 
 CertMode = Literal["self", "cert-manager"]
 Manifest = dict[str, Any]
@@ -345,7 +346,7 @@ def _namespace_selector(namespace: str) -> Manifest:
             {
                 "key": "kubernetes.io/metadata.name",
                 "operator": "NotIn",
-                "values": sorted({"kube-system", namespace}),
+                "values": sorted(NEVER_NAMESPACES | {namespace}),
             }
         ],
     }

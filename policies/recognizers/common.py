@@ -476,10 +476,6 @@ class _OwnerGangs:
                     self._entries.popitem(last=False)
         return gangs
 
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
 
 OWNER_GANGS = _OwnerGangs(4096)
 

@@ -30,6 +30,7 @@ from gangkeeper.webhook.sandbox import sandbox as sandbox_module
 from gangkeeper.webhook.sandbox.pki import create_pki
 from gangkeeper.webhook.sandbox.processes import Processes
 
+ACCOUNT = ("gangkeeper-system", "gangkeeper")
 
 def _cert(path: Path) -> x509.Certificate:
     return x509.load_pem_x509_certificate(path.read_bytes())
@@ -38,7 +39,7 @@ def _cert(path: Path) -> x509.Certificate:
 def test_the_api_server_certificate_is_valid_for_loopback_and_the_in_cluster_names(
     tmp_path: Path,
 ) -> None:
-    pki = create_pki(tmp_path, service_ip="10.0.0.1")
+    pki = create_pki(tmp_path, service_ip="10.0.0.1", gangkeeper_service_account=ACCOUNT)
     cert = _cert(pki.apiserver.cert)
     sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert ipaddress.ip_address("127.0.0.1") in sans.get_values_for_type(x509.IPAddress)
@@ -65,7 +66,7 @@ def test_the_api_server_certificate_is_valid_for_loopback_and_the_in_cluster_nam
 def test_each_component_gets_the_client_identity_rbac_bootstrap_policy_binds(
     tmp_path: Path, component: str, common_name: str, groups: list[str]
 ) -> None:
-    pki = create_pki(tmp_path, service_ip="10.0.0.1")
+    pki = create_pki(tmp_path, service_ip="10.0.0.1", gangkeeper_service_account=ACCOUNT)
     pair = getattr(pki, component)
     cert = _cert(pair.cert)
     subject = cert.subject

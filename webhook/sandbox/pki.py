@@ -11,7 +11,6 @@ as in a kubeadm cluster.
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from gangkeeper.certs.issue import build_ca, build_leaf
+from gangkeeper.certs.issue import build_ca, build_leaf, san_entries
 
 #: Long enough for any sandbox session; the sandbox is torn down, not renewed.
 VALIDITY = dt.timedelta(days=365)
@@ -76,7 +75,7 @@ def create_pki(
     directory: Path,
     *,
     service_ip: str,
-    gangkeeper_service_account: tuple[str, str] = ("gangkeeper-system", "gangkeeper"),
+    gangkeeper_service_account: tuple[str, str],
 ) -> ClusterPKI:
     """Issue the whole PKI into `directory` (created if needed) and return the paths.
 
@@ -102,8 +101,7 @@ def create_pki(
         ip_addresses: Sequence[str] = (),
     ) -> KeyPair:
         key = ec.generate_private_key(ec.SECP256R1())
-        sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
-        sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
+        sans = san_entries(dns_names, ip_addresses)
         usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
         cert = build_leaf(
             ca_cert, ca_key, subject, key, now=now, lifetime=VALIDITY, usage=usage, sans=sans

@@ -48,6 +48,8 @@ SERVICE_IP = "10.0.0.1"
 #: Opted in so that `kubectl apply -f examples/...` (namespace default) is gang-checked.
 OPTED_IN_NAMESPACE = "default"
 GANGKEEPER_NAMESPACE = "gangkeeper-system"
+#: The ServiceAccount gangkeeper's install manifests create and bind (its identity here).
+GANGKEEPER_ACCOUNT = "gangkeeper"
 ENABLED_LABEL = "gangkeeper.io/enabled"
 KCM_CONTROLLERS = (
     "job-controller",
@@ -259,7 +261,11 @@ class Sandbox:
         deadline: float,
     ) -> SandboxInfo:
         ports = _Ports()
-        pki = create_pki(self.directory / "pki", service_ip=SERVICE_IP)
+        pki = create_pki(
+            self.directory / "pki",
+            service_ip=SERVICE_IP,
+            gangkeeper_service_account=(GANGKEEPER_NAMESPACE, GANGKEEPER_ACCOUNT),
+        )
         server = f"https://127.0.0.1:{ports.apiserver}"
         kubeconfigs = self.directory / "kubeconfigs"
         admin = write_kubeconfig(
@@ -283,7 +289,7 @@ class Sandbox:
             self.gangkeeper_kubeconfig,
             server,
             pki.ca.cert,
-            f"system:serviceaccount:{GANGKEEPER_NAMESPACE}:gangkeeper",
+            f"system:serviceaccount:{GANGKEEPER_NAMESPACE}:{GANGKEEPER_ACCOUNT}",
             pki.gangkeeper,
         )
 
