@@ -1,10 +1,10 @@
 """GPU Nodes of the sandbox, which kwok plays the kubelet of.
 
-A Node is created with its capacity (the object, then its status subresource,
-because status in a create is dropped) and kwok's annotation; kwok then makes it
-Ready, renews its Lease and runs the pods bound to it (`neighbours.py`,
-`data/kwok-stages.yaml`). With `kwok=False` the Node is made Ready here instead, and
-pods bound to it never start: the control plane alone, as before kwok.
+A Node is created with its capacity in its status (a Node keeps the status it is
+created with) and kwok's annotation; kwok then makes it Ready, renews its Lease and
+runs the pods bound to it (`neighbours.py`, `data/kwok-stages.yaml`). With
+`kwok=False` the Node is made Ready here instead (a second write, to its status
+subresource), and pods bound to it never start: the control plane alone.
 
 No node-lifecycle controller runs in the sandbox, so nothing marks these nodes
 unreachable; on a real cluster it does so after its grace period.
@@ -134,9 +134,13 @@ def _create_node(core: Any, node: Mapping[str, Any], *, kwok: bool) -> str:
         },
         "spec": {k: v for k, v in spec.items() if k in ("taints", "unschedulable")},
     }
+    if kwok:
+        # One write: a Node keeps the status it is created with, so kwok and every
+        # watcher see its capacity from the first event on.
+        body["status"] = _capacity_status(node)
     created = core.create_node(body)
-    status = _capacity_status(node) if kwok else _ready_status(node)
-    core.patch_node_status(name, {"status": status})
+    if not kwok:
+        core.patch_node_status(name, {"status": _ready_status(node)})
     taints = created.spec.taints or []
     if any(t.key == NOT_READY_TAINT for t in taints):
         wanted = [
