@@ -19,13 +19,13 @@ from ..podspec import as_mapping, field_path
 from .base import ResourceRule
 from .common import (
     build_gang,
+    claims,
     count,
     owner_chain,
     owner_gangs,
     read_meta,
     template_role,
     topmost,
-    type_of,
 )
 
 JOB = ("batch", "Job")
@@ -49,7 +49,7 @@ class JobRecognizer:
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
     ) -> list[Gang] | None:
-        if type_of(obj) != JOB:
+        if not claims(obj, JOB, self.rules[0].versions):
             return None
         meta = read_meta(obj)
         spec = as_mapping(obj.get("spec"), "spec", required=True)

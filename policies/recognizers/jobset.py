@@ -23,6 +23,7 @@ from .common import (
     Link,
     TemplateRole,
     build_gang,
+    claims,
     controller_ref,
     count,
     group_of,
@@ -33,7 +34,6 @@ from .common import (
     read_meta,
     role_named,
     template_role,
-    type_of,
 )
 from .job import job_pods
 
@@ -121,7 +121,7 @@ class JobSetRecognizer:
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
     ) -> list[Gang] | None:
-        if type_of(obj) != JOBSET:
+        if not claims(obj, JOBSET, self.rules[0].versions):
             return None
         meta = read_meta(obj)
         spec = as_mapping(obj.get("spec"), "spec", required=True)

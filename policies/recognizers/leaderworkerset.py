@@ -24,13 +24,13 @@ from .base import ResourceRule
 from .common import (
     UNSEEN_ROLE,
     build_gang,
+    claims,
     count,
     count_text,
     lookup_object,
     owner_gangs,
     read_meta,
     template_role,
-    type_of,
     with_explicit,
 )
 
@@ -55,7 +55,7 @@ class LeaderWorkerSetRecognizer:
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
     ) -> list[Gang] | None:
-        if type_of(obj) != LWS:
+        if not claims(obj, LWS, self.rules[0].versions):
             return None
         meta = read_meta(obj)
         spec = as_mapping(obj.get("spec"), "spec", required=True)

@@ -23,6 +23,7 @@ from ..podspec import as_mapping, field_path
 from .base import ResourceRule
 from .common import (
     build_gang,
+    claims,
     count,
     owner_chain,
     owner_gangs,
@@ -30,7 +31,6 @@ from .common import (
     role_named,
     template_role,
     topmost,
-    type_of,
 )
 
 GROUP = "kubeflow.org"
@@ -56,7 +56,7 @@ class TrainingOperatorRecognizer:
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
     ) -> list[Gang] | None:
-        if type_of(obj) != (GROUP, self.kind):
+        if not claims(obj, (GROUP, self.kind), self.versions):
             return None
         meta = read_meta(obj)
         spec = as_mapping(obj.get("spec"), "spec", required=True)

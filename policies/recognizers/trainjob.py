@@ -38,6 +38,7 @@ from ..quantity import gpu_count
 from .base import ResourceRule
 from .common import (
     build_gang,
+    claims,
     controller_ref,
     count,
     group_of,
@@ -211,7 +212,7 @@ class TrainJobRecognizer:
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
     ) -> list[Gang] | None:
-        if type_of(obj) != TRAINJOB:
+        if not claims(obj, TRAINJOB, (TRAINER_VERSION,)):
             return None
         gangs = self._gangs(obj, lookup, config)
         if gangs is None:

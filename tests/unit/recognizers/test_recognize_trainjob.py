@@ -363,7 +363,9 @@ def test_a_runtime_without_a_node_container_is_left_as_written() -> None:
 def test_a_node_job_without_the_trainer_label_gets_no_resources_per_node() -> None:
     runtime = training_runtime(
         "custom",
-        replicated_job("node", None, None, None, pod_template=template(pod_spec(container("node", 1)))),
+        replicated_job(
+            "node", None, None, None, pod_template=template(pod_spec(container("node", 1)))
+        ),
     )
     [gang] = recognize_object(
         trainjob("tj", "custom", num_nodes=2, gpus_per_node=8), Lookup(runtime), CONFIG
@@ -383,7 +385,9 @@ def test_mpi_run_launcher_as_node_gives_resources_per_node_to_launcher_and_nodes
             "launcher", None, None, None, pod_template=template(pod_spec(container("node", 1))),
             job_labels=TRAINER,
         ),
-        replicated_job("node", None, None, None, pod_template=template(pod_spec(container("node", 1)))),
+        replicated_job(
+            "node", None, None, None, pod_template=template(pod_spec(container("node", 1)))
+        ),
         mpi_launcher_as_node=True,
     )
     obj = trainjob("tj", "deepspeed", num_nodes=3, gpus_per_node=8)
