@@ -7,7 +7,7 @@ or knows about HTTP; this module imports nothing from the rest of the package.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -24,6 +24,13 @@ JSON_OBJECT = (dict, Mapping)
 #: The webhook answers from its watch-fed caches; `gangkeeper check` from the files it
 #: was given; tests from a dict. It must not block on the network.
 OwnerLookup = Callable[[str, str, str, str], KubeObject | None]
+
+#: Given (namespace, gang name) return the pods seen that name that gang: by the
+#: annotation `gangkeeper.io/gang-name` or the label `kueue.x-k8s.io/pod-group-name`.
+#: The webhook answers from its cache of gang pods, `gangkeeper check` from its files.
+#: Candidates only: the policy keeps those its recogniser puts in the same gang. It
+#: must not block on the network.
+PodsLookup = Callable[[str, str], Sequence[KubeObject]]
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
