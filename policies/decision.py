@@ -20,7 +20,7 @@ from .capacity import Capacity
 from .config import Config
 from .feasibility import check_gang
 from .model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup, Verdict
-from .mutation import MutationPlan
+from .mutation import MutationPlan, plan_pod
 from .plan_memo import DEFAULT_MEMO
 from .pod_gangs import all_seen_note, unseen_warning
 from .recognizers.base import Registry
@@ -144,4 +144,22 @@ def validate_object(
     if obj.get("kind") == "Pod" and _opted_out(obj):
         return []
     gangs = recognize_object(obj, lookup, config, registry, siblings)
-    return [ObjectDecision(gang, _checked(gang, capacity)) for gang in gangs]
+    decisions = [ObjectDecision(gang, _checked(gang, capacity)) for gang in gangs]
+    if obj.get("kind") == "Pod" and config.on_conflict == "reject":
+        # The mutating webhook refuses a pod of another gang system (a Kueue pod
+        # group, Volcano, ...) under onConflict: reject; validation says the same, so
+        # `kubectl apply --dry-run=server` and `gangkeeper check` agree with it.
+        decisions = [_conflict(obj, d, config) for d in decisions]
+    return decisions
+
+
+def _conflict(pod: KubeObject, decision: ObjectDecision, config: Config) -> ObjectDecision:
+    gang = decision.gang
+    role = gang.roles[0].name if gang.roles else ""
+    plan = plan_pod(pod, PodMembership(gang, role), config, gang.namespace)
+    if plan.outcome != "reject":
+        return decision
+    verdict = Verdict(
+        allowed=False, reason=plan.message, warnings=decision.verdict.warnings, code="conflict"
+    )
+    return ObjectDecision(gang, verdict)

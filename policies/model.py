@@ -123,6 +123,22 @@ class Gang:
     def size(self) -> int:
         return sum(role.count for role in self.roles)
 
+    def min_member_demand(self) -> dict[str, int]:
+        """The demand of the minMember members a verdict is about: all members when
+        minMember is the size, else the cheapest minMember of them (fewest GPUs per
+        member first), as feasibility checks them."""
+        left = self.min_member
+        total: dict[str, int] = {}
+        for role in sorted(self.roles, key=lambda r: sum(r.demand.values())):
+            take = min(left, role.count)
+            for resource, amount in role.demand.items():
+                if amount and take:
+                    total[resource] = total.get(resource, 0) + amount * take
+            left -= take
+            if left <= 0:
+                break
+        return total
+
     def total_demand(self) -> dict[str, int]:
         """Sum of every member's demand per resource; resources never mixed."""
         total: dict[str, int] = {}
