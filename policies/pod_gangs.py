@@ -20,14 +20,14 @@ the caller (a `PodsLookup`); nothing here does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from .capacity import Capacity
 from .config import Config
 from .errors import PolicyError
 from .feasibility import MAX_WARNING, check_gang
-from .model import JSON_OBJECT, Gang, KubeObject, Placement, PodMembership, Role
+from .model import JSON_OBJECT, Gang, KubeObject, Placement, PodMembership, PodsLookup, Role
 from .podspec import placement_of, pod_demand
 
 #: Registry names of the recognisers whose gangs are known from pods alone.
@@ -120,6 +120,36 @@ def summed(
     return PodMembership(replace(gang, roles=tuple(roles)), membership.role)
 
 
+GANG_NAME_ANNOTATION = "gangkeeper.io/gang-name"
+KUEUE_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+
+
+def siblings_among(objects: Iterable[KubeObject]) -> PodsLookup:
+    """A PodsLookup over the Pods among `objects` (files given to `check`, the owner
+    manifests of a server without a cluster): each found by the gang it names."""
+    by_gang: dict[tuple[str, str], list[KubeObject]] = {}
+    for obj in objects:
+        if not isinstance(obj, JSON_OBJECT) or (obj.get("apiVersion"), obj.get("kind")) != (
+            "v1",
+            "Pod",
+        ):
+            continue
+        meta = obj.get("metadata")
+        if not isinstance(meta, JSON_OBJECT):
+            continue
+        namespace = meta.get("namespace") or "default"
+        for where, key in (("annotations", GANG_NAME_ANNOTATION), ("labels", KUEUE_GROUP_LABEL)):
+            keys = meta.get(where)
+            name = keys.get(key) if isinstance(keys, JSON_OBJECT) else None
+            if isinstance(name, str) and isinstance(namespace, str):
+                by_gang.setdefault((namespace, name.strip()), []).append(obj)
+
+    def siblings(namespace: str, gang_name: str) -> Sequence[KubeObject]:
+        return by_gang.get((namespace, gang_name), ())
+
+    return siblings
+
+
 def seen_count(gang: Gang) -> int:
     """Members the gang knows (every role but the unseen one)."""
     return sum(r.count for r in gang.roles if r.name != UNSEEN)
@@ -176,4 +206,11 @@ def all_seen_note(gang: Gang) -> str:
     return f"all {gang.size} members seen: {total or 'no GPUs'}"
 
 
-__all__ = ["MAX_SIBLINGS", "POD_BASED", "all_seen_note", "summed", "unseen_warning"]
+__all__ = [
+    "MAX_SIBLINGS",
+    "POD_BASED",
+    "all_seen_note",
+    "siblings_among",
+    "summed",
+    "unseen_warning",
+]

@@ -39,6 +39,7 @@ from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import PolicyError
 from gangkeeper.policies.model import KubeObject
+from gangkeeper.policies.pod_gangs import siblings_among
 from gangkeeper.policies.podspec import pod_demand
 
 from .rest import ApiError, Rest
@@ -94,6 +95,9 @@ class StaticClusterView:
                 str(meta.get("name", "")),
             )
             self._owners[key] = obj
+        # Pods among the given objects are the members of their pod-based gangs, as
+        # `gangkeeper check` reads the same files.
+        self._siblings = siblings_among(owners)
 
     @classmethod
     def from_files(
@@ -115,7 +119,7 @@ class StaticClusterView:
         )
 
     def siblings(self, namespace: str, gang_name: str) -> Sequence[KubeObject]:
-        return ()  # no pods: each pod-based gang is its pod plus unseen members
+        return self._siblings(namespace, gang_name)
 
     @property
     def synced(self) -> bool:

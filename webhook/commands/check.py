@@ -18,8 +18,8 @@ from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.decision import validate_object
 from gangkeeper.policies.errors import InvalidConfig, InvalidObject
-from gangkeeper.policies.model import KubeObject, OwnerLookup, PodsLookup
-from gangkeeper.policies.pod_gangs import POD_BASED
+from gangkeeper.policies.model import KubeObject, OwnerLookup
+from gangkeeper.policies.pod_gangs import POD_BASED, siblings_among
 
 from ..config_file import ConfigFileError, load_config_file
 from ..manifests_io import (
@@ -70,9 +70,6 @@ def register(sub: Any) -> None:
     parser.set_defaults(run=run)
 
 
-#: The annotation and label by which a pod names its pod-based gang.
-_GANG_NAME = "gangkeeper.io/gang-name"
-_KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 #: Kinds with no namespace (Cluster* kinds are taken as cluster-scoped too).
 _CLUSTER_SCOPED = frozenset(
     {
@@ -107,29 +104,6 @@ def _owner_lookup(docs: list[Document]) -> OwnerLookup:
         return index.get((api_version, kind, namespace, name))
 
     return lookup
-
-
-def _siblings(docs: list[Document]) -> PodsLookup:
-    """The pods of the input by the pod-based gang they name, so each such gang is
-    summed over every one of its pods given together."""
-    by_gang: dict[tuple[str, str], list[KubeObject]] = {}
-    for doc in docs:
-        if doc.obj.get("kind") != "Pod" or doc.obj.get("apiVersion") != "v1":
-            continue
-        meta = doc.obj.get("metadata") or {}
-        if not isinstance(meta, Mapping):
-            continue
-        namespace = meta.get("namespace") or "default"
-        for where, key in (("annotations", _GANG_NAME), ("labels", _KUEUE_GROUP)):
-            keys = meta.get(where)
-            name = keys.get(key) if isinstance(keys, Mapping) else None
-            if isinstance(name, str) and isinstance(namespace, str):
-                by_gang.setdefault((namespace, name.strip()), []).append(doc.obj)
-
-    def siblings(namespace: str, gang_name: str) -> list[KubeObject]:
-        return by_gang.get((namespace, gang_name), [])
-
-    return siblings
 
 
 def _duplicates(docs: list[Document]) -> tuple[list[Document], list[str]]:
@@ -200,7 +174,7 @@ def _records(
     """One record per gang (a pod-based gang once, for its first pod), and one error
     per document that cannot be read; the other documents are still reported."""
     lookup = _owner_lookup(docs)
-    siblings = _siblings(docs)
+    siblings = siblings_among(doc.obj for doc in docs)
     records: list[dict[str, Any]] = []
     errors: list[str] = []
     reported: set[tuple[str, str, str]] = set()
