@@ -93,6 +93,13 @@ class Role:
     #: Effective per-pod request of each GPU resource, whole numbers, zeros omitted.
     demand: Mapping[str, int]
     placement: Placement = field(default_factory=Placement)
+    #: Members created only after the gang is released, because their controller
+    #: waits for the first members to run: a step that depends on another's Ready
+    #: (JobSet `dependsOn` Ready), JobSet `startupPolicy: InOrder`, LeaderWorkerSet
+    #: `startupPolicy: LeaderReady` workers, JobSet exclusive-placement followers.
+    #: They count for feasibility like any member; release never waits for them, and
+    #: their room is held until they arrive.
+    later: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,17 @@ class Gang:
     @property
     def size(self) -> int:
         return sum(role.count for role in self.roles)
+
+    @property
+    def later_members(self) -> int:
+        """Members that can only exist after the gang is released (`Role.later`)."""
+        return sum(role.count for role in self.roles if role.later)
+
+    @property
+    def needed_before_release(self) -> int:
+        """Members that must exist before release: minMember less those that only
+        come after it (at least one: something must start the gang)."""
+        return max(1, self.min_member - self.later_members)
 
     def min_member_demand(self) -> dict[str, int]:
         """The demand of the minMember members a verdict is about: all members when

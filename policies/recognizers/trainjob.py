@@ -269,7 +269,14 @@ class TrainJobRecognizer:
                 pod_template = _with_placement(pod_template, overrides[name])
             return pods, pod_template
 
-        parts = replicated_job_parts(jobset_spec, f"{rt}.template.spec", config, adjust)
+        template_meta = as_mapping(template.get("metadata"), f"{rt}.template.metadata")
+        parts = replicated_job_parts(
+            jobset_spec,
+            f"{rt}.template.spec",
+            config,
+            adjust,
+            as_mapping(template_meta.get("annotations"), f"{rt}.template.metadata.annotations"),
+        )
         gang = build_gang(meta, meta.name, parts, self.name)
         return [gang] if gang is not None else []
 
