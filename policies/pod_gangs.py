@@ -29,11 +29,13 @@ from .errors import PolicyError
 from .feasibility import MAX_WARNING, check_gang
 from .model import JSON_OBJECT, Gang, KubeObject, Placement, PodMembership, PodsLookup, Role
 from .podspec import placement_of, pod_demand
+from .recognizers.common import GANG_NAME, UNSEEN_ROLE
+from .recognizers.kueue import GROUP_LABEL as KUEUE_GROUP_LABEL
 
 #: Registry names of the recognisers whose gangs are known from pods alone.
 POD_BASED = frozenset({"annotations", "kueue-podgroup"})
-#: The role of unseen members (the same name the recognisers give it).
-UNSEEN = "unseen"
+#: The role of unseen members, as the recognisers name it.
+UNSEEN = UNSEEN_ROLE
 #: Siblings read per admission at most: summing is linear in them, and pod-based
 #: gangs are small; beyond this the rest count as unseen (never a false rejection).
 MAX_SIBLINGS = 2_000
@@ -120,10 +122,6 @@ def summed(
     return PodMembership(replace(gang, roles=tuple(roles)), membership.role)
 
 
-GANG_NAME_ANNOTATION = "gangkeeper.io/gang-name"
-KUEUE_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
-
-
 def siblings_among(objects: Iterable[KubeObject]) -> PodsLookup:
     """A PodsLookup over the Pods among `objects` (files given to `check`, the owner
     manifests of a server without a cluster): each found by the gang it names."""
@@ -138,7 +136,7 @@ def siblings_among(objects: Iterable[KubeObject]) -> PodsLookup:
         if not isinstance(meta, JSON_OBJECT):
             continue
         namespace = meta.get("namespace") or "default"
-        for where, key in (("annotations", GANG_NAME_ANNOTATION), ("labels", KUEUE_GROUP_LABEL)):
+        for where, key in (("annotations", GANG_NAME), ("labels", KUEUE_GROUP_LABEL)):
             keys = meta.get(where)
             name = keys.get(key) if isinstance(keys, JSON_OBJECT) else None
             if isinstance(name, str) and isinstance(namespace, str):

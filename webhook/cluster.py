@@ -39,8 +39,10 @@ from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import PolicyError
 from gangkeeper.policies.model import KubeObject
+from gangkeeper.policies.mutation import GANG_LABEL, GANG_NAME_ANNOTATION
 from gangkeeper.policies.pod_gangs import siblings_among
 from gangkeeper.policies.podspec import pod_demand
+from gangkeeper.policies.recognizers.kueue import GROUP_LABEL as KUEUE_GROUP_LABEL
 
 from .rest import ApiError, Rest
 
@@ -175,12 +177,8 @@ BOUND_PODS = Resource(
 #: Members of pod-based gangs, gated or not: gangkeeper's gang pods (every gang pod
 #: carries the label; its gang-name annotation names the gang) and Kueue pod-group
 #: pods (left unlabelled by gangkeeper under onConflict).
-GANG_PODS = Resource("", "v1", "pods", "Pod", label_selector="gangkeeper.io/gang")
-KUEUE_GROUP_PODS = Resource(
-    "", "v1", "pods", "Pod", label_selector="kueue.x-k8s.io/pod-group-name"
-)
-_GANG_NAME_ANNOTATION = "gangkeeper.io/gang-name"
-_KUEUE_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+GANG_PODS = Resource("", "v1", "pods", "Pod", label_selector=GANG_LABEL)
+KUEUE_GROUP_PODS = Resource("", "v1", "pods", "Pod", label_selector=KUEUE_GROUP_LABEL)
 
 #: Owners the recognisers follow that no recogniser validates itself.
 _INTERMEDIATE_OWNERS: tuple[Resource, ...] = (
@@ -574,9 +572,9 @@ class WatchClusterView:
         )
         assert isinstance(labels, Mapping) and isinstance(annotations, Mapping)
         name = (
-            annotations.get(_GANG_NAME_ANNOTATION)
+            annotations.get(GANG_NAME_ANNOTATION)
             if resource is GANG_PODS
-            else labels.get(_KUEUE_GROUP_LABEL)
+            else labels.get(KUEUE_GROUP_LABEL)
         )
         phase = (pod.get("status") or {}).get("phase")
         with self._lock:
