@@ -184,7 +184,13 @@ def test_a_file_with_no_objects_exits_2_saying_so(tmp_path: Path, content: str) 
     path.write_text(content)
     proc = run_check("-f", str(path))
     assert proc.returncode == 2
-    assert f"no Kubernetes objects in {path}" in proc.stderr
+    assert f"no Kubernetes objects in {path}; nothing to check" in proc.stderr
+
+
+def test_a_file_with_only_nodes_has_nothing_to_check() -> None:
+    proc = run_check("-f", str(FLEET))
+    assert proc.returncode == 2
+    assert "only Node objects" in proc.stderr
 
 
 def test_an_empty_directory_exits_2_saying_so(tmp_path: Path) -> None:

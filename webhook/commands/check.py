@@ -263,9 +263,10 @@ def run(args: argparse.Namespace) -> int:
     errors.extend(duplicated)
     records, unreadable = _records(docs, capacity, config)
     errors.extend(unreadable)
-    if not docs and not errors:
+    if not records and not errors:
         # A wrong path or an empty render must not pass CI as "nothing rejected".
-        errors.append(f"no Kubernetes objects in {', '.join(args.files)}")
+        what = "only Node objects" if docs else "no Kubernetes objects"
+        errors.append(f"{what} in {', '.join(args.files)}; nothing to check")
     if args.output == "json":
         json.dump(records, sys.stdout, indent=2)
         sys.stdout.write("\n")

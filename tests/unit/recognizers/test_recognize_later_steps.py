@@ -174,3 +174,24 @@ def test_leader_ready_workers_arrive_after_the_leader(policy: str | None, later:
         obj["spec"]["startupPolicy"] = policy
     [gang] = recognize_object(obj, no_lookup, CONFIG)
     assert roles(gang) == [("leader", 1, False), ("worker", 3, later)]
+
+
+def test_the_remembered_plan_follows_a_change_of_later_members() -> None:
+    """Plans are remembered per pod shape (plan_memo.py): a gang of the same name,
+    minMember and owner whose later members differ gets its own annotation."""
+    from dataclasses import replace
+
+    from gangkeeper.policies.model import PodMembership
+    from gangkeeper.policies.plan_memo import PlanMemo
+
+    obj = jobset("js", replicated_job("a", 1, 2, 1), replicated_job("b", 1, 2, 1))
+    [gang] = recognize_object(obj, no_lookup, CONFIG)
+    member, _ = jobset_pod(obj, "a")
+    memo = PlanMemo()
+    first, _ = memo.plan(member, PodMembership(gang, "a"), CONFIG, "default")
+    later = replace(gang, roles=(gang.roles[0], replace(gang.roles[1], later=True)))
+    second, _ = memo.plan(member, PodMembership(later, "a"), CONFIG, "default")
+    assert "gangkeeper.io/later-members" not in first.annotations
+    assert second.annotations["gangkeeper.io/later-members"] == (
+        '[{"count":2,"demand":{"nvidia.com/gpu":1}}]'
+    )
