@@ -215,6 +215,32 @@ class _Absent(Exception):
     """404 on the collection: the CRD is not installed."""
 
 
+#: Pod spec fields `pod_demand` and `placement_of` read; a cached member keeps only these.
+_DEMAND_FIELDS = ("overhead", "nodeSelector", "nodeName", "tolerations")
+_CONTAINER_FIELDS = ("name", "resources", "restartPolicy")
+
+
+def _member_spec(spec: object) -> dict[str, Any]:
+    if not isinstance(spec, Mapping):
+        return {}
+    kept: dict[str, Any] = {k: spec[k] for k in _DEMAND_FIELDS if k in spec}
+    for field in ("containers", "initContainers"):
+        items = spec.get(field)
+        if isinstance(items, list):
+            kept[field] = [
+                {k: c[k] for k in _CONTAINER_FIELDS if k in c} if isinstance(c, Mapping) else c
+                for c in items
+            ]
+        elif field in spec:
+            kept[field] = items
+    affinity = spec.get("affinity")
+    if isinstance(affinity, Mapping) and "nodeAffinity" in affinity:
+        kept["affinity"] = {"nodeAffinity": affinity["nodeAffinity"]}
+    elif affinity is not None and not isinstance(affinity, Mapping):
+        kept["affinity"] = affinity  # junk stays junk: the policy reports it
+    return kept
+
+
 def _slim(obj: dict[str, Any]) -> dict[str, Any]:
     # managedFields is often the largest part of an object and no recogniser reads it.
     meta = obj.get("metadata")
@@ -588,7 +614,8 @@ class WatchClusterView:
             if kind == "DELETED" or phase in ("Succeeded", "Failed") or not isinstance(name, str):
                 return
             key = (str(meta.get("namespace") or ""), name)
-            # Only what the recognisers read of a member: identity, keys and spec.
+            # Only what the recognisers read of a member: identity, keys, and the
+            # parts of the spec its demand and placement come from.
             members.setdefault(key, {})[uid] = {
                 "apiVersion": "v1",
                 "kind": "Pod",
@@ -598,7 +625,7 @@ class WatchClusterView:
                               "ownerReferences", "deletionTimestamp")
                     if k in meta
                 },
-                "spec": pod.get("spec") or {},
+                "spec": _member_spec(pod.get("spec")),
             }
             keys[uid] = key
 

@@ -297,3 +297,32 @@ def test_gated_members_of_pod_based_gangs_are_cached_by_gang_name(
     eventually(lambda: len(view.siblings("ns", "g")) == 1, "finished and deleted gone")
     assert view.siblings("other", "g") == []
     assert ("watch", "/api/v1/pods") in api.calls
+
+
+def test_a_cached_member_keeps_exactly_what_its_demand_and_placement_are_read_from(
+    api: FakeApi, start: Callable[..., WatchClusterView]
+) -> None:
+    from gangkeeper.policies.podspec import placement_of, pod_demand
+
+    member = _member("full", "g")
+    member["spec"] = {
+        "containers": [{"name": "c", "image": "big", "env": [{"name": "X", "value": "1"}],
+                        "resources": {"limits": {"nvidia.com/gpu": "2"}}}],
+        "initContainers": [{"name": "side", "restartPolicy": "Always",
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        "overhead": {"nvidia.com/gpu": "1"},
+        "nodeSelector": {"pool": "a"},
+        "tolerations": [{"key": "gpu", "operator": "Exists"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "zone", "operator": "In", "values": ["z1"]}]}]}},
+            "podAntiAffinity": {"x": 1}},
+        "volumes": [{"name": "data", "emptyDir": {}}],
+    }
+    api.seed(GANG_PODS, member)
+    view = start()
+    [cached] = view.siblings("ns", "g")
+    config = Config()
+    assert pod_demand(cached["spec"], config) == pod_demand(member["spec"], config)
+    assert placement_of(cached["spec"]) == placement_of(member["spec"])
+    assert "volumes" not in cached["spec"] and "image" not in cached["spec"]["containers"][0]
