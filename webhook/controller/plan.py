@@ -334,6 +334,11 @@ def _decide(gang: GangObservation, run: _Pass) -> Outcome:
     gated = gang.gated
     needed = gang.needed_before_release
     if not gated:
+        if gang.missing_later and gang.backend == "gate":
+            return "released", "", (
+                f"all gates lifted; room held for {gang.missing_later} members that "
+                "arrive after release"
+            )
         return "released", "", "all gates lifted"
     if len(gated) < gang.present:
         return _finish(gang, run)

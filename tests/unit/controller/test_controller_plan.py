@@ -327,6 +327,9 @@ def test_the_room_of_later_members_is_held_against_other_gangs() -> None:
     result = decide([*leaders, *other], [node(f"n{i}", 8) for i in range(8)])
     assert "other" not in released(result)
     assert report(result, "other").code == "no-fit"
+    assert report(result, "js").reason == (
+        "all gates lifted; room held for 6 members that arrive after release"
+    )
 
 
 def test_a_later_member_of_a_released_gang_is_released_at_once() -> None:
