@@ -2,8 +2,10 @@
 
 Multi-document YAML, JSON, and `kind: List` wrappers (what `kubectl get -o yaml`
 prints) are flattened into a list of objects, each remembering the file and document
-it came from so every error can name them. This module reads files and nothing else:
-no policy decisions, no API calls.
+it came from so every error can name them. Sources that are not manifests yet (an
+unrendered Helm template, a chart directory, a kustomization) are refused with a
+message saying how to render them. This module reads files and nothing else: no
+policy decisions, no API calls.
 """
 
 from __future__ import annotations
