@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from .config import Config
-from .model import JSON_OBJECT, Backend, KubeObject, PodMembership, Source
+from .model import JSON_OBJECT, Backend, Gang, KubeObject, PodMembership, Source
 
 GANG_LABEL = "gangkeeper.io/gang"
 ROLE_LABEL = "gangkeeper.io/role"
@@ -42,6 +42,10 @@ MIN_MEMBER_ANNOTATION = "gangkeeper.io/min-member"
 GANG_NAME_ANNOTATION = "gangkeeper.io/gang-name"
 OWNER_ANNOTATION = "gangkeeper.io/owner"
 BACKEND_ANNOTATION = "gangkeeper.io/backend"
+#: On members of a gang with members that arrive only after release (`Role.later`):
+#: `[{"count": n, "demand": {resource: per member}, "nodeSelector": {...}}]`, so the
+#: controller can release without them and hold their room until they come.
+LATER_ANNOTATION = "gangkeeper.io/later-members"
 GATE = "gangkeeper.io/gang"
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -308,6 +312,18 @@ def foreign_keys(
     return found
 
 
+def later_json(gang: Gang) -> str:
+    """The later-members annotation value of a gang (see LATER_ANNOTATION)."""
+    entries = []
+    for role in gang.roles:
+        if role.later and role.count:
+            entry: dict[str, Any] = {"count": role.count, "demand": dict(role.demand)}
+            if role.placement.node_selector:
+                entry["nodeSelector"] = dict(role.placement.node_selector)
+            entries.append(entry)
+    return json.dumps(entries, separators=(",", ":"), sort_keys=True)
+
+
 def _owner_json(membership: PodMembership) -> str:
     return _source_json(membership.gang.source)
 
@@ -386,6 +402,8 @@ def plan_pod(
         OWNER_ANNOTATION: _owner_json(membership),
         BACKEND_ANNOTATION: backend,
     }
+    if gang.later_members:
+        wanted_annotations[LATER_ANNOTATION] = later_json(gang)
     if backend == "coscheduling":
         wanted_labels[COSCHEDULING_LABEL] = group
     elif backend == "volcano":

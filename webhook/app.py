@@ -78,7 +78,7 @@ class Server:
         view = self.view
         return Policy(
             capacity=view.capacity, lookup=view.lookup, config=self.config,
-            skip_namespaces=self.skip_namespaces,
+            skip_namespaces=self.skip_namespaces, siblings=view.siblings,
         )
 
     def not_ready(self) -> list[str]:

@@ -3,6 +3,8 @@
 `ClusterView` is the small interface the app asks at admission time:
   - `capacity`: a `gangkeeper.policies.capacity.Capacity` (nodes + bound pods' GPUs);
   - `lookup(api_version, kind, namespace, name)`: an `OwnerLookup` over cached owners;
+  - `siblings(namespace, gang_name)`: a `PodsLookup` over cached gang pods, so a
+    pod-based gang (annotated pods, Kueue pod groups) is summed over its members;
   - `synced`: every watched resource has been listed at least once.
 
 Two implementations:
@@ -37,7 +39,10 @@ from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import PolicyError
 from gangkeeper.policies.model import KubeObject
+from gangkeeper.policies.mutation import GANG_LABEL, GANG_NAME_ANNOTATION
+from gangkeeper.policies.pod_gangs import siblings_among
 from gangkeeper.policies.podspec import pod_demand
+from gangkeeper.policies.recognizers.kueue import GROUP_LABEL as KUEUE_GROUP_LABEL
 
 from .rest import ApiError, Rest
 
@@ -50,6 +55,8 @@ class ClusterView(Protocol):
 
     def lookup(self, api_version: str, kind: str, namespace: str, name: str) -> KubeObject | None:
         ...
+
+    def siblings(self, namespace: str, gang_name: str) -> Sequence[KubeObject]: ...
 
     @property
     def synced(self) -> bool: ...
@@ -90,6 +97,9 @@ class StaticClusterView:
                 str(meta.get("name", "")),
             )
             self._owners[key] = obj
+        # Pods among the given objects are the members of their pod-based gangs, as
+        # `gangkeeper check` reads the same files.
+        self._siblings = siblings_among(owners)
 
     @classmethod
     def from_files(
@@ -109,6 +119,9 @@ class StaticClusterView:
         return self._owners.get(_key(_group(api_version), kind, namespace, name)) or (
             self._owners.get(_key(_group(api_version), kind, "", name))
         )
+
+    def siblings(self, namespace: str, gang_name: str) -> Sequence[KubeObject]:
+        return self._siblings(namespace, gang_name)
 
     @property
     def synced(self) -> bool:
@@ -132,6 +145,7 @@ class Resource:
     kind: str
     namespaced: bool = True
     field_selector: str = ""
+    label_selector: str = ""
 
     @property
     def api_version(self) -> str:
@@ -149,7 +163,8 @@ class Resource:
 
     @property
     def label(self) -> str:
-        return f"{self.plural}.{self.version}.{self.group}" if self.group else self.plural
+        base = f"{self.plural}.{self.version}.{self.group}" if self.group else self.plural
+        return f"{base}[{self.label_selector}]" if self.label_selector else base
 
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
@@ -159,6 +174,12 @@ BOUND_PODS = Resource(
     "", "v1", "pods", "Pod",
     field_selector="spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
 )
+#: Members of pod-based gangs, gated or not: gangkeeper's gang pods (every gang pod
+#: carries the label; its gang-name annotation names the gang) and Kueue pod-group
+#: pods (left unlabelled by gangkeeper under onConflict).
+GANG_PODS = Resource("", "v1", "pods", "Pod", label_selector=GANG_LABEL)
+KUEUE_GROUP_PODS = Resource("", "v1", "pods", "Pod", label_selector=KUEUE_GROUP_LABEL)
+
 #: Owners the recognisers follow that no recogniser validates itself.
 _INTERMEDIATE_OWNERS: tuple[Resource, ...] = (
     Resource("apps", "v1", "statefulsets", "StatefulSet"),  # LeaderWorkerSet → sts → pod
@@ -192,6 +213,32 @@ class _Gone(Exception):
 
 class _Absent(Exception):
     """404 on the collection: the CRD is not installed."""
+
+
+#: Pod spec fields `pod_demand` and `placement_of` read; a cached member keeps only these.
+_DEMAND_FIELDS = ("overhead", "nodeSelector", "nodeName", "tolerations")
+_CONTAINER_FIELDS = ("name", "resources", "restartPolicy")
+
+
+def _member_spec(spec: object) -> dict[str, Any]:
+    if not isinstance(spec, Mapping):
+        return {}
+    kept: dict[str, Any] = {k: spec[k] for k in _DEMAND_FIELDS if k in spec}
+    for field in ("containers", "initContainers"):
+        items = spec.get(field)
+        if isinstance(items, list):
+            kept[field] = [
+                {k: c[k] for k in _CONTAINER_FIELDS if k in c} if isinstance(c, Mapping) else c
+                for c in items
+            ]
+        elif field in spec:
+            kept[field] = items
+    affinity = spec.get("affinity")
+    if isinstance(affinity, Mapping) and "nodeAffinity" in affinity:
+        kept["affinity"] = {"nodeAffinity": affinity["nodeAffinity"]}
+    elif affinity is not None and not isinstance(affinity, Mapping):
+        kept["affinity"] = affinity  # junk stays junk: the policy reports it
+    return kept
 
 
 def _slim(obj: dict[str, Any]) -> dict[str, Any]:
@@ -271,6 +318,8 @@ class _Watcher(threading.Thread):
         query = [(k, v) for k, v in extra.items() if v]
         if self.resource.field_selector:
             query.append(("fieldSelector", self.resource.field_selector))
+        if self.resource.label_selector:
+            query.append(("labelSelector", self.resource.label_selector))
         return query
 
     def _list(self) -> str:
@@ -393,6 +442,15 @@ class WatchClusterView:
         self._owner_keys: dict[Resource, set[tuple[str, str, str, str]]] = {}
         self._node_names: set[str] = set()
         self._pod_uids: set[str] = set()
+        #: Pod-based gang members by (namespace, gang name) then uid, per watch.
+        self._members: dict[Resource, dict[tuple[str, str], dict[str, KubeObject]]] = {
+            GANG_PODS: {},
+            KUEUE_GROUP_PODS: {},
+        }
+        self._member_keys: dict[Resource, dict[str, tuple[str, str]]] = {
+            GANG_PODS: {},
+            KUEUE_GROUP_PODS: {},
+        }
         self._misses: dict[tuple[str, str, str, str], float] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -408,12 +466,21 @@ class WatchClusterView:
 
     @property
     def synced(self) -> bool:
-        resources = (NODES, BOUND_PODS, *self._owner_resources)
-        return all(self._synced.get(r, False) for r in resources)
+        return all(self._synced.get(r, False) for r in self._resources())
 
     def sync_state(self) -> dict[str, bool]:
-        return {r.label: self._synced.get(r, False) for r in (NODES, BOUND_PODS,
-                                                            *self._owner_resources)}
+        return {r.label: self._synced.get(r, False) for r in self._resources()}
+
+    def _resources(self) -> tuple[Resource, ...]:
+        return (NODES, BOUND_PODS, GANG_PODS, KUEUE_GROUP_PODS, *self._owner_resources)
+
+    def siblings(self, namespace: str, gang_name: str) -> Sequence[KubeObject]:
+        with self._lock:
+            return [
+                pod
+                for members in self._members.values()
+                for pod in members.get((namespace, gang_name), {}).values()
+            ]
 
     def lookup(self, api_version: str, kind: str, namespace: str, name: str) -> KubeObject | None:
         group = _group(api_version)
@@ -522,6 +589,56 @@ class WatchClusterView:
             self._capacity.remove_pod(gone)
         self._pod_uids &= seen
 
+    def _member_event(self, resource: Resource, kind: str, pod: dict[str, Any]) -> None:
+        meta = _meta(pod)
+        uid = str(meta.get("uid") or "")
+        labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else {}
+        annotations = (
+            meta.get("annotations") if isinstance(meta.get("annotations"), Mapping) else {}
+        )
+        assert isinstance(labels, Mapping) and isinstance(annotations, Mapping)
+        name = (
+            annotations.get(GANG_NAME_ANNOTATION)
+            if resource is GANG_PODS
+            else labels.get(KUEUE_GROUP_LABEL)
+        )
+        phase = (pod.get("status") or {}).get("phase")
+        with self._lock:
+            members, keys = self._members[resource], self._member_keys[resource]
+            old = keys.pop(uid, None)
+            if old is not None:
+                group = members.get(old, {})
+                group.pop(uid, None)
+                if not group:
+                    members.pop(old, None)
+            if kind == "DELETED" or phase in ("Succeeded", "Failed") or not isinstance(name, str):
+                return
+            key = (str(meta.get("namespace") or ""), name)
+            # Only what the recognisers read of a member: identity, keys, and the
+            # parts of the spec its demand and placement come from.
+            members.setdefault(key, {})[uid] = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    k: meta[k]
+                    for k in ("name", "namespace", "uid", "labels", "annotations",
+                              "ownerReferences", "deletionTimestamp")
+                    if k in meta
+                },
+                "spec": _member_spec(pod.get("spec")),
+            }
+            keys[uid] = key
+
+    def _prune_members(self, resource: Resource, seen: set[str]) -> None:
+        with self._lock:
+            members, keys = self._members[resource], self._member_keys[resource]
+            for uid in [u for u in keys if u not in seen]:
+                key = keys.pop(uid)
+                group = members.get(key, {})
+                group.pop(uid, None)
+                if not group:
+                    members.pop(key, None)
+
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
@@ -538,6 +655,15 @@ class WatchClusterView:
             watcher(NODES, self._node_event, _name_key, self._prune_nodes),
             watcher(BOUND_PODS, self._pod_event, _uid_key, self._prune_pods),
         ]
+        for members in (GANG_PODS, KUEUE_GROUP_PODS):
+            self._watchers.append(
+                watcher(
+                    members,
+                    lambda kind, obj, r=members: self._member_event(r, kind, obj),  # type: ignore[misc]
+                    _uid_key,
+                    lambda seen, r=members: self._prune_members(r, seen),  # type: ignore[misc]
+                )
+            )
         for resource in self._owner_resources:
             self._watchers.append(
                 watcher(
@@ -547,7 +673,7 @@ class WatchClusterView:
                     lambda seen, r=resource: self._prune_owners(r, seen),  # type: ignore[misc]
                 )
             )
-        for resource in (NODES, BOUND_PODS, *self._owner_resources):
+        for resource in self._resources():
             self._mark(resource, False)
         for w in self._watchers:
             w.start()

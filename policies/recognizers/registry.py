@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from functools import cache
 
 from ..config import Config
-from ..model import Gang, KubeObject, OwnerLookup, PodMembership
+from ..model import Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup
+from ..pod_gangs import POD_BASED, summed
 from . import jaxjob, mpijob, paddlejob, pytorchjob, tfjob, xgboostjob
 from .annotations import AnnotationsRecognizer
 from .base import Recognizer, Registry
@@ -124,10 +125,33 @@ def _ruled_out(recognizer: Recognizer, signals: _Signals) -> bool:
     return owner not in owners
 
 
+def _summed(
+    membership: PodMembership,
+    pod: KubeObject,
+    recognizer: Recognizer,
+    *,
+    ask: OwnerLookup,
+    config: Config,
+    siblings: PodsLookup,
+) -> PodMembership:
+    def recognise(other: KubeObject) -> PodMembership | None:
+        return recognizer.recognize_pod(other, ask, config)
+
+    gang = membership.gang
+    return summed(membership, pod, siblings(gang.namespace, gang.name), recognise, config)
+
+
 def recognize_pod(
-    pod: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None
+    pod: KubeObject,
+    lookup: OwnerLookup,
+    config: Config,
+    registry: Registry | None = None,
+    siblings: PodsLookup | None = None,
 ) -> PodMembership | None:
     """The gang and role of a pod, or None when it belongs to no gang we can size.
+
+    A pod-based gang (`pod_gangs.POD_BASED`) is summed over the pod and the siblings
+    `siblings` knows that the same recogniser puts in the same gang.
 
     Recognisers are asked in registry order; a workload recogniser whose kind is
     nowhere in the pod's owner chain (nor named by its labels) is skipped without
@@ -147,19 +171,27 @@ def recognize_pod(
                     continue
             membership = recognizer.recognize_pod(pod, ask, config)
             if membership is not None:
+                if siblings is not None and recognizer.name in POD_BASED:
+                    membership = _summed(
+                        membership, pod, recognizer, ask=ask, config=config, siblings=siblings
+                    )
                 return membership
     return None
 
 
 def recognize_object(
-    obj: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None
+    obj: KubeObject,
+    lookup: OwnerLookup,
+    config: Config,
+    registry: Registry | None = None,
+    siblings: PodsLookup | None = None,
 ) -> list[Gang]:
     """The gangs a workload object (or a pod) makes; [] when it is not a gang."""
     kind = type_of(obj)
     if kind is None:
         return []
     if kind == ("", "Pod"):
-        membership = recognize_pod(obj, lookup, config, registry)
+        membership = recognize_pod(obj, lookup, config, registry, siblings)
         return [membership.gang] if membership is not None else []
     ask = _memoised(lookup)
     with one_call():

@@ -21,6 +21,8 @@ import pytest
 from gangkeeper.policies.config import Config
 from gangkeeper.webhook.cluster import (
     BOUND_PODS,
+    GANG_PODS,
+    KUEUE_GROUP_PODS,
     NODES,
     ApiError,
     Resource,
@@ -61,9 +63,19 @@ class FakeApi:
         self.rv = 1
         self.closed = False
 
+    @staticmethod
+    def _where(path: str, query: Sequence[tuple[str, str]] = ()) -> str:
+        """A collection per path and label selector (several watches share /pods)."""
+        selector = dict(query).get("labelSelector", "")
+        return f"{path}?{selector}" if selector else path
+
+    @classmethod
+    def _of(cls, resource: Resource) -> str:
+        return cls._where(resource.path, [("labelSelector", resource.label_selector)])
+
     def seed(self, resource: Resource, *objects: dict[str, Any]) -> None:
         for obj in objects:
-            self.objects[resource.path][self._name(obj)] = obj
+            self.objects[self._of(resource)][self._name(obj)] = obj
 
     @staticmethod
     def _name(obj: dict[str, Any]) -> str:
@@ -75,13 +87,13 @@ class FakeApi:
         obj = copy.deepcopy(obj)
         obj["metadata"]["resourceVersion"] = str(self.rv)
         if kind == "DELETED":
-            self.objects[resource.path].pop(self._name(obj), None)
+            self.objects[self._of(resource)].pop(self._name(obj), None)
         else:
-            self.objects[resource.path][self._name(obj)] = obj
-        self.streams[resource.path].put({"type": kind, "object": obj})
+            self.objects[self._of(resource)][self._name(obj)] = obj
+        self.streams[self._of(resource)].put({"type": kind, "object": obj})
 
     def break_stream(self, resource: Resource, what: object) -> None:
-        self.streams[resource.path].put(what)
+        self.streams[self._of(resource)].put(what)
 
     def get_json(self, path: str, query: Sequence[tuple[str, str]] = (), *,
                  timeout: float) -> Any:
@@ -97,13 +109,13 @@ class FakeApi:
             return copy.deepcopy(found)
         if path in self.absent:
             raise ApiError(404, "the server could not find the requested resource")
-        items = copy.deepcopy(list(self.objects[path].values()))
+        items = copy.deepcopy(list(self.objects[self._where(path, query)].values()))
         return {"items": items, "metadata": {"resourceVersion": str(self.rv)}}
 
     def watch_lines(self, path: str, query: Sequence[tuple[str, str]], *,
                     timeout: float) -> Iterator[bytes]:
         self.calls.append(("watch", path))
-        stream = self.streams[path]
+        stream = self.streams[self._where(path, query)]
         while not self.closed:
             try:
                 item = stream.get(timeout=0.05)
@@ -153,8 +165,8 @@ def test_the_view_is_synced_once_every_resource_listed_and_a_missing_crd_counts_
     states: dict[str, bool] = {}
     view = start(owners=(JOBS, JOBSETS), on_synced=states.__setitem__)
     assert view.synced
-    assert states == {NODES.label: True, BOUND_PODS.label: True, JOBS.label: True,
-                      JOBSETS.label: True}
+    assert states == {NODES.label: True, BOUND_PODS.label: True, GANG_PODS.label: True,
+                      KUEUE_GROUP_PODS.label: True, JOBS.label: True, JOBSETS.label: True}
     assert view.lookup("jobset.x-k8s.io/v1alpha2", "JobSet", "ns", "x") is None
     assert ("get", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/x") not in api.calls
 
@@ -254,3 +266,63 @@ def test_a_relist_forgets_owners_deleted_meanwhile_and_keeps_the_others(
     eventually(lambda: api.calls.count(("get", JOBS.path)) == 2, "listed again")
     eventually(lambda: view.lookup("batch/v1", "Job", "ns", "gone") is None, "gone forgotten")
     assert view.lookup("batch/v1", "Job", "ns", "kept") is not None
+
+
+def _member(name: str, gang: str, *, kueue: bool = False) -> dict[str, Any]:
+    member = pod(name, "", 3, phase="Pending")
+    if kueue:
+        member["metadata"]["labels"] = {"kueue.x-k8s.io/pod-group-name": gang}
+    else:
+        member["metadata"]["labels"] = {"gangkeeper.io/gang": gang}
+        member["metadata"]["annotations"] = {"gangkeeper.io/gang-name": gang}
+    return member
+
+
+def test_gated_members_of_pod_based_gangs_are_cached_by_gang_name(
+    api: FakeApi, start: Callable[..., WatchClusterView]
+) -> None:
+    """The siblings the webhook sums a pod-based gang over: gangkeeper's gang pods by
+    their gang-name annotation, Kueue pod-group pods by their group label, through
+    label-selected watches; finished and deleted ones leave the cache."""
+    api.seed(GANG_PODS, _member("a", "g"))
+    view = start()
+    assert [p["metadata"]["name"] for p in view.siblings("ns", "g")] == ["a"]
+    api.emit(GANG_PODS, "ADDED", _member("b", "g"))
+    api.emit(KUEUE_GROUP_PODS, "ADDED", _member("k", "g", kueue=True))
+    eventually(lambda: len(view.siblings("ns", "g")) == 3, "three members cached")
+    done = _member("b", "g")
+    done["status"]["phase"] = "Succeeded"
+    api.emit(GANG_PODS, "MODIFIED", done)
+    api.emit(KUEUE_GROUP_PODS, "DELETED", _member("k", "g", kueue=True))
+    eventually(lambda: len(view.siblings("ns", "g")) == 1, "finished and deleted gone")
+    assert view.siblings("other", "g") == []
+    assert ("watch", "/api/v1/pods") in api.calls
+
+
+def test_a_cached_member_keeps_exactly_what_its_demand_and_placement_are_read_from(
+    api: FakeApi, start: Callable[..., WatchClusterView]
+) -> None:
+    from gangkeeper.policies.podspec import placement_of, pod_demand
+
+    member = _member("full", "g")
+    member["spec"] = {
+        "containers": [{"name": "c", "image": "big", "env": [{"name": "X", "value": "1"}],
+                        "resources": {"limits": {"nvidia.com/gpu": "2"}}}],
+        "initContainers": [{"name": "side", "restartPolicy": "Always",
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        "overhead": {"nvidia.com/gpu": "1"},
+        "nodeSelector": {"pool": "a"},
+        "tolerations": [{"key": "gpu", "operator": "Exists"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "zone", "operator": "In", "values": ["z1"]}]}]}},
+            "podAntiAffinity": {"x": 1}},
+        "volumes": [{"name": "data", "emptyDir": {}}],
+    }
+    api.seed(GANG_PODS, member)
+    view = start()
+    [cached] = view.siblings("ns", "g")
+    config = Config()
+    assert pod_demand(cached["spec"], config) == pod_demand(member["spec"], config)
+    assert placement_of(cached["spec"]) == placement_of(member["spec"])
+    assert "volumes" not in cached["spec"] and "image" not in cached["spec"]["containers"][0]

@@ -15,6 +15,8 @@ MIN_MEMBER_ANNOTATION = "gangkeeper.io/min-member"
 GANG_NAME_ANNOTATION = "gangkeeper.io/gang-name"
 OWNER_ANNOTATION = "gangkeeper.io/owner"
 BACKEND_ANNOTATION = "gangkeeper.io/backend"
+#: Members that arrive only after release: JSON [{count, demand, nodeSelector?}].
+LATER_ANNOTATION = "gangkeeper.io/later-members"
 
 #: The Lease only one controller replica may hold at a time.
 LEASE_NAME = "gangkeeper-controller"
