@@ -14,6 +14,9 @@ Threads (all daemons, all stopped by `stop()`):
   one burst of concurrent JSON patches. Each patch `test`s the gate list it read, so a
   pod changed meanwhile is left for the next pass, and never loses another
   system's gate. Stuck gangs get Events (once per gang and cause per process).
+  After a pass in which GPUs were freed, released coscheduling PodGroups whose pods
+  are not all bound get an annotation touched, so the Coscheduling plugin retries
+  them now rather than at its 5-minute flush (requeue.py says why).
 
 Nothing is remembered that the API does not hold: a new leader re-reads pods, gates
 and group objects and finishes whatever a previous leader left half done.
@@ -51,12 +54,15 @@ from .podgroups import (
     group_object,
     native_resource,
 )
+from .requeue import capacity_rose, free_gpus, groups_to_nudge, requeue_patch
 
 log = logging.getLogger(__name__)
 
 Sample = tuple[str, tuple[tuple[str, str], ...]]
 
 
+#: Seconds after a capacity change at which unbound coscheduling gangs are nudged again.
+REQUEUE_AGAIN_SECONDS = 2.0
 #: Concurrent gate-removal patches in one release burst (the default of `workers`).
 PATCH_WORKERS = 32
 
@@ -188,6 +194,9 @@ class GangController:
         self._native_checked = False
         self._evented: set[tuple[str, str, float, str]] = set()
         self._last_plan = Plan(releases=(), reports=())
+        #: Free GPUs per (node, resource) at the last pass as leader; None until one.
+        self._free: Mapping[tuple[str, str], int] | None = None
+        self._renudge_at: float | None = None
         self._plan_seconds = 0.0
         self._counters: dict[Sample, float] = {}
         self.pods: Informer[PodInfo] = Informer(
@@ -300,6 +309,8 @@ class GangController:
                 last_renew = now
                 if not self._leader.is_set():
                     log.info("%s became the gang controller leader", self.identity)
+                    # What changed while no one led is unknown: nudge once.
+                    self._free = None
                     self._leader.set()
                     self._dirty.set()
             elif self._leader.is_set() and now - last_renew > self._renew_deadline:
@@ -352,8 +363,47 @@ class GangController:
             # Patched pods are in the cache already; re-plan so the next gang in line
             # is judged against them.
             self._dirty.set()
+        self._requeue_if_freed(result.reports)
         self._report_stuck(result.reports)
         return result
+
+    def _requeue_if_freed(self, reports: tuple[GangReport, ...]) -> None:
+        groups = groups_to_nudge(reports, self.pods.items())
+        if not groups:
+            # Nothing to nudge: no snapshot to keep either (the next gang that needs
+            # one is nudged once, which costs one patch).
+            self._free, self._renudge_at = None, None
+            return
+        free = free_gpus(self.nodes.items(), self.pods.items(), self.config)
+        rose = capacity_rose(self._free, free)
+        self._free = free
+        now = time.monotonic()
+        if rose:
+            # The scheduler may retry before its own cache has the freed GPUs and
+            # park the pods again; a second nudge a little later covers that race.
+            self._renudge_at = now + REQUEUE_AGAIN_SECONDS
+            timer = threading.Timer(REQUEUE_AGAIN_SECONDS, self._dirty.set)
+            timer.daemon = True
+            timer.start()
+        elif self._renudge_at is not None and now >= self._renudge_at:
+            self._renudge_at = None
+        else:
+            return
+        pool = self._pool
+        assert pool is not None
+        body = requeue_patch(micro_time(time.time()))
+        wait([pool.submit(self._nudge, namespace, name, body) for namespace, name in groups])
+
+    def _nudge(self, namespace: str, name: str, body: Mapping[str, Any]) -> None:
+        path = f"/apis/{COSCHEDULING.api_version}/namespaces/{namespace}/podgroups/{name}"
+        try:
+            self.rest.request("PATCH", path, body=body, content_type="application/merge-patch+json")
+        except ApiError as err:
+            if err.status != 404:  # gone with its workload: nothing to retry
+                log.warning("nudging PodGroup %s/%s: %s", namespace, name, err)
+            return
+        log.info("PodGroup %s/%s nudged: GPUs were freed", namespace, name)
+        self._count("gangkeeper_podgroup_requeues_total", ())
 
     def _count(self, name: str, labels: tuple[tuple[str, str], ...], value: float = 1.0) -> None:
         with self._lock:
