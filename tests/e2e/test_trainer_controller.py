@@ -60,7 +60,7 @@ def trainjob(
             },
             "runtimePatches": [
                 {
-                    "manager": "e2e.gangkeeper.io",
+                    "manager": "gangkeeper.io/e2e",
                     "trainingRuntimeSpec": {
                         "template": {
                             "spec": {
