@@ -204,7 +204,8 @@ class Sandbox:
 
         `node_count` replaces the fleet with that many generated 8-GPU Nodes.
         `components` are the neighbours to run beside the control plane (kwok, the
-        JobSet and LeaderWorkerSet controllers; default all). Without kwok, Nodes are
+        JobSet, LeaderWorkerSet and Trainer controllers, the scheduler-plugins
+        scheduler; default all). Without kwok, Nodes are
         made Ready by the sandbox itself and pods bound to them never start.
 
         On failure the processes started so far are stopped (their logs stay) and
