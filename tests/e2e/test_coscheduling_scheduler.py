@@ -17,7 +17,9 @@ gang's pods stay parked until the scheduler's 5-minute flush; gangkeeper's contr
 touches the PodGroup when GPUs free up (`webhook/controller/requeue.py`). Both are
 measured in the same run: first with the controller nudging, then with gangkeeper
 stopped, which is what the controller did before (it never touched a released gang).
-`GANGKEEPER_E2E_BASELINE_SECONDS` (default 30) sets how long the baseline is watched.
+`GANGKEEPER_E2E_BASELINE_SECONDS` (default 30) sets how long the baseline is watched;
+with 400 the gang bound 318 s after the GPUs were freed (the scheduler's 5-minute
+flush), against 0.2-0.3 s with the nudge.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ BASELINE_SECONDS = float(os.environ.get("GANGKEEPER_E2E_BASELINE_SECONDS", "30")
 #: With the nudge, all 8 must bind within this many seconds of the GPUs being freed
 #: (the scheduler's pod backoff is at most 10 s).
 NUDGED_BIND_SECONDS = 20.0
+#: kube-scheduler's `podMaxInUnschedulablePodsDuration` (5 min, checked every 30 s):
+#: without an event it registered, a parked pod is retried only then. The gang's pods
+#: were parked a few seconds before the GPUs were freed, so "not before the flush" is
+#: "not within 4 minutes of the freeing" (measured: 318 s).
+FLUSH_FLOOR_SECONDS = 240.0
 
 
 def gpu_pod_spec(pool: str, resource: str, gpus: int) -> dict[str, Any]:
@@ -201,11 +208,11 @@ def test_seed_story_on_coscheduling_binds_all_eight_seconds_after_gpus_free_up_o
         print(
             f"\ncoscheduling seed story: all 8 bound {nudged:.1f}s after the GPUs were "
             f"freed with the nudge; without it {without} ({stranded} bound); "
-            f"{after_restart}s after gangkeeper came back"
+            f"{after_restart or float('nan'):.1f}s after gangkeeper came back"
         )
-    assert baseline is None, (
-        f"without the nudge the gang bound {baseline:.1f}s after the GPUs were freed: "
-        "Coscheduling requeued it by itself, so the nudge is not what makes it bind"
+    assert baseline is None or baseline >= FLUSH_FLOOR_SECONDS, (
+        f"without the nudge the gang bound {baseline:.1f}s after the GPUs were freed, "
+        "before the scheduler's flush: Coscheduling requeued it by itself"
     )
-    assert stranded == 0
+    assert baseline is not None or stranded == 0, f"{stranded} of 8 bound: a partial gang"
     assert after_restart is not None and after_restart <= 60.0

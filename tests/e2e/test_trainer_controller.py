@@ -129,15 +129,16 @@ def test_a_torch_trainjob_is_gated_at_creation_released_whole_runs_and_completes
     assert {p.spec.containers[0].resources.limits[GPU] for p in found} == {"2"}
 
 
-def test_a_deepspeed_trainjob_with_its_launcher_as_a_gpu_rank_runs_whole(
-    cluster: Any, gang_namespace: str
+@pytest.mark.parametrize("runtime", ["deepspeed-distributed", "mlx-distributed"])
+def test_an_mpi_trainjob_with_its_launcher_as_a_gpu_rank_runs_whole(
+    cluster: Any, gang_namespace: str, runtime: str
 ) -> None:
-    """deepspeed-distributed (MPI, `runLauncherAsNode`): the launcher is rank 0 and
-    takes a node's GPUs, so `numNodes` 3 is a launcher and 2 node pods, one gang."""
+    """The MPI runtimes (`runLauncherAsNode`): the launcher is rank 0 and takes a node's
+    GPUs, so `numNodes` 3 is a launcher and 2 node pods, one gang."""
     needs_trainer(cluster)
-    pool = unique("trainer-ds")
+    pool = unique("trainer-mpi")
     cluster.create_gpu_nodes(pool, 3, 1, labels={POOL_LABEL: pool})
-    body = trainjob(unique("ds"), gang_namespace, pool, runtime="deepspeed-distributed",
+    body = trainjob(unique(runtime.partition("-")[0]), gang_namespace, pool, runtime=runtime,
                     nodes=3, gpus=1, jobs=("launcher", "node"))
     found = runs_whole_and_completes(cluster, gang_namespace, body, members=3)
     roles = sorted(p.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"] for p in found)
