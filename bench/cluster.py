@@ -37,6 +37,7 @@ NAMESPACES: Mapping[str, bool] = {
     "bench-sched-none": False,
     "bench-sched-gate": True,
     "bench-sched-native": True,
+    "bench-sched-coscheduling": True,
     "bench-latency-plain": False,
     "bench-latency-gang": True,
     "bench-memory": False,
