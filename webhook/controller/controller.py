@@ -380,11 +380,13 @@ class GangController:
         now = time.monotonic()
         if rose:
             # The scheduler may retry before its own cache has the freed GPUs and
-            # park the pods again; a second nudge a little later covers that race.
-            self._renudge_at = now + REQUEUE_AGAIN_SECONDS
-            timer = threading.Timer(REQUEUE_AGAIN_SECONDS, self._dirty.set)
-            timer.daemon = True
-            timer.start()
+            # park the pods again; a second nudge a little later covers that race
+            # (one pending at a time, however often GPUs free up meanwhile).
+            if self._renudge_at is None:
+                self._renudge_at = now + REQUEUE_AGAIN_SECONDS
+                timer = threading.Timer(REQUEUE_AGAIN_SECONDS, self._dirty.set)
+                timer.daemon = True
+                timer.start()
         elif self._renudge_at is not None and now >= self._renudge_at:
             self._renudge_at = None
         else:
