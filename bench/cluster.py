@@ -83,7 +83,7 @@ class RawApi:
     """
 
     def __init__(self, configuration: Any) -> None:
-        from gangkeeper.webhook.direct import DirectTransport
+        from gangkeeper.webhook.kube.direct import DirectTransport
 
         transport = DirectTransport.from_configuration(configuration)
         if transport is None:

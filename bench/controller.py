@@ -102,7 +102,7 @@ class Observer:
 
 def create(rest: Any, path: str, body: dict[str, Any], attempts: int = 5) -> None:
     """Create a pod; an overloaded webhook (HTTP 500) is retried, 409 means done."""
-    from gangkeeper.webhook.rest import ApiError
+    from gangkeeper.webhook.kube.rest import ApiError
 
     for attempt in range(attempts):
         try:
@@ -208,7 +208,7 @@ def measure(cluster: Any, rest: Any, size: int) -> dict[str, Any]:
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
     from bench.cluster import create_namespace, open_cluster
-    from gangkeeper.webhook.rest import Rest
+    from gangkeeper.webhook.kube.rest import Rest
 
     sizes = QUICK_SIZES if quick else SIZES
     rows: list[dict[str, Any]] = []

@@ -362,9 +362,9 @@ def handler_cpu_us(rounds: int = 15, per_round: int = 100) -> dict[str, float]:
     interleaved rounds of process CPU time).
     """
     from gangkeeper.policies.config import Config
-    from gangkeeper.webhook import admission
-    from gangkeeper.webhook.cluster import StaticClusterView
-    from gangkeeper.webhook.manifests_io import load_nodes
+    from gangkeeper.webhook.cli.manifests_io import load_nodes
+    from gangkeeper.webhook.server import admission
+    from gangkeeper.webhook.server.cluster_view import StaticClusterView
 
     config = Config()
     view = StaticClusterView(load_nodes(FLEET), config, [OWNER])

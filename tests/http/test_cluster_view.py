@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from gangkeeper.policies.config import Config
-from gangkeeper.webhook.cluster import (
+from gangkeeper.webhook.server.cluster_view import (
     BOUND_PODS,
     NODES,
     ApiError,

@@ -14,10 +14,10 @@ import pytest
 from http_workloads import admission_review
 
 from gangkeeper.policies.config import Config
-from gangkeeper.webhook import admission
-from gangkeeper.webhook.app import Server, create_app, get_policy
-from gangkeeper.webhook.cluster import StaticClusterView
-from gangkeeper.webhook.tls import ReloadingTLS
+from gangkeeper.webhook.server import admission
+from gangkeeper.webhook.server.app import Server, create_app, get_policy
+from gangkeeper.webhook.server.cluster_view import StaticClusterView
+from gangkeeper.webhook.server.tls import ReloadingTLS
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

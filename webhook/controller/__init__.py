@@ -15,7 +15,8 @@ and the I/O around them:
 
 from __future__ import annotations
 
+from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
+
 from .controller import GangController
-from .plan import GangReport, Plan, Release, plan
 
 __all__ = ["GangController", "GangReport", "Plan", "Release", "plan"]

@@ -36,14 +36,8 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from gangkeeper.policies.config import Config
-
-from ..rest import ApiError, Rest
-from .election import LeaseStep, Observation, micro_time, next_lease, released_lease
-from .informer import Informer
-from .keys import EVENT_SOURCE, GATE, LEASE_NAME
-from .observe import GangObservation, PodInfo, is_live, matters, pod_info
-from .plan import GangReport, Plan, Release, plan
-from .podgroups import (
+from gangkeeper.policies.names import EVENT_SOURCE, GATE, LEASE_NAME
+from gangkeeper.policies.release.groups import (
     COSCHEDULING,
     NATIVE_VERSIONS,
     VOLCANO,
@@ -51,6 +45,12 @@ from .podgroups import (
     group_object,
     native_resource,
 )
+from gangkeeper.policies.release.observe import GangObservation, PodInfo, is_live, matters, pod_info
+from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
+
+from ..kube.election import LeaseStep, Observation, micro_time, next_lease, released_lease
+from ..kube.informer import Informer
+from ..kube.rest import ApiError, Rest
 
 log = logging.getLogger(__name__)
 

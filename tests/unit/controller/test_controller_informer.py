@@ -10,8 +10,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gangkeeper.webhook.controller.informer import Informer
-from gangkeeper.webhook.rest import ApiError
+from gangkeeper.webhook.kube.informer import Informer
+from gangkeeper.webhook.kube.rest import ApiError
 
 
 def obj(uid: str, version: str, **extra: Any) -> dict[str, Any]:

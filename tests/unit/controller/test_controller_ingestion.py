@@ -15,14 +15,14 @@ from gang_builders import T0, members, node, pod
 from kubernetes.client import ApiClient
 
 from gangkeeper.policies.config import Config
+from gangkeeper.policies.release.observe import PodInfo, is_live, pod_info
+from gangkeeper.policies.release.plan import plan
 from gangkeeper.webhook.controller.controller import (
     GangController,
     gpu_node_fields,
     same_for_planning,
 )
-from gangkeeper.webhook.controller.informer import Informer
-from gangkeeper.webhook.controller.observe import PodInfo, is_live, pod_info
-from gangkeeper.webhook.controller.plan import plan
+from gangkeeper.webhook.kube.informer import Informer
 
 CFG = Config()
 

@@ -6,7 +6,7 @@ import pytest
 from gang_builders import GATE, T0, members, pod
 
 from gangkeeper.policies.config import Config
-from gangkeeper.webhook.controller.observe import is_live, observe_gangs, parse_time, pod_info
+from gangkeeper.policies.release.observe import is_live, observe_gangs, parse_time, pod_info
 
 CFG = Config()
 

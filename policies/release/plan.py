@@ -38,11 +38,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.feasibility import check_gang, fits_now
-from gangkeeper.policies.model import Gang, Placement, Role, Source
-
+from ..capacity import Capacity
+from ..config import Config
+from ..feasibility import check_gang, fits_now
+from ..model import Gang, Placement, Role, Source
 from .fleet import Fleet
 from .observe import GangObservation, PodInfo, observe_gangs
 

@@ -13,8 +13,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from gangkeeper.policies.config import Config
-
+from ..config import Config
 from .observe import is_live, pod_info
 from .plan import GangReport, plan
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..config_file import ConfigFileError, load_config_file
+from .config_file import ConfigFileError, load_config_file
 
 REPO_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEFAULT_NODES = REPO_EXAMPLES / "fleet.yaml"
@@ -175,8 +175,8 @@ def _build_view(args: argparse.Namespace, api: Any, config: Any, metrics: Any) -
 
     from gangkeeper.policies.errors import PolicyError
 
-    from ..cluster import StaticClusterView, WatchClusterView
-    from ..manifests_io import ManifestError
+    from ..server.cluster_view import StaticClusterView, WatchClusterView
+    from .manifests_io import ManifestError
 
     log = logging.getLogger("gangkeeper.serve")
     if api is None:
@@ -204,8 +204,8 @@ def _build_view(args: argparse.Namespace, api: Any, config: Any, metrics: Any) -
 
 def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
     """The reloading TLS context, after making sure certificate files exist."""
-    from ..kube import in_cluster
-    from ..tls import CertificateUnavailable, ReloadingTLS
+    from ..kube.client import in_cluster
+    from ..server.tls import CertificateUnavailable, ReloadingTLS
 
     cert_dir = Path(args.cert_dir)
     cert_file, key_file = cert_dir / "tls.crt", cert_dir / "tls.key"
@@ -246,10 +246,10 @@ def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .. import logs
-    from ..app import Server, create_app
-    from ..kube import KubeconfigError, in_cluster, serve_client
-    from ..metrics import Metrics
+    from ..kube.client import KubeconfigError, in_cluster, serve_client
+    from ..server import logs
+    from ..server.app import Server, create_app
+    from ..server.metrics import Metrics
 
     log_config = logs.configure(args.log_level)
     try:

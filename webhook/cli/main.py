@@ -1,4 +1,4 @@
-"""The `gangkeeper` command line: one sub-command per module in `commands/`.
+"""The `gangkeeper` command line: one sub-command per module of this package.
 
 Each command module exposes `register(subparsers)`, which adds its parser and sets
 `run` as the handler; `run(args) -> int` returns the exit code. Command modules keep
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 from collections.abc import Sequence
 
 COMMANDS = ("serve", "check", "certs", "manifests", "sandbox", "status")
@@ -22,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        module = importlib.import_module(f"gangkeeper.webhook.commands.{name}")
+        module = importlib.import_module(f"gangkeeper.webhook.cli.{name}")
         module.register(sub)
     return parser
 
@@ -33,6 +32,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     code: int = args.run(args)
     return code
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

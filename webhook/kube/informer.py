@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from ..rest import ApiError, Query, Rest
+from .rest import ApiError, Query, Rest
 
 log = logging.getLogger(__name__)
 

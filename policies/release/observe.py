@@ -24,12 +24,10 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, TypeVar, cast, get_args
 
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.errors import InvalidObject
-from gangkeeper.policies.model import Backend, Placement
-from gangkeeper.policies.podspec import placement_of, pod_demand
-
-from .keys import (
+from ..config import Config
+from ..errors import InvalidObject
+from ..model import Backend, Placement
+from ..names import (
     BACKEND_ANNOTATION,
     COSCHEDULING_GROUP_LABEL,
     GANG_LABEL,
@@ -40,6 +38,7 @@ from .keys import (
     ROLE_LABEL,
     VOLCANO_GROUP_ANNOTATION,
 )
+from ..podspec import placement_of, pod_demand
 
 _BACKENDS: tuple[str, ...] = get_args(Backend)
 _TERMINAL = ("Succeeded", "Failed")

@@ -39,7 +39,7 @@ from gangkeeper.policies.errors import PolicyError
 from gangkeeper.policies.model import KubeObject
 from gangkeeper.policies.podspec import pod_demand
 
-from .rest import ApiError, Rest
+from ..kube.rest import ApiError, Rest
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class StaticClusterView:
         cls, nodes_file: Path, config: Config, owner_files: Sequence[Path] = ()
     ) -> StaticClusterView:
         """Read the fleet (and owner manifests); errors name the file and document."""
-        from .manifests_io import load_documents, load_nodes
+        from ..cli.manifests_io import load_documents, load_nodes
 
         owners = [doc.obj for path in owner_files for doc in load_documents(path)]
         return cls(load_nodes(nodes_file), config, owners)

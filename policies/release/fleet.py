@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from math import floor
 from typing import Any
 
-from gangkeeper.policies.capacity import UNSCHEDULABLE_TAINT, Capacity
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.eligibility import node_eligible
-from gangkeeper.policies.errors import PolicyError
-from gangkeeper.policies.model import Placement, Taint
-from gangkeeper.policies.quantity import parse_quantity
-
+from ..capacity import UNSCHEDULABLE_TAINT, Capacity
+from ..config import Config
+from ..eligibility import node_eligible
+from ..errors import PolicyError
+from ..model import Placement, Taint
+from ..quantity import parse_quantity
 from .observe import PodInfo
 
 

@@ -42,10 +42,11 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..config_file import ConfigFileError, load_config_file
-    from ..controller.status import gang_status, render_json, render_text
-    from ..kube import KubeconfigError, api_client
-    from ..rest import ApiError, Rest
+    from gangkeeper.policies.release.status import gang_status, render_json, render_text
+
+    from ..kube.client import KubeconfigError, api_client
+    from ..kube.rest import ApiError, Rest
+    from .config_file import ConfigFileError, load_config_file
 
     try:
         config = load_config_file(args.config)

@@ -31,7 +31,7 @@ from gangkeeper.policies.decision import NEVER_NAMESPACES
 
 from . import admission
 from .admission import Policy
-from .cluster import ClusterView
+from .cluster_view import ClusterView
 from .metrics import Metrics
 from .tls import ReloadingTLS
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gangkeeper.webhook.manifests import (
+from gangkeeper.webhook.install.render import (
     BACKENDS,
     CERT_MODES,
     DEFAULT_IMAGE,

@@ -20,8 +20,8 @@ from gangkeeper.policies.decision import validate_object
 from gangkeeper.policies.errors import InvalidConfig, InvalidObject
 from gangkeeper.policies.model import KubeObject, OwnerLookup
 
-from ..config_file import ConfigFileError, load_config_file
-from ..manifests_io import Document, ManifestError, load_all, load_nodes, object_key
+from .config_file import ConfigFileError, load_config_file
+from .manifests_io import Document, ManifestError, load_all, load_nodes, object_key
 
 EXIT_ADMITTED, EXIT_REJECTED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -82,7 +82,7 @@ def _owner_lookup(docs: list[Document]) -> OwnerLookup:
 def _capacity_from_cluster(kubeconfig: str, config: Config) -> Capacity:
     from kubernetes import client  # heavy import: only on this path
 
-    from ..kube import api_client
+    from ..kube.client import api_client
 
     try:
         api = client.CoreV1Api(api_client(kubeconfig or None))
