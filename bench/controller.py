@@ -30,7 +30,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-GATE = "gangkeeper.io/gang"
+from gangkeeper.policies.names import GANG_NAME_ANNOTATION, GATE, MIN_MEMBER_ANNOTATION
+
 NAMESPACE = "bench-controller"
 BASELINE_NAMESPACE = "bench-controller-baseline"
 BASELINE_GATE = "bench.gangkeeper.io/baseline"
@@ -53,7 +54,7 @@ def member(gang: str, index: int, size: int) -> dict[str, Any]:
         "kind": "Pod",
         "metadata": {
             "name": f"{gang}-{index:04d}",
-            "annotations": {"gangkeeper.io/gang-name": gang, "gangkeeper.io/min-member": str(size)},
+            "annotations": {GANG_NAME_ANNOTATION: gang, MIN_MEMBER_ANNOTATION: str(size)},
         },
         "spec": {
             "restartPolicy": "Never",

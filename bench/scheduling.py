@@ -36,6 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from gangkeeper.policies.names import GANG_NAME_ANNOTATION, MIN_MEMBER_ANNOTATION
+
 if TYPE_CHECKING:
     from bench.cluster import BenchCluster
 
@@ -378,8 +380,8 @@ def job_pods(job: TraceJob, *, run_id: str, fleet: str) -> list[dict[str, Any]]:
                     "name": f"{job.name}-{i}",
                     "labels": {RUN_LABEL: run_id, JOB_LABEL: job.name},
                     "annotations": {
-                        "gangkeeper.io/gang-name": job.name,
-                        "gangkeeper.io/min-member": str(job.members),
+                        GANG_NAME_ANNOTATION: job.name,
+                        MIN_MEMBER_ANNOTATION: str(job.members),
                     },
                 },
                 "spec": {

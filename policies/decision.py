@@ -21,12 +21,11 @@ from .config import Config
 from .feasibility import check_gang
 from .model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, Verdict
 from .mutation import MutationPlan
+from .names import SKIP_LABEL
 from .plan_memo import DEFAULT_MEMO
 from .recognizers.base import Registry
 from .recognizers.registry import recognize_object, recognize_pod
 
-#: Pod label by which a user opts one pod out (DESIGN.md contracts).
-SKIP_LABEL = "gangkeeper.io/skip"
 #: Namespaces never gang-keyed, whatever the webhook configuration says.
 NEVER_NAMESPACES = frozenset({"kube-system"})
 

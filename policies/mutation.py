@@ -35,16 +35,18 @@ from typing import Any, Literal
 
 from .config import Config
 from .model import JSON_OBJECT, Backend, KubeObject, PodMembership, Source
+from .names import (
+    BACKEND_ANNOTATION,
+    COSCHEDULING_GROUP_LABEL,
+    GANG_LABEL,
+    GANG_NAME_ANNOTATION,
+    GATE,
+    MIN_MEMBER_ANNOTATION,
+    OWNER_ANNOTATION,
+    ROLE_LABEL,
+    VOLCANO_GROUP_ANNOTATION,
+)
 
-GANG_LABEL = "gangkeeper.io/gang"
-ROLE_LABEL = "gangkeeper.io/role"
-MIN_MEMBER_ANNOTATION = "gangkeeper.io/min-member"
-GANG_NAME_ANNOTATION = "gangkeeper.io/gang-name"
-OWNER_ANNOTATION = "gangkeeper.io/owner"
-BACKEND_ANNOTATION = "gangkeeper.io/backend"
-GATE = "gangkeeper.io/gang"
-COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
-VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
 DEFAULT_SCHEDULER = "default-scheduler"
 
 #: Keys by which other gang systems mark their pods: (system, where, key or prefix).
@@ -52,13 +54,13 @@ DEFAULT_SCHEDULER = "default-scheduler"
 FOREIGN_KEYS: tuple[tuple[str, str, str], ...] = (
     ("Kueue", "label", "kueue.x-k8s.io/pod-group-name"),
     ("Kueue", "annotation", "kueue.x-k8s.io/pod-group-total-count"),
-    ("Volcano", "annotation", VOLCANO_ANNOTATION),
-    ("Volcano", "label", VOLCANO_ANNOTATION),
+    ("Volcano", "annotation", VOLCANO_GROUP_ANNOTATION),
+    ("Volcano", "label", VOLCANO_GROUP_ANNOTATION),
     ("Volcano", "annotation", "volcano.sh/"),
     ("Volcano", "label", "volcano.sh/"),
     ("Volcano", "annotation", "scheduling.volcano.sh/"),
     ("Volcano", "label", "scheduling.volcano.sh/"),
-    ("scheduler-plugins", "label", COSCHEDULING_LABEL),
+    ("scheduler-plugins", "label", COSCHEDULING_GROUP_LABEL),
     ("scheduler-plugins", "label", "pod-group.scheduling.sigs.k8s.io"),
     ("YuniKorn", "annotation", "yunikorn.apache.org/task-group-name"),
     ("YuniKorn", "annotation", "yunikorn.apache.org/task-groups"),
@@ -344,9 +346,9 @@ def plan_pod(
 
     ours: dict[tuple[str, str], str] = {}
     if backend == "coscheduling":
-        ours[("label", COSCHEDULING_LABEL)] = group
+        ours[("label", COSCHEDULING_GROUP_LABEL)] = group
     elif backend == "volcano":
-        ours[("annotation", VOLCANO_ANNOTATION)] = group
+        ours[("annotation", VOLCANO_GROUP_ANNOTATION)] = group
     elif backend == "native":
         ours[("spec", "schedulingGroup")] = group
 
@@ -387,9 +389,9 @@ def plan_pod(
         BACKEND_ANNOTATION: backend,
     }
     if backend == "coscheduling":
-        wanted_labels[COSCHEDULING_LABEL] = group
+        wanted_labels[COSCHEDULING_GROUP_LABEL] = group
     elif backend == "volcano":
-        wanted_annotations[VOLCANO_ANNOTATION] = group
+        wanted_annotations[VOLCANO_GROUP_ANNOTATION] = group
     # Any key already present is the user's (or ours from before): never overwrite it,
     # even when its value is not a string.
     raw_labels, raw_annotations = metadata.get("labels"), metadata.get("annotations")

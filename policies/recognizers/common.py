@@ -25,10 +25,9 @@ from typing import Any
 from ..config import Config
 from ..errors import InvalidObject
 from ..model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, Placement, Role, Source
+from ..names import GANG_NAME_ANNOTATION as GANG_NAME
+from ..names import MIN_MEMBER_ANNOTATION as MIN_MEMBER
 from ..podspec import as_list, as_mapping, as_str, field_path, placement_of, pod_demand
-
-GANG_NAME = "gangkeeper.io/gang-name"
-MIN_MEMBER = "gangkeeper.io/min-member"
 
 #: More members than this is a typo, not a gang; refusing it keeps arithmetic small.
 MAX_MEMBERS = 1_000_000

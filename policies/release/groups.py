@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..names import GANG_NAME_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL
 from .observe import GangObservation
 
 #: Native group API versions, newest first; the controller uses the first one served.
@@ -70,8 +71,8 @@ def group_object(gang: GangObservation, resource: GroupResource) -> dict[str, An
     metadata: dict[str, Any] = {
         "name": group_name(gang),
         "namespace": gang.namespace,
-        "labels": {"app.kubernetes.io/managed-by": "gangkeeper"},
-        "annotations": {"gangkeeper.io/gang-name": gang.name},
+        "labels": {MANAGED_BY_LABEL: MANAGED_BY},
+        "annotations": {GANG_NAME_ANNOTATION: gang.name},
     }
     if gang.owner is not None:
         metadata["ownerReferences"] = [gang.owner.reference()]

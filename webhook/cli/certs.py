@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-DEFAULT_NAMESPACE = "gangkeeper-system"
-DEFAULT_SERVICE = "gangkeeper"
+from gangkeeper.policies.names import DEFAULT_NAMESPACE, SERVICE_NAME
 
 
 def register(sub: Any) -> None:
@@ -35,7 +34,7 @@ def register(sub: Any) -> None:
         "--ip", action="extend", nargs="+", default=[], metavar="IP", help="IP SANs"
     )
     parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="for the default names")
-    parser.add_argument("--service", default=DEFAULT_SERVICE, help="for the default names")
+    parser.add_argument("--service", default=SERVICE_NAME, help="for the default names")
     parser.set_defaults(run=run)
 
 

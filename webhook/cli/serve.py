@@ -21,12 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gangkeeper.policies.names import DEFAULT_NAMESPACE, SERVICE_NAME, WEBHOOK_CONFIGURATIONS
+
 from .config_file import ConfigFileError, load_config_file
 
 REPO_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEFAULT_NODES = REPO_EXAMPLES / "fleet.yaml"
-DEFAULT_NAMESPACE = "gangkeeper-system"
-WEBHOOK_CONFIGURATIONS = ("gangkeeper-mutating", "gangkeeper-validating")
 #: Hidden switch for `bench.webhook`: exposes POST /noop, the floor of the stack.
 NOOP_ENV = "GANGKEEPER_BENCH_NOOP"
 
@@ -73,7 +73,7 @@ def register(sub: Any) -> None:
         default=os.environ.get("POD_NAMESPACE", DEFAULT_NAMESPACE),
         help="gangkeeper's own namespace (controller Lease, certificate Secret)",
     )
-    parser.add_argument("--service", default="gangkeeper", help="gangkeeper's Service name")
+    parser.add_argument("--service", default=SERVICE_NAME, help="gangkeeper's Service name")
     parser.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error")
     )

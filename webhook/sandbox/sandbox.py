@@ -31,6 +31,15 @@ from typing import Any
 
 import yaml
 
+from gangkeeper.policies.names import (
+    APP_NAME,
+    DEFAULT_NAMESPACE,
+    ENABLED_LABEL,
+    GANG_NAME_ANNOTATION,
+    GATE,
+    MIN_MEMBER_ANNOTATION,
+)
+
 from .binaries import Binaries, find_binaries
 from .nodes import create_nodes
 from .pki import ClusterPKI, KeyPair, create_pki
@@ -47,10 +56,10 @@ SERVICE_CIDR = "10.0.0.0/24"
 SERVICE_IP = "10.0.0.1"
 #: Opted in so that `kubectl apply -f examples/...` (namespace default) is gang-checked.
 OPTED_IN_NAMESPACE = "default"
-GANGKEEPER_NAMESPACE = "gangkeeper-system"
-#: The ServiceAccount gangkeeper's install manifests create and bind (its identity here).
-GANGKEEPER_ACCOUNT = "gangkeeper"
-ENABLED_LABEL = "gangkeeper.io/enabled"
+#: gangkeeper's own namespace, and the ServiceAccount its install manifests create and
+#: bind there (its identity here).
+GANGKEEPER_NAMESPACE = DEFAULT_NAMESPACE
+GANGKEEPER_ACCOUNT = APP_NAME
 KCM_CONTROLLERS = (
     "job-controller",
     "garbage-collector-controller",
@@ -439,8 +448,8 @@ class Sandbox:
             "metadata": {
                 "name": "gangkeeper-sandbox-probe",
                 "annotations": {
-                    "gangkeeper.io/gang-name": "probe",
-                    "gangkeeper.io/min-member": "1",
+                    GANG_NAME_ANNOTATION: "probe",
+                    MIN_MEMBER_ANNOTATION: "1",
                 },
             },
             "spec": {
@@ -460,7 +469,7 @@ class Sandbox:
         if done.returncode != 0:
             return "gangkeeper.io" in done.stderr
         gates = json.loads(done.stdout)["spec"].get("schedulingGates") or []
-        return any(g.get("name") == "gangkeeper.io/gang" for g in gates)
+        return any(g.get("name") == GATE for g in gates)
 
     def _install_rbac(self, backend: str | None) -> None:
         """The namespace, ServiceAccount and RBAC of gangkeeper's install manifests:
