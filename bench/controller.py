@@ -103,7 +103,7 @@ class Observer:
 
 def create(rest: Any, path: str, body: dict[str, Any], attempts: int = 5) -> None:
     """Create a pod; an overloaded webhook (HTTP 500) is retried, 409 means done."""
-    from gangkeeper.webhook.kube.rest import ApiError
+    from gangkeeper.webhook.kube.api import ApiError
 
     for attempt in range(attempts):
         try:

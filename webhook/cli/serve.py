@@ -131,7 +131,7 @@ def _wait_for_files(*paths: Path, timeout: float = 300.0) -> None:
         time.sleep(1.0)
 
 
-def _controller_service(api: Any, config: Any, namespace: str) -> Any | None:
+def _controller_service(api: Any, config: Any, namespace: str, informers: Any) -> Any | None:
     import logging
     import socket
 
@@ -144,7 +144,9 @@ def _controller_service(api: Any, config: Any, namespace: str) -> Any | None:
         )
         return None
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
-    return GangController(api, config, namespace=namespace, identity=identity)
+    return GangController(
+        api, config, namespace=namespace, identity=identity, informers=informers
+    )
 
 
 def _controller_collector(controller: Any) -> Any:
@@ -169,17 +171,19 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-def _build_view(args: argparse.Namespace, api: Any, config: Any, metrics: Any) -> Any:
-    """The cluster view: a fleet file without a cluster, watches with one."""
+def _build_view(
+    args: argparse.Namespace, informers: Any | None, config: Any, metrics: Any
+) -> Any:
+    """The cluster view: a fleet file without a cluster, the shared informers with one."""
     import logging
 
     from gangkeeper.policies.errors import PolicyError
 
     from ..server.cluster_view import StaticClusterView, WatchClusterView
-    from .manifests_io import ManifestError
+    from .manifests_io import ManifestError, load_documents, load_nodes
 
     log = logging.getLogger("gangkeeper.serve")
-    if api is None:
+    if informers is None:
         if args.controller_only:
             raise UsageError("--controller-only needs a cluster (--kubeconfig or in-cluster)")
         nodes = Path(args.nodes) if args.nodes else DEFAULT_NODES
@@ -189,7 +193,8 @@ def _build_view(args: argparse.Namespace, api: Any, config: Any, metrics: Any) -
                 "(Node objects, as `kubectl get nodes -o yaml` prints) or --kubeconfig PATH"
             )
         try:
-            view = StaticClusterView.from_files(nodes, config, [Path(p) for p in args.owners])
+            owners = [doc.obj for path in args.owners for doc in load_documents(Path(path))]
+            view = StaticClusterView(load_nodes(nodes), config, owners)
         except (ManifestError, PolicyError, OSError) as exc:
             raise UsageError(str(exc)) from exc
         log.info("serving without a cluster", extra={"nodes": str(nodes)})
@@ -197,9 +202,9 @@ def _build_view(args: argparse.Namespace, api: Any, config: Any, metrics: Any) -
     if args.nodes:
         log.info("--nodes ignored: capacity comes from the cluster")
     if args.controller_only:
-        # The controller keeps its own watches; an empty, synced view keeps /readyz honest.
+        # Only the controller watches; an empty, synced view keeps /readyz honest.
         return StaticClusterView([], config)
-    return WatchClusterView(api, config, on_synced=metrics.set_synced)
+    return WatchClusterView(informers, config, on_synced=metrics.set_synced)
 
 
 def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
@@ -247,6 +252,8 @@ def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..kube.client import KubeconfigError, in_cluster, serve_client
+    from ..kube.informer import Informers
+    from ..kube.rest import Rest
     from ..server import logs
     from ..server.app import Server, create_app
     from ..server.metrics import Metrics
@@ -261,10 +268,13 @@ def _run(args: argparse.Namespace) -> int:
     except KubeconfigError as exc:
         raise UsageError(str(exc)) from exc
     metrics = Metrics()
-    view = _build_view(args, api, config, metrics)
-    services: list[Any] = [] if api is None or args.controller_only else [view]
+    # One list+watch per resource for the whole process: the cluster view and the
+    # controller subscribe to the same informers.
+    informers = Informers(Rest(api)) if api is not None else None
+    view = _build_view(args, informers, config, metrics)
+    services: list[Any] = []
     if api is not None and not args.no_controller:
-        controller = _controller_service(api, config, args.namespace)
+        controller = _controller_service(api, config, args.namespace, informers)
         if controller is not None:
             services.append(controller)
             if callable(getattr(controller, "metrics", None)):
@@ -272,6 +282,9 @@ def _run(args: argparse.Namespace) -> int:
     # --controller-only serves /healthz and /metrics over the same TLS, so probes and
     # scrapers need no second configuration.
     tls = _build_tls(args, api, services)
+    if informers is not None:
+        # Last, so every subscriber is in before the first list; stopped first.
+        services.append(informers)
     server = Server(
         config=config,
         view=view,

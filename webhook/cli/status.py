@@ -44,16 +44,18 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from gangkeeper.policies.release.status import gang_status, render_json, render_text
 
+    from ..kube.api import ApiError
     from ..kube.client import KubeconfigError, api_client
-    from ..kube.rest import ApiError, Rest
+    from ..kube.informer import list_all
+    from ..kube.rest import Rest
     from .config_file import ConfigFileError, load_config_file
 
     try:
         config = load_config_file(args.config)
         rest = Rest(api_client(args.kubeconfig))
         live = [("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")]
-        pods = rest.list_all("/api/v1/pods", live).get("items") or []
-        nodes = rest.list_all("/api/v1/nodes").get("items") or []
+        pods = list_all(rest, "/api/v1/pods", live)
+        nodes = list_all(rest, "/api/v1/nodes")
     except (ConfigFileError, KubeconfigError) as exc:
         print(f"gangkeeper status: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

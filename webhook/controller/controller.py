@@ -3,7 +3,8 @@
 Threads (all daemons, all stopped by `stop()`):
 - **elector**: acquire/renew the Lease `gangkeeper-controller` (election.py decides);
   only while it holds the lease does the controller write anything.
-- **informers**: list+watch every pod and every node (informer.py); pods are kept
+- **informers**: list+watch every pod and every node (`kube.informer`; the server's
+  own, shared with its cluster view, or the controller's when it runs alone); pods are kept
   reduced to `PodInfo`s, and only those a plan can depend on: gang members and pods
   that want GPUs (bound and in-flight GPU pods are what make GPUs used; any other pod
   is dropped at ingestion). Nodes are kept as the few fields planning reads, and only
@@ -28,7 +29,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any
@@ -48,9 +49,11 @@ from gangkeeper.policies.release.groups import (
 from gangkeeper.policies.release.observe import GangObservation, PodInfo, is_live, matters, pod_info
 from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
 
+from ..kube.api import ApiError
 from ..kube.election import LeaseStep, Observation, micro_time, next_lease, released_lease
-from ..kube.informer import Informer
-from ..kube.rest import ApiError, Rest
+from ..kube.informer import Informer, Informers, Store
+from ..kube.resources import NODES, PODS
+from ..kube.rest import Rest
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +162,10 @@ class GangController:
         workers: int = PATCH_WORKERS,
         settle_seconds: float = 0.02,
         resync_seconds: float = 10.0,
+        informers: Informers | None = None,
     ) -> None:
+        """`informers`: the process's shared ones (the server's); None: the controller
+        lists and watches Pods and Nodes on its own client, started and stopped with it."""
         self.config = config
         self.namespace = namespace
         self.identity = identity or f"gangkeeper-{uuid.uuid4().hex[:8]}"
@@ -190,13 +196,14 @@ class GangController:
         self._last_plan = Plan(releases=(), reports=())
         self._plan_seconds = 0.0
         self._counters: dict[Sample, float] = {}
-        self.pods: Informer[PodInfo] = Informer(
-            self.rest, "/api/v1/pods", self._pod, self._dirty.set, name="pods",
-            same=same_for_planning,
-        )
-        self.nodes: Informer[Mapping[str, Any]] = Informer(
-            self.rest, "/api/v1/nodes", self._node, self._dirty.set, name="nodes"
-        )
+        self._own_informers = informers is None
+        self._informers = Informers(self.rest) if informers is None else informers
+        self.pods: Store[PodInfo] = Store(self._pod, self._dirty.set, same=same_for_planning)
+        self.nodes: Store[Mapping[str, Any]] = Store(self._node, self._dirty.set)
+        self._watched: dict[str, Informer] = {
+            "pods": self._informers.subscribe(PODS, self.pods),
+            "nodes": self._informers.subscribe(NODES, self.nodes),
+        }
 
     def _pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
         if not is_live(raw):
@@ -212,8 +219,8 @@ class GangController:
     def start(self) -> None:
         """Start the watches, the elector and the reconciler (returns at once)."""
         self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="gang-release")
-        self.pods.start()
-        self.nodes.start()
+        if self._own_informers:
+            self._informers.start()
         for target, name in ((self._elect, "elector"), (self._reconcile_loop, "reconciler")):
             thread = threading.Thread(target=target, name=f"gang-{name}", daemon=True)
             thread.start()
@@ -223,8 +230,6 @@ class GangController:
         """Stop every thread and give the lease up so another replica takes over at once."""
         self._stop.set()
         self._dirty.set()
-        self.pods.stop()
-        self.nodes.stop()
         for thread in self._threads:
             thread.join(timeout=5.0)
         if self._leader.is_set():
@@ -232,10 +237,10 @@ class GangController:
             self._give_up_lease()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
-        # Watches block in a socket read; dropping the pool's connections ends them.
-        self.rest.close_all()
-        self.pods.join(2.0)
-        self.nodes.join(2.0)
+        if self._own_informers:
+            self._informers.stop()  # which closes self.rest, their client
+        else:
+            self.rest.close_all()
 
     @property
     def is_leader(self) -> bool:
@@ -243,7 +248,7 @@ class GangController:
 
     @property
     def synced(self) -> bool:
-        return self.pods.synced.is_set() and self.nodes.synced.is_set()
+        return all(informer.synced.is_set() for informer in self._watched.values())
 
     def reports(self) -> tuple[GangReport, ...]:
         """The last pass's view of every gang (what `gangkeeper status` computes)."""
@@ -514,12 +519,9 @@ class GangController:
                 samples[key] = samples.get(key, 0.0) + 1
             stuck += 1 if report.stuck else 0
         samples[("gangkeeper_gangs_stuck", ())] = stuck
-        samples[("gangkeeper_controller_relists_total", (("resource", "pods"),))] = float(
-            self.pods.relists
-        )
-        samples[("gangkeeper_controller_relists_total", (("resource", "nodes"),))] = float(
-            self.nodes.relists
-        )
+        for resource, informer in self._watched.items():
+            key = ("gangkeeper_controller_relists_total", (("resource", resource),))
+            samples[key] = float(informer.relists)
         with self._lock:
             samples.update(self._counters)
         return samples
@@ -538,7 +540,3 @@ class GangController:
             flat[key] = flat.get(key, 0.0) + value
         return flat
 
-
-def metrics_collector(controller: GangController) -> Callable[[], dict[Sample, float]]:
-    """What the server can register with `Metrics.add_collector` (labelled samples)."""
-    return controller.metric_samples

@@ -6,7 +6,7 @@ which reads dicts. `Rest` reuses the `ApiClient`'s configuration (host, TLS, tok
 refresh), sends JSON, and returns parsed JSON: plain requests on direct.py's
 per-thread connections when the configuration allows, else through the ApiClient.
 `watch` yields watch events line by line. Errors become `ApiError` with the HTTP
-status.
+status. `Rest` is the real `Api` (api.py); `FakeApi` (fake.py) the one tests use.
 
 I/O only: no decisions here.
 """
@@ -17,36 +17,17 @@ import contextlib
 import json
 import threading
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
 from kubernetes.client import ApiClient
 
+from .api import ApiError, Query
 from .direct import DirectTransport
 
 
-class ApiError(Exception):
-    """The API server answered with an error status (or could not be reached: 0)."""
-
-    def __init__(self, status: int, reason: str, body: str = "") -> None:
-        self.status = status
-        self.reason = reason
-        self.body = body
-        message = reason
-        try:
-            parsed = json.loads(body) if body else {}
-            if isinstance(parsed, dict) and parsed.get("message"):
-                message = str(parsed["message"])
-        except ValueError:
-            pass
-        super().__init__(f"HTTP {status}: {message}")
-
-
-Query = Sequence[tuple[str, str | int]]
-
-
 class Rest:
-    """JSON requests against the cluster an `ApiClient` is configured for."""
+    """JSON requests against the cluster an `ApiClient` is configured for (an `Api`)."""
 
     def __init__(self, api_client: ApiClient) -> None:
         self.api_client = api_client
@@ -116,28 +97,8 @@ class Rest:
             return {}
         return cast(dict[str, Any], json.loads(data))
 
-    def get(self, path: str, query: Query = ()) -> dict[str, Any]:
-        return self.request("GET", path, query)
-
-    def list_all(self, path: str, query: Query = (), page: int = 500) -> dict[str, Any]:
-        """A paginated list, merged: items of every page plus the first page's metadata."""
-        items: list[Any] = []
-        token = ""
-        first: dict[str, Any] | None = None
-        while True:
-            params = [*query, ("limit", page)]
-            if token:
-                params.append(("continue", token))
-            answer = self.get(path, params)
-            if first is None:
-                first = answer
-            items.extend(answer.get("items") or [])
-            token = str((answer.get("metadata") or {}).get("continue") or "")
-            if not token:
-                break
-        result = dict(first or {})
-        result["items"] = items
-        return result
+    def get(self, path: str, query: Query = (), *, timeout: float = 30.0) -> dict[str, Any]:
+        return self.request("GET", path, query, timeout=timeout)
 
     def watch(
         self, path: str, query: Query, timeout_seconds: int

@@ -7,7 +7,6 @@ kept", and to waking the planner only for changes a plan can see.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -22,7 +21,9 @@ from gangkeeper.webhook.controller.controller import (
     gpu_node_fields,
     same_for_planning,
 )
-from gangkeeper.webhook.kube.informer import Informer
+from gangkeeper.webhook.kube.fake import FakeApi
+from gangkeeper.webhook.kube.informer import Informer, Store
+from gangkeeper.webhook.kube.resources import PODS
 
 CFG = Config()
 
@@ -115,22 +116,6 @@ def test_updates_that_change_only_the_version_need_no_new_plan(
     assert same_for_planning(info(), new) is same, what
 
 
-class OneWatch:
-    """A list of one page, then one scripted watch; then the informer is stopped."""
-
-    def __init__(self, items: list[Any], events: list[Mapping[str, Any]]) -> None:
-        self.items, self.events = items, events
-        self.watched = 0
-
-    def get(self, path: str, query: Any = ()) -> dict[str, Any]:
-        return {"metadata": {"resourceVersion": "1"}, "items": self.items}
-
-    def watch(self, path: str, query: Any, timeout_seconds: int) -> Iterator[Mapping[str, Any]]:
-        self.watched += 1
-        if self.watched == 1:
-            yield from self.events
-
-
 def test_the_planner_is_woken_only_by_events_that_change_what_is_kept(
     controller: GangController,
 ) -> None:
@@ -147,15 +132,18 @@ def test_the_planner_is_woken_only_by_events_that_change_what_is_kept(
         {"type": "DELETED", "object": web},          # was never kept
         {"type": "MODIFIED", "object": bound},       # a real change
     ]
-    api = OneWatch([member], events)
+    api = FakeApi()
+    api.seed(PODS.path, member)
     wakes: list[int] = []
-    informer: Informer[PodInfo] = Informer(
-        api, "/api/v1/pods", controller._pod, lambda: wakes.append(1),  # type: ignore[arg-type]
-        same=same_for_planning,
-    )
-    informer._list()
+    store: Store[PodInfo] = Store(controller._pod, lambda: wakes.append(1), same_for_planning)
+    informer = Informer(api, PODS)
+    informer.subscribe(store)
+    informer.list_once()
     assert len(wakes) == 1  # the list itself
-    informer._watch()
+    for event in events:
+        api.emit(PODS.path, event["type"], event["object"])
+    api.end_watch(PODS.path)
+    informer.watch_once()
     assert len(wakes) == 2  # only the bind
-    [stored] = informer.items()
-    assert stored.node_name == "n1" and stored.resource_version == "3"
+    [stored] = store.items()
+    assert stored.node_name == "n1" and stored.resource_version == str(api.rv)
