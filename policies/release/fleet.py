@@ -8,63 +8,22 @@ same free GPUs; and to say in messages how many GPUs are free on the nodes a gan
 use. `Fleet` keeps per-node free GPUs, places pods first-fit on eligible nodes, and
 mirrors every placement into a `Capacity` so `fits_now` sees the same usage.
 
-Pure: Node dicts and `PodInfo`s in; eligibility comes from `policies.eligibility`.
+Pure: Node dicts (read by `policies.nodes`) and `PodInfo`s in; eligibility comes from
+`policies.eligibility`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from math import floor
 from typing import Any
 
-from ..capacity import UNSCHEDULABLE_TAINT, Capacity
+from ..capacity import Capacity
 from ..config import Config
 from ..eligibility import node_eligible
 from ..errors import PolicyError
-from ..model import Placement, Taint
-from ..quantity import parse_quantity
+from ..model import Placement
+from ..nodes import NodeFacts, read_node
 from .observe import PodInfo
-
-
-@dataclass(frozen=True)
-class NodeFacts:
-    """The parts of a Node that decide where a pod may go and how many GPUs it offers."""
-
-    name: str
-    labels: Mapping[str, str]
-    taints: tuple[Taint, ...]
-    allocatable: Mapping[str, int]
-
-
-def node_facts(node: Mapping[str, Any], config: Config) -> NodeFacts | None:
-    """Read a Node dict; None for a node without GPUs or one that cannot be read."""
-    meta = node.get("metadata") or {}
-    spec = node.get("spec") or {}
-    status = node.get("status") or {}
-    allocatable: dict[str, int] = {}
-    for resource, raw in (status.get("allocatable") or {}).items():
-        if not config.is_gpu_resource(str(resource)):
-            continue
-        try:
-            amount = floor(parse_quantity(raw, f"status.allocatable[{resource!r}]"))
-        except PolicyError:
-            return None
-        if amount > 0:
-            allocatable[str(resource)] = amount
-    if not allocatable:
-        return None
-    taints = [
-        Taint(key=str(t.get("key", "")), value=str(t.get("value") or ""),
-              effect=str(t.get("effect", "NoSchedule")))
-        for t in spec.get("taints") or []
-        if isinstance(t, dict)
-    ]
-    if spec.get("unschedulable") is True:
-        # A cordoned node takes no new pods, exactly like this taint (as Capacity does).
-        taints.append(UNSCHEDULABLE_TAINT)
-    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-    return NodeFacts(str(meta.get("name", "")), labels, tuple(taints), allocatable)
 
 
 class Fleet:
@@ -78,14 +37,16 @@ class Fleet:
         self, nodes: Iterable[Mapping[str, Any]], pods: Iterable[PodInfo], config: Config
     ) -> None:
         self._config = config
-        good = [(n, facts) for n in nodes if (facts := node_facts(n, config)) is not None]
-        self.nodes: dict[str, NodeFacts] = {facts.name: facts for _, facts in good}
+        self.nodes: dict[str, NodeFacts] = {}
         self.capacity = Capacity(config)
-        for raw, _ in good:
+        for raw in nodes:
             try:
-                self.capacity.upsert_node(raw)
+                facts = read_node(raw, config)
             except PolicyError:
-                self.nodes.pop(str((raw.get("metadata") or {}).get("name", "")), None)
+                continue  # a node that cannot be read is no place for a gang
+            if facts.gpus:
+                self.nodes[facts.name] = facts
+                self.capacity.upsert_facts(facts)
         self._used: dict[str, dict[str, int]] = {}
         self._eligible: dict[Placement, tuple[str, ...]] = {}
         self._reserved: set[str] = set()
@@ -102,7 +63,7 @@ class Fleet:
     def free(self, node_name: str) -> dict[str, int]:
         facts = self.nodes[node_name]
         used = self._used.get(node_name, {})
-        return {r: max(0, a - used.get(r, 0)) for r, a in facts.allocatable.items()}
+        return {r: max(0, a - used.get(r, 0)) for r, a in facts.gpus.items()}
 
     def eligible(self, placement: Placement, *, held: bool = False) -> tuple[str, ...]:
         """Nodes a pod with this placement may use, in name order.
@@ -116,7 +77,10 @@ class Fleet:
                     name
                     for name, facts in self.nodes.items()
                     if node_eligible(
-                        placement, node_name=name, labels=facts.labels, taints=facts.taints
+                        placement,
+                        node_name=name,
+                        labels=facts.labels,
+                        taints=facts.scheduling_taints,
                     )
                 )
             )

@@ -171,8 +171,7 @@ def plan(
 ) -> Plan:
     """Decide one pass; `pods` are the live pods of the whole cluster."""
     live = list(pods)
-    node_list = list(nodes)
-    fleet = Fleet(node_list, live, config)
+    fleet = Fleet(nodes, live, config)
     for pod in sorted((p for p in live if p.in_flight), key=lambda p: (p.created, p.name)):
         fleet.place(pod)
     ever: Capacity | None = None
@@ -227,9 +226,9 @@ def plan(
                         f"; nodes it may use are held for {', '.join(held_by)}, which came first"
                     )
                 if ever is None:
-                    ever = Capacity.from_nodes(
-                        (n for n in node_list if _name(n) in fleet.nodes), config
-                    )
+                    ever = Capacity(config)
+                    for facts in fleet.nodes.values():
+                        ever.upsert_facts(facts)
                 if check_gang(model, ever).allowed:
                     for name in fleet.reserve(sorted(wanted, key=repr)):
                         holders[name] = gang
@@ -255,8 +254,4 @@ def plan(
             )
         )
     return Plan(releases=tuple(releases), reports=tuple(reports))
-
-
-def _name(node: Mapping[str, Any]) -> str:
-    return str((node.get("metadata") or {}).get("name", ""))
 

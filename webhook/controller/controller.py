@@ -38,6 +38,7 @@ from kubernetes.client import ApiClient
 
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.names import EVENT_SOURCE, GATE, LEASE_NAME
+from gangkeeper.policies.nodes import gpu_node_fields
 from gangkeeper.policies.release.groups import (
     COSCHEDULING,
     NATIVE_VERSIONS,
@@ -108,31 +109,6 @@ def same_for_planning(old: PodInfo, new: PodInfo) -> bool:
     pod, the kubelet's container states): they change nothing `PodInfo` keeps.
     """
     return old == replace(new, resource_version=old.resource_version)
-
-
-def gpu_node_fields(node: Mapping[str, Any], config: Config) -> dict[str, Any] | None:
-    """The parts of a Node planning reads (fleet.py, Capacity), or None without GPUs.
-
-    A real Node carries images, conditions and managedFields worth kilobytes; the
-    planner needs name, labels, taints, cordon and allocatable. A node that lists no
-    GPU resource is never a place for a gang, so it is not kept at all.
-    """
-    status = node.get("status")
-    allocatable = status.get("allocatable") if isinstance(status, Mapping) else None
-    if not isinstance(allocatable, Mapping) or not any(
-        config.is_gpu_resource(str(r)) for r in allocatable
-    ):
-        return None
-    meta = node.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    spec = node.get("spec")
-    spec = spec if isinstance(spec, Mapping) else {}
-    slim_meta: dict[str, Any] = {"name": meta.get("name"), "labels": meta.get("labels") or {}}
-    slim_spec: dict[str, Any] = {}
-    for key in ("taints", "unschedulable"):
-        if key in spec:
-            slim_spec[key] = spec[key]
-    return {"metadata": slim_meta, "spec": slim_spec, "status": {"allocatable": allocatable}}
 
 
 #: Event reason per wait cause.
