@@ -362,7 +362,7 @@ def handler_cpu_us(rounds: int = 15, per_round: int = 100) -> dict[str, float]:
     interleaved rounds of process CPU time).
     """
     from gangkeeper.policies.config import Config
-    from gangkeeper.webhook.cli.manifests_io import load_nodes
+    from gangkeeper.webhook.files.manifests import load_nodes
     from gangkeeper.webhook.server import admission
     from gangkeeper.webhook.server.cluster_view import StaticClusterView
 

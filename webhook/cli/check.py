@@ -20,8 +20,8 @@ from gangkeeper.policies.decision import validate_object
 from gangkeeper.policies.errors import InvalidConfig, InvalidObject
 from gangkeeper.policies.model import KubeObject, OwnerLookup
 
-from .config_file import ConfigFileError, load_config_file
-from .manifests_io import Document, ManifestError, load_all, load_nodes, object_key
+from ..files.config import ConfigFileError, load_config_file
+from ..files.manifests import Document, ManifestError, load_all, load_nodes, object_key
 
 EXIT_ADMITTED, EXIT_REJECTED, EXIT_BAD_INPUT = 0, 1, 2
 

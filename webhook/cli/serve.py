@@ -23,7 +23,7 @@ from typing import Any
 
 from gangkeeper.policies.names import DEFAULT_NAMESPACE, SERVICE_NAME, WEBHOOK_CONFIGURATIONS
 
-from .config_file import ConfigFileError, load_config_file
+from ..files.config import ConfigFileError, load_config_file
 
 REPO_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEFAULT_NODES = REPO_EXAMPLES / "fleet.yaml"
@@ -179,8 +179,8 @@ def _build_view(
 
     from gangkeeper.policies.errors import PolicyError
 
+    from ..files.manifests import ManifestError, load_documents, load_nodes
     from ..server.cluster_view import StaticClusterView, WatchClusterView
-    from .manifests_io import ManifestError, load_documents, load_nodes
 
     log = logging.getLogger("gangkeeper.serve")
     if informers is None:

@@ -44,11 +44,11 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from gangkeeper.policies.release.status import gang_status, render_json, render_text
 
+    from ..files.config import ConfigFileError, load_config_file
     from ..kube.api import ApiError
     from ..kube.client import KubeconfigError, api_client
     from ..kube.informer import list_all
     from ..kube.rest import Rest
-    from .config_file import ConfigFileError, load_config_file
 
     try:
         config = load_config_file(args.config)

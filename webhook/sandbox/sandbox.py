@@ -643,7 +643,7 @@ class Sandbox:
 
 
 def _load_fleet(path: Path) -> list[Mapping[str, Any]]:
-    from gangkeeper.webhook.cli.manifests_io import ManifestError, load_nodes
+    from gangkeeper.webhook.files.manifests import ManifestError, load_nodes
 
     try:
         return load_nodes(path)

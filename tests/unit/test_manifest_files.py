@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gangkeeper.webhook.cli.manifests_io import (
+from gangkeeper.webhook.files.manifests import (
     ManifestError,
     expand_paths,
     load_all,
