@@ -37,7 +37,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from gangkeeper.policies.config import Config
-from gangkeeper.policies.names import EVENT_SOURCE, GATE, LEASE_NAME
+from gangkeeper.policies.names import EVENT_SOURCE, FIELD_MANAGER, GATE, LEASE_NAME
 from gangkeeper.policies.nodes import gpu_node_fields
 from gangkeeper.policies.release.groups import (
     COSCHEDULING,
@@ -51,8 +51,9 @@ from gangkeeper.policies.release.observe import GangObservation, PodInfo, is_liv
 from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
 
 from ..kube.api import ApiError
-from ..kube.election import LeaseStep, Observation, micro_time, next_lease, released_lease
+from ..kube.election import micro_time
 from ..kube.informer import Informer, Informers, Store
+from ..kube.lease import LeaderElector
 from ..kube.resources import NODES, PODS
 from ..kube.rest import Rest
 
@@ -63,6 +64,8 @@ Sample = tuple[str, tuple[tuple[str, str], ...]]
 
 #: Concurrent gate-removal patches in one release burst (the default of `workers`).
 PATCH_WORKERS = 32
+#: Every write names gangkeeper as its field manager (managedFields say who wrote what).
+WRITE_QUERY = (("fieldManager", FIELD_MANAGER),)
 
 
 def gate_removal_patch(gates: Sequence[str], gate: str = GATE) -> list[dict[str, Any]]:
@@ -145,9 +148,6 @@ class GangController:
         self.config = config
         self.namespace = namespace
         self.identity = identity or f"gangkeeper-{uuid.uuid4().hex[:8]}"
-        self._lease_duration = lease_duration
-        self._renew_deadline = renew_deadline
-        self._retry_period = retry_period
         self._settle = settle_seconds
         self._resync = resync_seconds
         self._workers = workers
@@ -159,13 +159,23 @@ class GangController:
             configuration.connection_pool_maxsize or 0, workers + 8
         )
         self.rest = Rest(ApiClient(configuration))
-        self._stop = threading.Event()
         self._dirty = threading.Event()
-        self._leader = threading.Event()
+        self.elector = LeaderElector(
+            self.rest,
+            namespace=namespace,
+            name=LEASE_NAME,
+            identity=self.identity,
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            retry_period=retry_period,
+            write_query=WRITE_QUERY,
+            # A new leader plans at once: a predecessor may have left a release half done.
+            on_elected=self._dirty.set,
+        )
+        self._stop = threading.Event()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._pool: ThreadPoolExecutor | None = None
-        self._lease: Mapping[str, Any] | None = None
         self._native: GroupResource | None = None
         self._native_checked = False
         self._evented: set[tuple[str, str, float, str]] = set()
@@ -197,7 +207,11 @@ class GangController:
         self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="gang-release")
         if self._own_informers:
             self._informers.start()
-        for target, name in ((self._elect, "elector"), (self._reconcile_loop, "reconciler")):
+        threads = (
+            (lambda: self.elector.run(self._stop), "elector"),
+            (self._reconcile_loop, "reconciler"),
+        )
+        for target, name in threads:
             thread = threading.Thread(target=target, name=f"gang-{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -208,9 +222,7 @@ class GangController:
         self._dirty.set()
         for thread in self._threads:
             thread.join(timeout=5.0)
-        if self._leader.is_set():
-            self._leader.clear()
-            self._give_up_lease()
+        self.elector.release()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
         if self._own_informers:
@@ -220,7 +232,7 @@ class GangController:
 
     @property
     def is_leader(self) -> bool:
-        return self._leader.is_set()
+        return self.elector.is_leader
 
     @property
     def synced(self) -> bool:
@@ -229,73 +241,6 @@ class GangController:
     def reports(self) -> tuple[GangReport, ...]:
         """The last pass's view of every gang (what `gangkeeper status` computes)."""
         return self._last_plan.reports
-
-    # -- leader election -------------------------------------------------------------------
-
-    def _lease_path(self, name: str = "") -> str:
-        base = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
-        return f"{base}/{name}" if name else base
-
-    def _try_lease(self, observed: Observation | None) -> tuple[bool, Observation | None]:
-        try:
-            lease: Mapping[str, Any] | None = self.rest.get(self._lease_path(LEASE_NAME))
-        except ApiError as err:
-            if err.status != 404:
-                raise
-            lease = None
-        step: LeaseStep = next_lease(
-            lease,
-            name=LEASE_NAME,
-            namespace=self.namespace,
-            identity=self.identity,
-            duration_seconds=max(1, round(self._lease_duration)),
-            wall=time.time(),
-            monotonic=time.monotonic(),
-            observed=observed,
-        )
-        if step.action == "wait":
-            return False, step.observation
-        try:
-            if step.action == "create":
-                written = self.rest.request("POST", self._lease_path(), body=step.body)
-            else:
-                written = self.rest.request("PUT", self._lease_path(LEASE_NAME), body=step.body)
-        except ApiError as err:
-            if err.status in (409, 422):  # someone else wrote first: not ours this round
-                return False, step.observation
-            raise
-        self._lease = written
-        return True, step.observation
-
-    def _elect(self) -> None:
-        observed: Observation | None = None
-        last_renew = 0.0
-        while not self._stop.is_set():
-            try:
-                ok, observed = self._try_lease(observed)
-            except ApiError as err:
-                log.warning("lease %s/%s: %s", self.namespace, LEASE_NAME, err)
-                ok = False
-            now = time.monotonic()
-            if ok:
-                last_renew = now
-                if not self._leader.is_set():
-                    log.info("%s became the gang controller leader", self.identity)
-                    self._leader.set()
-                    self._dirty.set()
-            elif self._leader.is_set() and now - last_renew > self._renew_deadline:
-                log.warning("%s lost the gang controller lease", self.identity)
-                self._leader.clear()
-            self._stop.wait(self._retry_period)
-
-    def _give_up_lease(self) -> None:
-        try:
-            lease = self.rest.get(self._lease_path(LEASE_NAME))
-            body = released_lease(lease, self.identity)
-            if body is not None:
-                self.rest.request("PUT", self._lease_path(LEASE_NAME), body=body)
-        except ApiError as err:
-            log.info("could not release lease: %s", err)
 
     # -- reconcile ---------------------------------------------------------------------------
 
@@ -324,7 +269,7 @@ class GangController:
         result = plan(self.pods.items(), self.nodes.items(), self.config, time.time())
         self._plan_seconds = time.monotonic() - started
         self._last_plan = result
-        if not self._leader.is_set() or self._stop.is_set():
+        if not self.is_leader or self._stop.is_set():
             return result
         if result.releases:
             started = time.monotonic()
@@ -367,7 +312,8 @@ class GangController:
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
         try:
             answer = self.rest.request(
-                "PATCH", path, body=ungate_patch(pod), content_type="application/json-patch+json"
+                "PATCH", path, WRITE_QUERY, body=ungate_patch(pod),
+                content_type="application/json-patch+json",
             )
         except ApiError as err:
             # 422: the gates changed since we read them (test op); 404: pod gone;
@@ -414,7 +360,7 @@ class GangController:
         body = group_object(gang, resource)
         path = f"/apis/{resource.api_version}/namespaces/{gang.namespace}/{resource.plural}"
         try:
-            self.rest.request("POST", path, body=body)
+            self.rest.request("POST", path, WRITE_QUERY, body=body)
             self._count("gangkeeper_gang_groups_created_total", (("backend", gang.backend),))
         except ApiError as err:
             if err.status != 409:  # 409: exists already (a previous leader made it)
@@ -471,7 +417,7 @@ class GangController:
 
     def _post_event(self, path: str, body: dict[str, Any]) -> None:
         try:
-            self.rest.request("POST", path, body=body)
+            self.rest.request("POST", path, WRITE_QUERY, body=body)
         except ApiError as err:
             log.warning("event for %s: %s", body["regarding"].get("name"), err)
 
