@@ -16,7 +16,7 @@ from typing import Any
 from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_mapping, field_path
-from .base import ResourceRule
+from .base import PodSignals, ResourceRule
 from .common import (
     build_gang,
     count,
@@ -58,6 +58,9 @@ class JobRecognizer:
         )
         gang = build_gang(meta, meta.name, [part], self.name)
         return [gang] if gang is not None else []
+
+    def may_claim(self, signals: PodSignals) -> bool:
+        return JOB in signals.owners
 
     def recognize_pod(
         self, pod: KubeObject, lookup: OwnerLookup, config: Config

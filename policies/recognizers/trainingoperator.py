@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_mapping, field_path
-from .base import ResourceRule
+from .base import PodSignals, ResourceRule
 from .common import (
     build_gang,
     count,
@@ -87,6 +87,9 @@ class TrainingOperatorRecognizer:
         )
         gang = build_gang(meta, meta.name, parts, self.name, min_member)
         return [gang] if gang is not None else []
+
+    def may_claim(self, signals: PodSignals) -> bool:
+        return (GROUP, self.kind) in signals.owners
 
     def recognize_pod(
         self, pod: KubeObject, lookup: OwnerLookup, config: Config
