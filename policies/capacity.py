@@ -341,7 +341,7 @@ class Capacity:
     def unknown(self) -> bool:
         """No GPU node and no declared pool: the cluster's GPUs are not known at all.
 
-        Feasibility then warns and admits instead of rejecting (DESIGN.md, Capacity).
+        Feasibility then warns and admits instead of rejecting (README, "Autoscaled pools").
         """
         return not self._nodes and not self._pools
 

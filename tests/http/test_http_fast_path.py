@@ -1,6 +1,6 @@
 """POST /mutate and /validate skip FastAPI's routing, and answer exactly as the routes do.
 
-The fast path (`webhook.app.AdmissionFastPath`) exists for latency only; these tests pin
+The fast path (`webhook.server.app.AdmissionFastPath`) exists for latency only; these tests pin
 that it changes nothing a caller sees: same reviews, same body limit, same metrics, and
 every other request still routed.
 """

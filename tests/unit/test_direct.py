@@ -16,7 +16,8 @@ import pytest
 from kubernetes.client import Configuration
 
 from gangkeeper.webhook.kube.direct import DirectTransport
-from gangkeeper.webhook.kube.rest import ApiError, Rest
+from gangkeeper.webhook.kube.api import ApiError
+from gangkeeper.webhook.kube.rest import Rest
 
 
 class Recorder(http.server.BaseHTTPRequestHandler):

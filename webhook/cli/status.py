@@ -1,8 +1,9 @@
 """`gangkeeper status`: every gang, its members present/needed, and why it waits.
 
 Lists Pods (all namespaces: pods anywhere use the GPUs a gang waits for) and Nodes,
-then runs the controller's own plan over them (`controller.status.gang_status`), so
-what it prints is what the controller decides. Works without the controller running.
+then runs the controller's own plan over them
+(`policies.release.status.gang_status`), so what it prints is what the controller
+decides. Works without the controller running.
 
     gangkeeper status [-n NS] [-o text|json] [--kubeconfig PATH] [--config FILE]
 

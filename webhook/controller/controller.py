@@ -1,15 +1,15 @@
 """`GangController`: the thin I/O loop around the pure plan.
 
 Threads (all daemons, all stopped by `stop()`):
-- **elector**: acquire/renew the Lease `gangkeeper-controller` (election.py decides);
-  only while it holds the lease does the controller write anything.
-- **informers**: list+watch every pod and every node (`kube.informer`; the server's
-  own, shared with its cluster view, or the controller's when it runs alone); pods are kept
-  reduced to `PodInfo`s, and only those a plan can depend on: gang members and pods
+- **elector**: acquire/renew the Lease `gangkeeper-controller` (`kube.lease`); only
+  while it holds the lease does the controller write anything.
+- **informers**: list+watch every pod and every node (`kube.informer`: the server's,
+  shared with its cluster view, or the controller's own when it runs alone); pods are
+  kept reduced to `PodInfo`s, and only those a plan can depend on: gang members and pods
   that want GPUs (bound and in-flight GPU pods are what make GPUs used; any other pod
   is dropped at ingestion). Nodes are kept as the few fields planning reads, and only
   nodes that offer GPUs.
-- **reconciler**: after changes settle (a few milliseconds), run `plan.plan(...)` on
+- **reconciler**: after changes settle (a few milliseconds), run `release.plan(...)` on
   the caches; as leader, perform its releases: ensure the group object (create;
   "already exists" is fine), then remove gangkeeper's gate from every gated member in
   one burst of concurrent JSON patches. Each patch `test`s the gate list it read, so a
@@ -19,7 +19,8 @@ Threads (all daemons, all stopped by `stop()`):
 Nothing is remembered that the API does not hold: a new leader re-reads pods, gates
 and group objects and finishes whatever a previous leader left half done.
 
-May do API I/O; decides nothing itself (see plan.py, election.py).
+May do API I/O; decides nothing itself (see `gangkeeper.policies.release`,
+`kube.election`).
 """
 
 from __future__ import annotations
