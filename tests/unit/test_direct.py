@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes.client import Configuration
 
-from gangkeeper.webhook.kube.direct import DirectTransport
 from gangkeeper.webhook.kube.api import ApiError
+from gangkeeper.webhook.kube.direct import DirectTransport
 from gangkeeper.webhook.kube.rest import Rest
 
 
