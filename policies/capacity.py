@@ -35,6 +35,7 @@ from typing import Any
 
 from .config import Config
 from .eligibility import node_eligible, uses_node_identity
+from .memo import BoundedMemo
 from .model import KubeObject, Placement, Taint
 from .nodes import UNSCHEDULABLE_TAINT, NodeFacts, read_node
 from .podspec import as_mapping, as_str, pod_demand
@@ -146,6 +147,10 @@ class Capacity:
         self._pod_version = 0
         self._bins_cache: dict[tuple[str, tuple[Placement, ...]], tuple[tuple[int, int], list[Bin]]]
         self._bins_cache = {}
+        #: What feasibility answered about recent gangs on this capacity, by (view,
+        #: version of the view, id of the gang), with the gang kept in the entry.
+        self.verdicts: BoundedMemo[tuple[str, tuple[int, int], int], tuple[object, object]]
+        self.verdicts = BoundedMemo(2048)
         for pool in self._config.pools:
             shape = NodeShape(
                 gpus=self._gpu_vector(pool.allocatable),

@@ -20,14 +20,29 @@ from .capacity import Capacity
 from .config import Config
 from .feasibility import check_gang
 from .model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, Verdict
-from .mutation import MutationPlan
+from .mutation import MutationPlan, plan_pod
 from .names import SKIP_LABEL
-from .plan_memo import DEFAULT_MEMO
+from .plan_memo import PlanMemo
 from .recognizers.base import Registry
+from .recognizers.common import OwnerGangs
 from .recognizers.registry import recognize_object, recognize_pod
 
 #: Namespaces never gang-keyed, whatever the webhook configuration says.
 NEVER_NAMESPACES = frozenset({"kube-system"})
+
+
+@dataclass(frozen=True)
+class Memos:
+    """What one decider (the server) remembers between decisions, each memo bounded.
+
+    Without one (`check`, tests), every decision is computed afresh: the answers are
+    the same, only slower. Feasibility answers live in each `Capacity` (`verdicts`).
+    """
+
+    #: Plans and patches per pod shape: 4,096 shapes.
+    plans: PlanMemo = field(default_factory=lambda: PlanMemo(4096))
+    #: Gangs of owner objects: 4,096 owners.
+    owners: OwnerGangs = field(default_factory=lambda: OwnerGangs(4096))
 
 
 @dataclass(frozen=True)
@@ -92,6 +107,7 @@ def decide_pod(
     lookup: OwnerLookup,
     config: Config,
     registry: Registry | None = None,
+    memos: Memos | None = None,
 ) -> PodDecision:
     """Recognise, check and plan one pod (the mutating and validating pod webhooks)."""
     allowed = Verdict(allowed=True)
@@ -100,11 +116,15 @@ def decide_pod(
     if _opted_out(pod):
         return PodDecision(None, allowed, skipped=f"pod opted out ({SKIP_LABEL}=true)")
     pod = _with_namespace(pod, namespace)
-    membership = recognize_pod(pod, lookup, config, registry)
+    membership = recognize_pod(pod, lookup, config, registry, memos.owners if memos else None)
     if membership is None:
         return PodDecision(None, allowed, skipped="not part of a gang")
     verdict = check_gang(membership.gang, capacity)
-    plan, ops = DEFAULT_MEMO.plan(pod, membership, config, namespace)
+    if memos is not None:
+        plan, ops = memos.plans.plan(pod, membership, config, namespace)
+    else:
+        plan = plan_pod(pod, membership, config, namespace)
+        ops = plan.json_patch(pod)
     if plan.outcome == "reject":
         verdict = Verdict(
             allowed=False, reason=plan.message, warnings=verdict.warnings, code="conflict"
@@ -124,9 +144,10 @@ def validate_object(
     lookup: OwnerLookup,
     config: Config,
     registry: Registry | None = None,
+    memos: Memos | None = None,
 ) -> list[ObjectDecision]:
     """One decision per gang of a workload object; [] when it is not a gang."""
     if obj.get("kind") == "Pod" and _opted_out(obj):
         return []
-    gangs = recognize_object(obj, lookup, config, registry)
+    gangs = recognize_object(obj, lookup, config, registry, memos.owners if memos else None)
     return [ObjectDecision(gang, check_gang(gang, capacity)) for gang in gangs]

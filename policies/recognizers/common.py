@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import pickle
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -24,6 +22,7 @@ from typing import Any
 
 from ..config import Config
 from ..errors import InvalidObject
+from ..memo import BoundedMemo
 from ..model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, Placement, Role, Source
 from ..names import GANG_NAME_ANNOTATION as GANG_NAME
 from ..names import MIN_MEMBER_ANNOTATION as MIN_MEMBER
@@ -91,18 +90,23 @@ def _string_map(value: object, path: str) -> Mapping[str, str]:
 _MEMO: ContextVar[dict[tuple[str, int], tuple[Any, Any]] | None] = ContextVar(
     "gangkeeper_recognizer_memo", default=None
 )
+#: The owners' gangs memo of the decider running the current call (`one_call`).
+_OWNERS: ContextVar[OwnerGangs | None] = ContextVar("gangkeeper_owner_gangs", default=None)
 
 
 @contextmanager
-def one_call() -> Iterator[None]:
-    """Share metadata and owner chains between recognisers for the length of a call."""
+def one_call(owners: OwnerGangs | None = None) -> Iterator[None]:
+    """Share metadata and owner chains between recognisers for the length of a call,
+    and remember owners' gangs in `owners` (the caller's memo) when given."""
     if _MEMO.get() is not None:
         yield
         return
     token = _MEMO.set({})
+    owners_token = _OWNERS.set(owners)
     try:
         yield
     finally:
+        _OWNERS.reset(owners_token)
         _MEMO.reset(token)
 
 
@@ -418,8 +422,8 @@ def _fingerprint(obj: KubeObject) -> bytes | None:
         return None
 
 
-class _OwnerGangs:
-    """The gangs of recently seen owner objects.
+class OwnerGangs:
+    """The gangs of recently seen owner objects, at most `size` of them.
 
     Every pod of a 64-pod Job asks for the same Job's gang, and a watch-fed cache
     answers with the same object until it changes. An entry is used only for that
@@ -431,16 +435,15 @@ class _OwnerGangs:
       whole content is unchanged (`_fingerprint`), so editing it in place between
       calls is seen; one that cannot be fingerprinted is never remembered.
 
-    Pure memory, bounded, safe across threads.
+    Owned by whoever decides (the server's `decision.Memos`) and made active for a
+    registry call by `one_call(owners)`; without one, gangs are read afresh.
     """
 
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._entries: OrderedDict[
+    def __init__(self, size: int = 4096) -> None:
+        self._entries: BoundedMemo[
             tuple[str, str, str, int, int],
             tuple[KubeObject, Config, bytes | None, list[Gang]],
-        ] = OrderedDict()
-        self._lock = threading.Lock()
+        ] = BoundedMemo(size)
 
     def get(
         self,
@@ -459,34 +462,30 @@ class _OwnerGangs:
                 return compute()
             uid = version = ""
         key = (recognizer, uid, version, id(obj), id(config))
-        with self._lock:
-            hit = self._entries.get(key)
-            # The object and config are kept in the entry, so their ids cannot be
-            # reused by others meanwhile.
-            if hit is not None and hit[0] is obj and hit[1] is config and hit[2] == fingerprint:
-                self._entries.move_to_end(key)
-                return list(hit[3])
+        hit = self._entries.get(key)
+        # The object and config are kept in the entry, so their ids cannot be reused
+        # by others meanwhile.
+        if hit is not None and hit[0] is obj and hit[1] is config and hit[2] == fingerprint:
+            return list(hit[3])
         gangs = compute()
         if gangs is not None:
-            with self._lock:
-                self._entries[key] = (obj, config, fingerprint, list(gangs))
-                self._entries.move_to_end(key)
-                while len(self._entries) > self._size:
-                    self._entries.popitem(last=False)
+            self._entries.put(key, (obj, config, fingerprint, list(gangs)))
         return gangs
-
-
-OWNER_GANGS = _OwnerGangs(4096)
 
 
 def owner_gangs(
     recognizer: Any, obj: KubeObject, lookup: OwnerLookup, config: Config
 ) -> list[Gang] | None:
-    """`recognizer.recognize_object(obj)`, remembered for API objects (see _OwnerGangs).
+    """`recognizer.recognize_object(obj)`, remembered in the call's `OwnerGangs`.
 
     Only for kinds whose gangs depend on the object alone (not on other objects
     found through the lookup).
     """
-    return OWNER_GANGS.get(
-        recognizer.name, obj, config, lambda: recognizer.recognize_object(obj, lookup, config)
-    )
+    def compute() -> list[Gang] | None:
+        gangs: list[Gang] | None = recognizer.recognize_object(obj, lookup, config)
+        return gangs
+
+    owners = _OWNERS.get()
+    if owners is None:
+        return compute()
+    return owners.get(recognizer.name, obj, config, compute)

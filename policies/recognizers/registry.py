@@ -23,7 +23,7 @@ from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from . import jaxjob, mpijob, paddlejob, pytorchjob, tfjob, xgboostjob
 from .annotations import AnnotationsRecognizer
 from .base import PodSignals, Registry
-from .common import one_call, owner_chain, read_meta, type_of
+from .common import OwnerGangs, one_call, owner_chain, read_meta, type_of
 from .job import JobRecognizer
 from .jobset import JobSetRecognizer
 from .kueue import KueuePodGroupRecognizer
@@ -83,7 +83,11 @@ def _signals(pod: KubeObject, ask: OwnerLookup) -> PodSignals:
 
 
 def recognize_pod(
-    pod: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None
+    pod: KubeObject,
+    lookup: OwnerLookup,
+    config: Config,
+    registry: Registry | None = None,
+    owners: OwnerGangs | None = None,
 ) -> PodMembership | None:
     """The gang and role of a pod, or None when it belongs to no gang we can size.
 
@@ -98,7 +102,7 @@ def recognize_pod(
         return None
     ask = _memoised(lookup)
     signals: PodSignals | None = None
-    with one_call():
+    with one_call(owners):
         chosen = registry if registry is not None else default_registry()
         for recognizer, may_claim in chosen.screened():
             if may_claim is not None:
@@ -113,17 +117,21 @@ def recognize_pod(
 
 
 def recognize_object(
-    obj: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None
+    obj: KubeObject,
+    lookup: OwnerLookup,
+    config: Config,
+    registry: Registry | None = None,
+    owners: OwnerGangs | None = None,
 ) -> list[Gang]:
     """The gangs a workload object (or a pod) makes; [] when it is not a gang."""
     kind = type_of(obj)
     if kind is None:
         return []
     if kind == ("", "Pod"):
-        membership = recognize_pod(obj, lookup, config, registry)
+        membership = recognize_pod(obj, lookup, config, registry, owners)
         return [membership.gang] if membership is not None else []
     ask = _memoised(lookup)
-    with one_call():
+    with one_call(owners):
         for recognizer in registry if registry is not None else default_registry():
             gangs = recognizer.recognize_object(obj, ask, config)
             if gangs is not None:

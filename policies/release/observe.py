@@ -8,8 +8,8 @@ same gangs its predecessor saw.
 
 `PodInfo` is what a cluster's worth of pods costs in the controller's memory, so it is
 kept small: slotted, with equal immutable parts (namespace and node names, GPU demand,
-placement, the empty label map) shared between pods through bounded interning tables
-rather than copied per pod.
+placement, the empty label map) shared between pods (`SharedParts`, bounded, owned by
+the controller) rather than copied per pod.
 
 Pure: plain dicts in, frozen dataclasses out. No I/O, no kubernetes import.
 """
@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, TypeVar, cast, get_args
+from typing import Any, cast, get_args
 
 from ..config import Config
 from ..errors import InvalidObject
+from ..memo import BoundedMemo
 from ..model import Backend, Placement
 from ..names import (
     BACKEND_ANNOTATION,
@@ -43,29 +44,26 @@ from ..podspec import placement_of, pod_demand
 _BACKENDS: tuple[str, ...] = get_args(Backend)
 _TERMINAL = ("Succeeded", "Failed")
 
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-#: Distinct values an interning table keeps; past it the table starts over, so a
-#: stream of ever-new values (churning placements) cannot grow memory without bound.
-_SHARED_LIMIT = 4096
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
 
 
-class _Shared(dict[K, V]):
-    """One shared instance per equal value: most pods have the same few shapes."""
+class SharedParts:
+    """One instance per equal value of a pod's immutable parts: most pods have the same
+    few GPU demands and placements. At most `size` distinct values of each are kept
+    (least recently used dropped first), so churning placements cannot grow memory.
+    Owned by whoever keeps many `PodInfo`s (the controller)."""
 
-    def share(self, key: K, make: V) -> V:
-        found = self.get(key)
-        if found is not None:
-            return found
-        if len(self) >= _SHARED_LIMIT:
-            self.clear()
-        self[key] = make
-        return make
+    def __init__(self, size: int = 4096) -> None:
+        self._demands: BoundedMemo[tuple[tuple[str, int], ...], Mapping[str, int]]
+        self._demands = BoundedMemo(size)
+        self._placements: BoundedMemo[Placement, Placement] = BoundedMemo(size)
 
+    def demand(self, demand: Mapping[str, int]) -> Mapping[str, int]:
+        key = tuple(sorted(demand.items()))
+        return self._demands.share(key, MappingProxyType(dict(key)))
 
-_DEMANDS: _Shared[tuple[tuple[str, int], ...], Mapping[str, int]] = _Shared()
-_PLACEMENTS: _Shared[Placement, Placement] = _Shared()
+    def placement(self, placement: Placement) -> Placement:
+        return self._placements.share(placement, placement)
 
 
 @dataclass(frozen=True)
@@ -186,8 +184,13 @@ def is_live(pod: Mapping[str, Any]) -> bool:
     return status.get("phase") not in _TERMINAL
 
 
-def pod_info(pod: Mapping[str, Any], config: Config) -> PodInfo:
-    """Reduce a pod dict to `PodInfo`; a malformed spec is recorded, never raised."""
+def pod_info(
+    pod: Mapping[str, Any], config: Config, shared: SharedParts | None = None
+) -> PodInfo:
+    """Reduce a pod dict to `PodInfo`; a malformed spec is recorded, never raised.
+
+    With `shared`, equal demands and placements are one object across pods.
+    """
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     labels = _str_map(meta.get("labels"))
@@ -219,8 +222,8 @@ def pod_info(pod: Mapping[str, Any], config: Config) -> PodInfo:
         created=parse_time(meta.get("creationTimestamp")),
         node_name=sys.intern(str(spec.get("nodeName") or "")),
         gates=gates,
-        demand=_share_demand(demand),
-        placement=_PLACEMENTS.share(placement, placement),
+        demand=shared.demand(demand) if shared else MappingProxyType(demand),
+        placement=shared.placement(placement) if shared else placement,
         problem=problem,
         gang=gang,
         role=labels.get(ROLE_LABEL, ""),
@@ -233,11 +236,6 @@ def pod_info(pod: Mapping[str, Any], config: Config) -> PodInfo:
         labels=labels if gang else _NO_LABELS,
         deleting=bool(meta.get("deletionTimestamp")),
     )
-
-
-def _share_demand(demand: Mapping[str, int]) -> Mapping[str, int]:
-    key = tuple(sorted(demand.items()))
-    return _DEMANDS.share(key, MappingProxyType(dict(key)))
 
 
 def matters(info: PodInfo) -> bool:

@@ -48,7 +48,14 @@ from gangkeeper.policies.release.groups import (
     group_object,
     native_resource,
 )
-from gangkeeper.policies.release.observe import GangObservation, PodInfo, is_live, matters, pod_info
+from gangkeeper.policies.release.observe import (
+    GangObservation,
+    PodInfo,
+    SharedParts,
+    is_live,
+    matters,
+    pod_info,
+)
 from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
 
 from ..kube.api import ApiError
@@ -183,6 +190,8 @@ class GangController:
         self._last_plan = Plan(releases=(), reports=())
         self._plan_seconds = 0.0
         self._counters: dict[Sample, float] = {}
+        #: Equal demands and placements of the pods kept are one object each.
+        self._shared = SharedParts()
         self._own_informers = informers is None
         self._informers = Informers(self.rest) if informers is None else informers
         self.pods: Store[PodInfo] = Store(self._pod, self._dirty.set, same=same_for_planning)
@@ -195,7 +204,7 @@ class GangController:
     def _pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
         if not is_live(raw):
             return None
-        info = pod_info(raw, self.config)
+        info = pod_info(raw, self.config, self._shared)
         return info if matters(info) else None
 
     def _node(self, raw: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -31,7 +31,7 @@ from typing import Any, Literal, TypedDict
 
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import NEVER_NAMESPACES, decide_pod, validate_object
+from gangkeeper.policies.decision import NEVER_NAMESPACES, Memos, decide_pod, validate_object
 from gangkeeper.policies.errors import PolicyError
 from gangkeeper.policies.model import OwnerLookup, Verdict
 
@@ -118,6 +118,8 @@ class Policy:
     capacity: Capacity
     lookup: OwnerLookup
     config: Config
+    #: What the server remembers between decisions (None: every one computed afresh).
+    memos: Memos | None = None
     #: Requests in these namespaces are allowed untouched. The webhook configurations
     #: already exclude them; this is the second lock, because a gated gangkeeper pod in
     #: its own namespace would wait for a controller that cannot start.
@@ -306,6 +308,7 @@ def _pod_answer(review: Review, policy: Policy) -> Answer:
             capacity=policy.capacity,
             lookup=policy.lookup,
             config=policy.config,
+            memos=policy.memos,
         )
     except Exception as exc:  # answered per config; never a 500
         return _unreadable(review, summary, policy.config, exc)
@@ -348,7 +351,8 @@ def _object_answer(review: Review, policy: Policy) -> Answer:
     obj = _with_namespace(obj, review.namespace)
     try:
         decisions = validate_object(
-            obj, capacity=policy.capacity, lookup=policy.lookup, config=policy.config
+            obj, capacity=policy.capacity, lookup=policy.lookup, config=policy.config,
+            memos=policy.memos,
         )
     except Exception as exc:  # answered per config; never a 500
         return _unreadable(review, summary, policy.config, exc)

@@ -27,7 +27,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
 
 from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import NEVER_NAMESPACES
+from gangkeeper.policies.decision import NEVER_NAMESPACES, Memos
 
 from . import admission
 from .admission import Policy
@@ -67,6 +67,8 @@ class Server:
     namespace: str = ""
     #: Extra readiness checks: name → callable returning True when ready.
     readiness: dict[str, Callable[[], bool]] = field(default_factory=dict)
+    #: What this server's decisions remember (plans per pod shape, owners' gangs).
+    memos: Memos = field(default_factory=Memos)
 
     @property
     def skip_namespaces(self) -> frozenset[str]:
@@ -78,7 +80,7 @@ class Server:
         view = self.view
         return Policy(
             capacity=view.capacity, lookup=view.lookup, config=self.config,
-            skip_namespaces=self.skip_namespaces,
+            memos=self.memos, skip_namespaces=self.skip_namespaces,
         )
 
     def not_ready(self) -> list[str]:
