@@ -10,8 +10,10 @@ import contextlib
 from typing import Any
 
 import pytest
-from e2e_objects import GATE, POOL_LABEL, gang_pod, unique
+from builders.cluster import POOL_LABEL, gang_pod, unique
 from kubernetes.client.exceptions import ApiException
+
+from gangkeeper.policies.names import GATE
 
 
 def _pod(cluster: Any, namespace: str, name: str) -> dict[str, Any]:

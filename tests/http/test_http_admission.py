@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import jsonpatch
 import pytest
+from builders.reviews import admission_review, children_for, pods_for
 from http_support import EXAMPLES, FLEET, Served, example_documents, example_files
-from http_workloads import admission_review, children_for, pods_for
 
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config

@@ -11,7 +11,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import pytest
-from http_workloads import admission_review
+from builders.reviews import admission_review
 
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config

@@ -11,7 +11,7 @@ import warnings
 from typing import Any
 
 import pytest
-from http_workloads import admission_review
+from builders.reviews import admission_review
 
 from gangkeeper.policies.config import Config
 from gangkeeper.webhook.server import admission

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gang_builders import T0, members, node, pod
+from builders.gangs import T0, members, node, pod
 from kubernetes.client import ApiClient
 
 from gangkeeper.policies.config import Config

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gang_builders import T0, members, node
+from builders.gangs import T0, members, node
 from kubernetes.client import ApiClient, Configuration
 
 from gangkeeper.policies.config import Config

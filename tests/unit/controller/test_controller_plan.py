@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gang_builders import GATE, T0, members, node, pod
+from builders.gangs import T0, members, node, pod
 
 from gangkeeper.policies.config import Config, load_config
+from gangkeeper.policies.names import GATE
 from gangkeeper.policies.release.observe import is_live, pod_info
 from gangkeeper.policies.release.plan import GangReport, Plan, plan
 

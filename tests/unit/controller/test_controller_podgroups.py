@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from gang_builders import members, pod
+from builders.gangs import members, pod
 
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.release.groups import (

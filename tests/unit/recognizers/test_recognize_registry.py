@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from builders import (
+from builders.workloads import (
     Lookup,
     gang_annotations,
     job,

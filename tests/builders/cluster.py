@@ -12,7 +12,6 @@ from typing import Any
 #: Every test labels its nodes with a unique value of this key and selects it.
 POOL_LABEL = "e2e.gangkeeper.io/pool"
 GPU = "nvidia.com/gpu"
-GATE = "gangkeeper.io/gang"
 
 
 def unique(prefix: str) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-GATE = "gangkeeper.io/gang"
+from gangkeeper.policies.names import GATE
+
 T0 = 1_800_000_000.0  # a fixed "now" base: 2027-01-15
 
 
