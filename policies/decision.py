@@ -138,13 +138,8 @@ def decide_pod(
 
 
 def validate_object(
-    obj: KubeObject,
-    *,
-    capacity: Capacity,
-    lookup: OwnerLookup,
-    config: Config,
-    registry: Registry | None = None,
-    memos: Memos | None = None,
+    obj: KubeObject, *, capacity: Capacity, lookup: OwnerLookup, config: Config,
+    registry: Registry | None = None, memos: Memos | None = None,
 ) -> list[ObjectDecision]:
     """One decision per gang of a workload object; [] when it is not a gang."""
     if obj.get("kind") == "Pod" and _opted_out(obj):

@@ -83,10 +83,7 @@ def _signals(pod: KubeObject, ask: OwnerLookup) -> PodSignals:
 
 
 def recognize_pod(
-    pod: KubeObject,
-    lookup: OwnerLookup,
-    config: Config,
-    registry: Registry | None = None,
+    pod: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None,
     owners: OwnerGangs | None = None,
 ) -> PodMembership | None:
     """The gang and role of a pod, or None when it belongs to no gang we can size.
@@ -117,10 +114,7 @@ def recognize_pod(
 
 
 def recognize_object(
-    obj: KubeObject,
-    lookup: OwnerLookup,
-    config: Config,
-    registry: Registry | None = None,
+    obj: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None,
     owners: OwnerGangs | None = None,
 ) -> list[Gang]:
     """The gangs a workload object (or a pod) makes; [] when it is not a gang."""

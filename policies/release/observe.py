@@ -24,21 +24,11 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, cast, get_args
 
+from .. import names
 from ..config import Config
 from ..errors import InvalidObject
 from ..memo import BoundedMemo
 from ..model import Backend, Placement
-from ..names import (
-    BACKEND_ANNOTATION,
-    COSCHEDULING_GROUP_LABEL,
-    GANG_LABEL,
-    GANG_NAME_ANNOTATION,
-    GATE,
-    MIN_MEMBER_ANNOTATION,
-    OWNER_ANNOTATION,
-    ROLE_LABEL,
-    VOLCANO_GROUP_ANNOTATION,
-)
 from ..podspec import placement_of, pod_demand
 
 _BACKENDS: tuple[str, ...] = get_args(Backend)
@@ -123,7 +113,7 @@ class PodInfo:
     @property
     def gated(self) -> bool:
         """Carries gangkeeper's gate (other systems' gates do not count)."""
-        return GATE in self.gates
+        return names.GATE in self.gates
 
     @property
     def bound(self) -> bool:
@@ -206,11 +196,11 @@ def pod_info(
         placement = placement_of(spec)
     except InvalidObject as err:
         problem = str(err)
-    gang = labels.get(GANG_LABEL, "")
+    gang = labels.get(names.GANG_LABEL, "")
     scheduling_group = spec.get("schedulingGroup") or {}
     group_name = (
-        labels.get(COSCHEDULING_GROUP_LABEL)
-        or annotations.get(VOLCANO_GROUP_ANNOTATION)
+        labels.get(names.COSCHEDULING_GROUP_LABEL)
+        or annotations.get(names.VOLCANO_GROUP_ANNOTATION)
         or (scheduling_group.get("podGroupName") if isinstance(scheduling_group, dict) else "")
         or ""
     )
@@ -226,11 +216,11 @@ def pod_info(
         placement=shared.placement(placement) if shared else placement,
         problem=problem,
         gang=gang,
-        role=labels.get(ROLE_LABEL, ""),
-        gang_name=annotations.get(GANG_NAME_ANNOTATION, gang),
-        min_member=_min_member(annotations.get(MIN_MEMBER_ANNOTATION)),
-        backend=annotations.get(BACKEND_ANNOTATION, ""),
-        owner=_owner(annotations.get(OWNER_ANNOTATION)),
+        role=labels.get(names.ROLE_LABEL, ""),
+        gang_name=annotations.get(names.GANG_NAME_ANNOTATION, gang),
+        min_member=_min_member(annotations.get(names.MIN_MEMBER_ANNOTATION)),
+        backend=annotations.get(names.BACKEND_ANNOTATION, ""),
+        owner=_owner(annotations.get(names.OWNER_ANNOTATION)),
         group_name=str(group_name),
         # Only gang members' labels are ever read; other pods share one empty map.
         labels=labels if gang else _NO_LABELS,
@@ -300,14 +290,15 @@ def _gang(namespace: str, label: str, members: list[PodInfo], config: Config) ->
     min_member = max(declared) if declared else None
     if min_member is None:
         problems.append(
-            f"no member carries a whole number ≥ 1 in annotation {MIN_MEMBER_ANNOTATION}"
+            f"no member carries a whole number ≥ 1 in annotation {names.MIN_MEMBER_ANNOTATION}"
         )
     backends = {m.backend for m in members if m.backend in _BACKENDS}
     backend = (
         cast(Backend, sorted(backends)[0]) if len(backends) == 1 else config.backend_for(namespace)
     )
     if len(backends) > 1:
-        problems.append(f"members disagree on {BACKEND_ANNOTATION}: {', '.join(sorted(backends))}")
+        disagree = ", ".join(sorted(backends))
+        problems.append(f"members disagree on {names.BACKEND_ANNOTATION}: {disagree}")
     unreadable = [m for m in members if m.problem]
     if unreadable:
         problems.append(f"pod {unreadable[0].name} cannot be read: {unreadable[0].problem}")

@@ -24,7 +24,7 @@ from typing import Any
 
 import jsonpatch
 
-from .api import ApiError, Query
+from .api import Api, ApiError, Call, Query
 from .informer import object_key
 
 #: Queued by `end_watch`: the open watch ends.
@@ -47,7 +47,7 @@ def _split(path: str) -> tuple[str, str, str]:
     return "/" + "/".join([*prefix, rest[0]]), namespace, name
 
 
-class FakeApi:
+class FakeApi(Api):
     """Collections, a resourceVersion counter, an event log per collection."""
 
     #: How often a blocked watch looks for new events or a stop.
@@ -134,20 +134,9 @@ class FakeApi:
 
     # -- Api -------------------------------------------------------------------------------
 
-    def get(self, path: str, query: Query = (), *, timeout: float = 30.0) -> dict[str, Any]:
-        return self.request("GET", path, query, timeout=timeout)
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        query: Query = (),
-        body: object = None,
-        *,
-        content_type: str = "application/json",
-        timeout: float = 30.0,
-    ) -> dict[str, Any]:
-        params = dict(query)
+    def send(self, call: Call) -> dict[str, Any]:
+        method, path, body = call.method, call.path, call.body
+        params = dict(call.query)
         self.calls.append((method, path, params))
         collection, namespace, name = _split(path)
         if collection in self.absent:

@@ -26,18 +26,12 @@ class LeaderElector:
     """One identity competing for one Lease; see the module docstring."""
 
     def __init__(
-        self,
-        api: Api,
-        *,
-        namespace: str,
-        name: str,
-        identity: str,
-        lease_duration: float,
-        renew_deadline: float,
-        retry_period: float,
-        write_query: Query = (),
-        on_elected: Callable[[], None] = lambda: None,
+        self, api: Api, *, namespace: str, name: str, identity: str,
+        lease_duration: float, renew_deadline: float, retry_period: float,
+        write_query: Query = (), on_elected: Callable[[], None] = lambda: None,
     ) -> None:
+        """Seconds: a lease is held for `lease_duration`, lost after `renew_deadline`
+        without a renewal, and tried every `retry_period`."""
         self._api = api
         self.namespace = namespace
         self.name = name

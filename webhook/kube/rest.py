@@ -22,11 +22,11 @@ from typing import Any, cast
 
 from kubernetes.client import ApiClient
 
-from .api import ApiError, Query
+from .api import Api, ApiError, Call, Query
 from .direct import DirectTransport
 
 
-class Rest:
+class Rest(Api):
     """JSON requests against the cluster an `ApiClient` is configured for (an `Api`)."""
 
     def __init__(self, api_client: ApiClient) -> None:
@@ -37,68 +37,48 @@ class Rest:
         self._streams: set[Any] = set()
         self._streams_lock = threading.Lock()
 
-    def _send(
-        self,
-        method: str,
-        path: str,
-        query: Query = (),
-        body: object = None,
-        *,
-        content_type: str = "application/json",
-        timeout: float | tuple[float, float] | None = 30.0,
-    ) -> Any:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+    def _send(self, call: Call, timeout: float | tuple[float, float] | None) -> Any:
+        """The call through the ApiClient (urllib3): its raw response."""
+        headers = {"Accept": "application/json", "Content-Type": call.content_type}
         try:
             _, url, headers, body, _ = self.api_client.param_serialize(
-                method=method,
-                resource_path=path,
-                query_params=list(query),
+                method=call.method,
+                resource_path=call.path,
+                query_params=list(call.query),
                 header_params=headers,
-                body=body,
+                body=call.body,
                 auth_settings=["BearerToken"],
             )
             return self.api_client.call_api(
-                method, url, header_params=headers, body=body, _request_timeout=timeout
+                call.method, url, header_params=headers, body=body, _request_timeout=timeout
             )
         except ApiError:
             raise
         except Exception as exc:  # urllib3/ssl errors: the API is unreachable now
             raise ApiError(0, f"{type(exc).__name__}: {exc}") from exc
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        query: Query = (),
-        body: object = None,
-        *,
-        content_type: str = "application/json",
-        timeout: float = 30.0,
-    ) -> dict[str, Any]:
-        """One request; the parsed JSON answer, or ApiError for a non-2xx status."""
+    def send(self, call: Call) -> dict[str, Any]:
         if self._direct is not None:
-            target = path + ("?" + urllib.parse.urlencode(list(query)) if query else "")
+            query = list(call.query)
+            target = call.path + ("?" + urllib.parse.urlencode(query) if query else "")
+            body = call.body
             payload = None if body is None else json.dumps(body, separators=(",", ":")).encode()
             try:
                 answer = self._direct.request(
-                    method, target, payload, content_type=content_type, timeout=timeout
+                    call.method, target, payload, content_type=call.content_type,
+                    timeout=call.timeout,
                 )
             except Exception as exc:  # socket/ssl errors: the API is unreachable now
                 raise ApiError(0, f"{type(exc).__name__}: {exc}") from exc
             status, reason, data = answer.status, answer.reason, answer.body
         else:
-            response = self._send(
-                method, path, query, body, content_type=content_type, timeout=timeout
-            )
+            response = self._send(call, call.timeout)
             status, reason, data = response.status, str(response.reason), response.read()
         if not 200 <= status < 300:
             raise ApiError(status, reason, data.decode(errors="replace"))
         if not data:
             return {}
         return cast(dict[str, Any], json.loads(data))
-
-    def get(self, path: str, query: Query = (), *, timeout: float = 30.0) -> dict[str, Any]:
-        return self.request("GET", path, query, timeout=timeout)
 
     def watch(
         self, path: str, query: Query, timeout_seconds: int
@@ -113,7 +93,7 @@ class Rest:
         self, path: str, query: Query, *, timeout: float | tuple[float, float]
     ) -> Iterator[bytes]:
         """The non-empty lines of a streamed GET (a watch), as the server sends them."""
-        response = self._send("GET", path, query, timeout=timeout)
+        response = self._send(Call("GET", path, tuple(query)), timeout)
         if not 200 <= response.status < 300:
             data = response.read()
             raise ApiError(response.status, str(response.reason), data.decode(errors="replace"))
