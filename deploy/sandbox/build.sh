@@ -1,69 +1,131 @@
 #!/usr/bin/env bash
-# Builds the control plane gangkeeper's sandbox and end-to-end tests run: etcd,
-# kube-apiserver, kube-controller-manager, kube-scheduler and kubectl, from Go
-# modules pinned in the wrapper modules beside this script. The binaries land in a
-# cache outside the work tree and are reused: a second run does nothing.
+# Builds what gangkeeper's sandbox and end-to-end tests run, from Go modules pinned
+# in the wrapper modules beside this script, one wrapper per component so that
+# their dependency graphs cannot pull each other:
 #
-#   deploy/sandbox/build.sh            # build (or reuse) and print the bin dir
-#   GANGKEEPER_K8S_CACHE=DIR build.sh  # another cache root
+#   k8s/ + etcd/   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+#   kwok/          the kwok controller (fake nodes whose pods start, become Ready, finish)
+#   jobset/        the JobSet controller manager (and its webhooks), plus its CRDs
+#   lws/           the LeaderWorkerSet controller manager (and its webhooks), plus its CRDs
+#
+# Everything lands in a cache outside the work tree, one folder per component and
+# version, and is reused: a second run does nothing.
+#
+#   deploy/sandbox/build.sh              # build (or reuse) everything, print the k8s bin dir
+#   deploy/sandbox/build.sh kwok jobset  # only these components
+#   GANGKEEPER_K8S_CACHE=DIR build.sh    # another cache root
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-k8s_version=$(awk '/^require k8s.io\/kubernetes /{print $3}' "$here/k8s/go.mod")
-etcd_version=$(awk '/^require go.etcd.io\/etcd\/server\/v3 /{print $3}' "$here/etcd/go.mod")
 cache_root=${GANGKEEPER_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gangkeeper}
-bin="$cache_root/k8s-$k8s_version/bin"
-stamp="$bin/.complete-$k8s_version-etcd-$etcd_version"
+all=(k8s kwok jobset lws)
+wanted=("$@")
+[[ ${#wanted[@]} -gt 0 ]] || wanted=("${all[@]}")
 
-components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
-built() {
-  [[ -f "$stamp" ]] || return 1
-  local c
-  for c in "${components[@]}"; do [[ -x "$bin/$c" ]] || return 1; done
+required() { # required WRAPPER MODULE: the version the wrapper's go.mod pins
+  awk -v m="$2" '$1 == "require" && $2 == m {print $3} $1 == m {print $2}' "$here/$1/go.mod" | head -1
 }
-
-if built; then
-  echo "$bin"
-  exit 0
-fi
-
-# One build at a time per cache: a second caller (CI step, another shell) waits
-# for the first and then finds everything built instead of racing it.
-mkdir -p "$cache_root"
-exec 9>"$cache_root/.build-$k8s_version.lock"
-if command -v flock >/dev/null; then
-  flock 9
-  if built; then
-    echo "$bin"
-    exit 0
-  fi
-fi
+progress() { echo "build.sh: $*" >&2; }
 
 command -v go >/dev/null || { echo "build.sh: Go is required (https://go.dev/doc/install)" >&2; exit 2; }
-mkdir -p "$bin"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
-start=$(date +%s)
+mkdir -p "$cache_root"
 
-(
-  cd "$here/etcd"
-  echo "building etcd $etcd_version" >&2
-  go build -trimpath -ldflags="-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3
-)
-(
-  cd "$here/k8s"
-  # Stamp the release into the binaries so that version discovery and kubectl's
-  # skew check see v1.37.x instead of v0.0.0-master.
-  ldflags="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1"
-    ldflags+=" -X $pkg.gitMinor=$(echo "$k8s_version" | cut -d. -f2)"
-    ldflags+=" -X $pkg.gitTreeState=clean"
+# build_component NAME VERSION STAMP_INPUTS... -- BUILD_FUNCTION
+# One build at a time per component and version: a second caller (a CI step,
+# another shell) waits for the first and then finds everything built.
+with_lock() {
+  local name=$1 stamp=$2; shift 2
+  if [[ -f "$stamp" ]]; then return 0; fi
+  exec 9>"$cache_root/.build-$name.lock"
+  command -v flock >/dev/null && flock 9
+  if [[ ! -f "$stamp" ]]; then
+    local start; start=$(date +%s)
+    "$@"
+    touch "$stamp"
+    progress "$name built in $(( $(date +%s) - start ))s"
+  fi
+  exec 9>&-
+}
+
+# Copies folders of a module (CRDs, webhook manifests) from the module cache into
+# the component's cache dir, so the sandbox installs exactly what that version ships.
+copy_module_dirs() { # WRAPPER MODULE DEST SUBDIR...
+  local wrapper=$1 module=$2 dest=$3; shift 3
+  local src; src=$(cd "$here/$wrapper" && go list -m -f '{{.Dir}}' "$module")
+  local d
+  for d in "$@"; do
+    mkdir -p "$dest/$(dirname "$d")"
+    rm -rf "${dest:?}/$d"
+    cp -R "$src/$d" "$dest/$d"
+    chmod -R u+w "$dest/$d"
   done
-  for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-    echo "building $cmd $k8s_version" >&2
-    go build -trimpath -ldflags="$ldflags" -o "$bin/$cmd" "k8s.io/kubernetes/cmd/$cmd"
-  done
-)
-touch "$stamp"
-echo "built in $(( $(date +%s) - start ))s" >&2
-echo "$bin"
+}
+
+k8s_version=$(required k8s k8s.io/kubernetes)
+etcd_version=$(required etcd go.etcd.io/etcd/server/v3)
+k8s_bin="$cache_root/k8s-$k8s_version/bin"
+
+build_k8s() {
+  mkdir -p "$k8s_bin"
+  (
+    cd "$here/etcd"
+    progress "building etcd $etcd_version"
+    go build -trimpath -ldflags="-s -w" -o "$k8s_bin/etcd" go.etcd.io/etcd/server/v3
+  )
+  (
+    cd "$here/k8s"
+    # Stamp the release into the binaries so that version discovery and kubectl's
+    # skew check see v1.37.x instead of v0.0.0-master.
+    local ldflags="-s -w" pkg cmd
+    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1"
+      ldflags+=" -X $pkg.gitMinor=$(echo "$k8s_version" | cut -d. -f2)"
+      ldflags+=" -X $pkg.gitTreeState=clean"
+    done
+    for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+      progress "building $cmd $k8s_version"
+      go build -trimpath -ldflags="$ldflags" -o "$k8s_bin/$cmd" "k8s.io/kubernetes/cmd/$cmd"
+    done
+  )
+}
+
+# build_go WRAPPER PACKAGE OUTPUT: one binary from one wrapper module.
+build_go() {
+  (cd "$here/$1" && go build -trimpath -ldflags="-s -w" -o "$3" "$2")
+}
+
+kwok_version=$(required kwok sigs.k8s.io/kwok)
+kwok_dir="$cache_root/kwok-$kwok_version"
+build_kwok() {
+  progress "building kwok $kwok_version"
+  build_go kwok sigs.k8s.io/kwok/cmd/kwok "$kwok_dir/bin/kwok"
+}
+
+jobset_version=$(required jobset sigs.k8s.io/jobset)
+jobset_dir="$cache_root/jobset-$jobset_version"
+build_jobset() {
+  progress "building the JobSet controller $jobset_version"
+  build_go jobset sigs.k8s.io/jobset "$jobset_dir/bin/jobset-controller"
+  copy_module_dirs jobset sigs.k8s.io/jobset "$jobset_dir" \
+    config/components/crd/bases config/components/webhook
+}
+
+lws_version=$(required lws sigs.k8s.io/lws)
+lws_dir="$cache_root/lws-$lws_version"
+build_lws() {
+  progress "building the LeaderWorkerSet controller $lws_version"
+  build_go lws sigs.k8s.io/lws/cmd "$lws_dir/bin/lws-controller"
+  copy_module_dirs lws sigs.k8s.io/lws "$lws_dir" config/crd/bases config/webhook
+}
+
+for c in "${wanted[@]}"; do
+  case $c in
+    k8s) with_lock k8s "$k8s_bin/.complete-$k8s_version-etcd-$etcd_version" build_k8s ;;
+    kwok) with_lock kwok "$kwok_dir/.complete" build_kwok ;;
+    jobset) with_lock jobset "$jobset_dir/.complete" build_jobset ;;
+    lws) with_lock lws "$lws_dir/.complete" build_lws ;;
+    *) echo "build.sh: unknown component '$c' (known: ${all[*]})" >&2; exit 2 ;;
+  esac
+done
+echo "$k8s_bin"

@@ -41,6 +41,7 @@ from gangkeeper.webhook.sandbox import (
     delete_nodes,
     gpu_node,
 )
+from gangkeeper.webhook.sandbox.nodes import nodes_ready
 
 T = TypeVar("T")
 ENABLED_LABEL = "gangkeeper.io/enabled"
@@ -121,13 +122,20 @@ class Cluster:
         labels: Mapping[str, str] | None = None,
         taints: Sequence[Mapping[str, str]] | None = None,
     ) -> list[str]:
-        """`count` Ready nodes `prefix-0..` with `gpus` each; deleted at session end."""
+        """`count` kwok nodes `prefix-0..` with `gpus` each, once Ready; deleted at
+        session end."""
         manifests = [
             gpu_node(f"{prefix}-{i}", gpus, resource=resource, labels=labels, taints=taints)
             for i in range(count)
         ]
         names = create_nodes(self.core, manifests)
         self._nodes.extend(names)
+        # kwok makes them Ready; by then gangkeeper's watch has their capacity too.
+        self.wait_for(
+            lambda: not nodes_ready(self.core, names),
+            timeout=30.0,
+            message=f"kwok making nodes {prefix}-* Ready",
+        )
         return names
 
     def delete_created_nodes(self) -> None:

@@ -202,7 +202,7 @@ def test_a_port_taken_between_probe_and_bind_is_retried_with_new_ports(
     taken = blocker.getsockname()[1]
     attempts: list[object] = []
 
-    class FirstAttemptCollides(sandbox_module._Ports):
+    class FirstAttemptCollides(sandbox_module.Ports):
         # What losing the race looks like: the probed port is someone else's by now.
         def __init__(self) -> None:
             super().__init__()
@@ -210,7 +210,7 @@ def test_a_port_taken_between_probe_and_bind_is_retried_with_new_ports(
                 self.apiserver = taken
             attempts.append(self)
 
-    monkeypatch.setattr(sandbox_module, "_Ports", FirstAttemptCollides)
+    monkeypatch.setattr(sandbox_module, "Ports", FirstAttemptCollides)
     sandbox = Sandbox(tmp_path / "sb")
     try:
         info = sandbox.up(fleet=None, gangkeeper=False)

@@ -21,8 +21,10 @@ def register(sub: Any) -> None:
         help="run a local control plane with fake GPU nodes and gangkeeper registered",
         description=(
             "Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and "
-            "gangkeeper on 127.0.0.1 (no Docker), with the GPU Nodes of a fleet file. "
-            "Binaries come from deploy/sandbox/build.sh (or $GANGKEEPER_K8S_BIN)."
+            "gangkeeper on 127.0.0.1 (no Docker), with the GPU Nodes of a fleet file, and "
+            "beside them kwok (which runs the pods bound to those Nodes) and the JobSet and "
+            "LeaderWorkerSet controllers. Binaries come from deploy/sandbox/build.sh "
+            "(or $GANGKEEPER_K8S_BIN for the control plane)."
         ),
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -32,6 +34,19 @@ def register(sub: Any) -> None:
         type=Path,
         default=None,
         help="Nodes to create (a `kubectl get nodes -o yaml` file; default: examples/fleet.yaml)",
+    )
+    up.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="instead of a fleet file, N generated kwok Nodes with 8 nvidia.com/gpu each",
+    )
+    up.add_argument(
+        "--components",
+        default=None,
+        metavar="C,...",
+        help="neighbours to run: kwok,jobset,lws (the default: all); '' or none for none",
     )
     up.add_argument("--backend", choices=BACKENDS, default=None, help="gangkeeper backend")
     up.add_argument("--config", type=Path, default=None, help="gangkeeper config file")
@@ -53,11 +68,13 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gangkeeper.webhook.sandbox import (
+        ALL_COMPONENTS,
         DEFAULT_FEATURE_GATES,
         DEFAULT_FLEET,
         BinariesMissing,
         Sandbox,
         SandboxError,
+        parse_components,
     )
 
     def log(message: str) -> None:
@@ -78,6 +95,19 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"gangkeeper sandbox up: --feature-gates: {e}", file=sys.stderr)
         return 2
+    try:
+        components = (
+            ALL_COMPONENTS if args.components is None else parse_components(args.components)
+        )
+    except ValueError as e:
+        print(f"gangkeeper sandbox up: --components: {e}", file=sys.stderr)
+        return 2
+    if args.nodes is not None and (args.nodes < 0 or args.fleet is not None):
+        print(
+            "gangkeeper sandbox up: --nodes: takes a count >= 0, and not with --fleet",
+            file=sys.stderr,
+        )
+        return 2
     sandbox = Sandbox(args.dir, log=log, feature_gates=gates)
 
     for option, path in (("--fleet", args.fleet), ("--config", args.config)):
@@ -87,8 +117,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         info = sandbox.up(
             fleet=args.fleet or DEFAULT_FLEET,
+            node_count=args.nodes,
             backend=args.backend,
             config=args.config,
+            components=components,
             timeout=args.timeout,
         )
     except (BinariesMissing, SandboxError) as e:
@@ -96,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     log(
         f"up in {info.startup_seconds:.1f}s at {time.strftime('%H:%M:%S')}: {info.server}, "
-        f"{len(info.nodes)} nodes, gangkeeper at {info.gangkeeper_url}, "
+        f"{len(info.nodes)} nodes, {', '.join(components) or 'no neighbours'}, "
+        f"gangkeeper at {info.gangkeeper_url}, "
         f"logs in {info.directory / 'logs'}"
     )
     log(f"namespace `default` is opted in; stop with `gangkeeper sandbox down --dir {args.dir}`")

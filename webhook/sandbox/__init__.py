@@ -1,16 +1,20 @@
 """The local control plane behind `gangkeeper sandbox` and the end-to-end tests.
 
 Real etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
-`gangkeeper serve` processes on loopback; fake GPU Nodes the real scheduler binds
-to. Everything here starts processes or talks to the API server it started; the
-policy core is never imported from here except through the CLI it runs.
+`gangkeeper serve` processes on loopback, with the neighbours users run beside
+gangkeeper (kwok playing the kubelet of fake GPU Nodes, the JobSet and
+LeaderWorkerSet controllers with their webhooks). Everything here starts processes
+or talks to the API server it started; the policy core is never imported from here
+except through the CLI it runs.
 """
 
 from .binaries import BUILD_COMMAND, Binaries, BinariesMissing, find_binaries
-from .nodes import create_nodes, delete_nodes, gpu_node
+from .neighbours import ALL_COMPONENTS, parse_components
+from .nodes import create_nodes, delete_nodes, fleet_of, gpu_node
 from .sandbox import DEFAULT_FEATURE_GATES, DEFAULT_FLEET, Sandbox, SandboxError, SandboxInfo
 
 __all__ = [
+    "ALL_COMPONENTS",
     "BUILD_COMMAND",
     "DEFAULT_FEATURE_GATES",
     "DEFAULT_FLEET",
@@ -22,5 +26,7 @@ __all__ = [
     "create_nodes",
     "delete_nodes",
     "find_binaries",
+    "fleet_of",
     "gpu_node",
+    "parse_components",
 ]

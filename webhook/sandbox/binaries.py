@@ -1,9 +1,10 @@
 """Where the control-plane binaries of the sandbox are.
 
 `deploy/sandbox/build.sh` builds etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler and kubectl into a cache outside the work tree; this module finds
-them (env `GANGKEEPER_K8S_BIN` first) and names the build command when they are
-missing. Reads the environment and stats files; starts nothing.
+kube-scheduler and kubectl (and the neighbours in `neighbours.py`) into a cache
+outside the work tree; this module finds the control plane (env
+`GANGKEEPER_K8S_BIN` first) and names the build command when it is missing.
+Reads the environment and stats files; starts nothing.
 """
 
 from __future__ import annotations
@@ -31,13 +32,18 @@ class Binaries:
     kubectl: Path
 
 
-def default_bin_dir() -> Path:
-    """The directory build.sh installs into (mirrors its cache-root rules)."""
+def cache_root() -> Path:
+    """The cache build.sh installs every component into (mirrors its rules)."""
     root = os.environ.get("GANGKEEPER_K8S_CACHE")
     if root is None:
         cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         root = str(Path(cache) / "gangkeeper")
-    return Path(root) / f"k8s-{K8S_VERSION}" / "bin"
+    return Path(root)
+
+
+def default_bin_dir() -> Path:
+    """The directory build.sh installs the control plane into."""
+    return cache_root() / f"k8s-{K8S_VERSION}" / "bin"
 
 
 def find_binaries(bin_dir: Path | None = None) -> Binaries:

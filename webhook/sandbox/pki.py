@@ -45,6 +45,8 @@ class ClusterPKI:
     gangkeeper: KeyPair
     controller_manager: KeyPair
     scheduler: KeyPair
+    #: The serving certificate of the neighbours' webhook servers (JobSet, LWS).
+    webhooks: KeyPair
     service_account_key: Path
     service_account_pub: Path
 
@@ -139,6 +141,13 @@ def create_pki(
     )
     controller_manager = issue("controller-manager", _name("system:kube-controller-manager"))
     scheduler = issue("scheduler", _name("system:kube-scheduler"))
+    webhooks = issue(
+        "webhooks",
+        _name("gangkeeper-sandbox-webhooks"),
+        server=True,
+        dns_names=("localhost",),
+        ip_addresses=("127.0.0.1",),
+    )
 
     # RSA because every Kubernetes release accepts it for service-account tokens.
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -157,6 +166,7 @@ def create_pki(
         gangkeeper=gangkeeper,
         controller_manager=controller_manager,
         scheduler=scheduler,
+        webhooks=webhooks,
         service_account_key=sa_key_path,
         service_account_pub=sa_pub_path,
     )

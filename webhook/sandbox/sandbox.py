@@ -15,6 +15,7 @@ processes it started, and the API server it started. Never another address than
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -24,8 +25,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -40,35 +42,30 @@ from gangkeeper.policies.names import (
     MIN_MEMBER_ANNOTATION,
 )
 
+from . import neighbours
 from .binaries import Binaries, find_binaries
-from .nodes import create_nodes
+from .control_plane import SERVICE_IP, ControlPlane, Ports
+from .neighbours import ALL_COMPONENTS, CONTROLLERS, JOBSET, KWOK, LWS
+from .nodes import create_nodes, fleet_of, nodes_ready
 from .pki import ClusterPKI, KeyPair, create_pki
-from .processes import Processes, free_port
+from .processes import Processes
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_FLEET = REPO_ROOT / "examples" / "fleet.yaml"
-CRD_DIR = REPO_ROOT / "deploy" / "sandbox" / "crds"
+_DATA = resources.files("gangkeeper.webhook.sandbox") / "data"
+#: The sample fleet (`examples/fleet.yaml`, shipped inside the package).
+DEFAULT_FLEET = Path(str(_DATA / "fleet.yaml"))
+#: CRDs of the kinds gangkeeper reads whose controllers the sandbox does not run
+#: (JobSet's and LeaderWorkerSet's come from their modules: `neighbours.py`).
+CRD_DIR = Path(str(_DATA / "crds"))
 
 #: GenericWorkload serves the native gang API (scheduling.k8s.io Workload/PodGroup)
 #: and turns on the scheduler's GangScheduling plugin; beta in 1.37, off by default.
 DEFAULT_FEATURE_GATES: Mapping[str, bool] = {"GenericWorkload": True}
-SERVICE_CIDR = "10.0.0.0/24"
-SERVICE_IP = "10.0.0.1"
 #: Opted in so that `kubectl apply -f examples/...` (namespace default) is gang-checked.
 OPTED_IN_NAMESPACE = "default"
 #: gangkeeper's own namespace, and the ServiceAccount its install manifests create and
 #: bind there (its identity here).
 GANGKEEPER_NAMESPACE = DEFAULT_NAMESPACE
 GANGKEEPER_ACCOUNT = APP_NAME
-KCM_CONTROLLERS = (
-    "job-controller",
-    "garbage-collector-controller",
-    "namespace-controller",
-    "serviceaccount-controller",
-    "serviceaccount-token-controller",
-    # Publishes kube-root-ca.crt, which every projected service-account volume names.
-    "root-ca-certificate-publisher-controller",
-)
 STATE_FILE = "sandbox.json"
 PORT_ATTEMPTS = 3
 WEBHOOK_PROBE_SECONDS = 30.0
@@ -90,6 +87,9 @@ _OWNED = (
     "kubeconfigs",
     "gangkeeper-certs",
     "gangkeeper-config.yaml",
+    "kwok.yaml",
+    JOBSET,
+    LWS,
     "logs",
     "pids",
 )
@@ -109,20 +109,6 @@ class SandboxInfo:
     gangkeeper_url: str | None
     nodes: tuple[str, ...]
     startup_seconds: float
-
-
-@dataclass
-class _Ports:
-    etcd_client: int = field(default_factory=free_port)
-    etcd_peer: int = field(default_factory=free_port)
-    apiserver: int = field(default_factory=free_port)
-    controller_manager: int = field(default_factory=free_port)
-    scheduler: int = field(default_factory=free_port)
-    gangkeeper: int = field(default_factory=free_port)
-
-
-def _gates(gates: Mapping[str, bool]) -> str:
-    return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
 
 
 def write_kubeconfig(path: Path, server: str, ca: Path, user: str, client: KeyPair) -> Path:
@@ -207,10 +193,17 @@ class Sandbox:
         backend: str | None = None,
         config: Path | None = None,
         *,
+        node_count: int | None = None,
         gangkeeper: bool = True,
+        components: Sequence[str] = ALL_COMPONENTS,
         timeout: float = 180.0,
     ) -> SandboxInfo:
         """Start everything and return once the cluster and gangkeeper are ready.
+
+        `node_count` replaces the fleet with that many generated 8-GPU Nodes.
+        `components` are the neighbours to run beside the control plane (kwok, the
+        JobSet and LeaderWorkerSet controllers; default all). Without kwok, Nodes are
+        made Ready by the sandbox itself and pods bound to them never start.
 
         On failure the processes started so far are stopped (their logs stay) and
         SandboxError names the component and its log file.
@@ -223,12 +216,17 @@ class Sandbox:
         started = time.monotonic()
         deadline = started + timeout
         binaries = self.binaries
+        components = neighbours.parse_components(",".join(components))
+        neighbours.require_built(components)
         if not CRD_DIR.is_dir():
             raise SandboxError(
                 f"CRDs not found at {CRD_DIR}: the sandbox runs from a gangkeeper checkout "
                 "installed with `pip install -e .`"
             )
-        fleet_nodes = _load_fleet(fleet) if fleet is not None else []
+        if node_count is not None:
+            fleet_nodes: list[Mapping[str, Any]] = list(fleet_of(node_count))
+        else:
+            fleet_nodes = _load_fleet(fleet) if fleet is not None else []
         attempt = 1
         while True:
             # Leftovers of a sandbox whose API server died (or of the previous
@@ -243,6 +241,7 @@ class Sandbox:
                     backend=backend,
                     config=config,
                     gangkeeper=gangkeeper,
+                    components=components,
                     started=started,
                     deadline=deadline,
                 )
@@ -266,63 +265,38 @@ class Sandbox:
         backend: str | None,
         config: Path | None,
         gangkeeper: bool,
+        components: Sequence[str],
         started: float,
         deadline: float,
     ) -> SandboxInfo:
-        ports = _Ports()
+        ports = Ports()
+        plane = ControlPlane(self.processes, self.directory, binaries, self.feature_gates)
         pki = create_pki(
             self.directory / "pki",
             service_ip=SERVICE_IP,
             gangkeeper_service_account=(GANGKEEPER_NAMESPACE, GANGKEEPER_ACCOUNT),
         )
         server = f"https://127.0.0.1:{ports.apiserver}"
-        kubeconfigs = self.directory / "kubeconfigs"
-        admin = write_kubeconfig(
-            self.kubeconfig, server, pki.ca.cert, "gangkeeper-sandbox-admin", pki.admin
-        )
-        kcm = write_kubeconfig(
-            kubeconfigs / "controller-manager.kubeconfig",
-            server,
-            pki.ca.cert,
-            "system:kube-controller-manager",
-            pki.controller_manager,
-        )
-        scheduler = write_kubeconfig(
-            kubeconfigs / "scheduler.kubeconfig",
-            server,
-            pki.ca.cert,
-            "system:kube-scheduler",
-            pki.scheduler,
-        )
-        write_kubeconfig(
-            self.gangkeeper_kubeconfig,
-            server,
-            pki.ca.cert,
-            f"system:serviceaccount:{GANGKEEPER_NAMESPACE}:{GANGKEEPER_ACCOUNT}",
-            pki.gangkeeper,
-        )
+        admin, kcm, scheduler = self._write_kubeconfigs(server, pki)
 
         self._log(f"starting etcd on 127.0.0.1:{ports.etcd_client}")
-        self._start_etcd(binaries, ports)
+        plane.start_etcd(ports)
         self._wait(
             "etcd",
             lambda: _http_ok(f"http://127.0.0.1:{ports.etcd_client}/health", None),
             deadline,
         )
         self._log(f"starting kube-apiserver on {server}")
-        self._start_apiserver(binaries, ports, pki)
+        plane.start_apiserver(ports, pki)
         tls = _client_context(pki.ca.cert, pki.admin)
         self._wait("kube-apiserver", lambda: _http_ok(f"{server}/readyz", tls), deadline)
 
         self._log("starting kube-controller-manager and kube-scheduler")
-        self._start_controller_manager(binaries, ports, pki, kcm)
-        self._start_scheduler(binaries, ports, scheduler)
+        plane.start_controller_manager(ports, pki, kcm)
+        plane.start_scheduler(ports, scheduler)
 
-        self._kubectl("apply", "--server-side", "-f", str(CRD_DIR))
-        self._kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", "crd",
-            "-l", "app.kubernetes.io/part-of=gangkeeper-sandbox",
-        )  # fmt: skip
+        self._install_crds()
+        self._start_neighbours(components, pki.ca.cert, pki.webhooks, deadline)
         self._kubectl(
             "label", "namespace", OPTED_IN_NAMESPACE, f"{ENABLED_LABEL}=true", "--overwrite"
         )
@@ -337,8 +311,10 @@ class Sandbox:
         api = kube_config.new_client_from_config(config_file=str(admin))  # type: ignore[no-untyped-call]
         try:
             core = client.CoreV1Api(api)
-            nodes = create_nodes(core, fleet_nodes)
+            nodes = create_nodes(core, fleet_nodes, kwok=KWOK in components)
             self._log(f"created {len(nodes)} nodes")
+            if KWOK in components:
+                self._wait("kwok (nodes Ready)", lambda: not nodes_ready(core, nodes), deadline)
             # Pods are refused until the namespace's default ServiceAccount exists.
             self._wait(
                 "kube-controller-manager (default ServiceAccount)",
@@ -355,6 +331,7 @@ class Sandbox:
             "ports": vars(ports),
             "nodes": nodes,
             "backend": backend,
+            "components": list(components),
         }
         if gangkeeper:
             argv = self._gangkeeper_argv(ports.gangkeeper, backend, config)
@@ -387,6 +364,90 @@ class Sandbox:
         # The directory itself goes only if nothing of the user's is left in it.
         if self.directory.is_dir() and not any(self.directory.iterdir()):
             self.directory.rmdir()
+
+    def _write_kubeconfigs(self, server: str, pki: ClusterPKI) -> tuple[Path, Path, Path]:
+        """Each component's identity; returns the admin's, the KCM's and the scheduler's."""
+        kubeconfigs = self.directory / "kubeconfigs"
+        admin = write_kubeconfig(
+            self.kubeconfig, server, pki.ca.cert, "gangkeeper-sandbox-admin", pki.admin
+        )
+        kcm = write_kubeconfig(
+            kubeconfigs / "controller-manager.kubeconfig",
+            server,
+            pki.ca.cert,
+            "system:kube-controller-manager",
+            pki.controller_manager,
+        )
+        scheduler = write_kubeconfig(
+            kubeconfigs / "scheduler.kubeconfig",
+            server,
+            pki.ca.cert,
+            "system:kube-scheduler",
+            pki.scheduler,
+        )
+        write_kubeconfig(
+            self.gangkeeper_kubeconfig,
+            server,
+            pki.ca.cert,
+            f"system:serviceaccount:{GANGKEEPER_NAMESPACE}:{GANGKEEPER_ACCOUNT}",
+            pki.gangkeeper,
+        )
+        return admin, kcm, scheduler
+
+    def _install_crds(self) -> None:
+        """The workload kinds gangkeeper reads: JobSet's and LeaderWorkerSet's as their
+        modules ship them, the others from `data/crds`."""
+        self._kubectl("apply", "--server-side", "-f", str(CRD_DIR))
+        for crds in neighbours.crd_paths():
+            self._kubectl("apply", "--server-side", "-f", str(crds))
+        self._kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "crd",
+            "-l", "app.kubernetes.io/part-of=gangkeeper-sandbox",
+        )  # fmt: skip
+        self._kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s",
+            *(f"crd/{name}" for name in neighbours.served_crds()),
+        )  # fmt: skip
+
+    # -- neighbours ------------------------------------------------------------------
+
+    def _start_neighbours(
+        self, components: Sequence[str], ca: Path, serving: KeyPair, deadline: float
+    ) -> None:
+        """kwok, then the controllers with their webhooks registered and answering."""
+        if KWOK in components:
+            self._log("starting kwok")
+            neighbours.start_kwok(self.processes, self.directory, self.kubeconfig)
+        running = []
+        for name in components:
+            controller = CONTROLLERS.get(name)
+            if controller is None:
+                continue
+            self._log(f"starting the {name} controller {controller.version}")
+            running.append(
+                neighbours.start_controller(
+                    self.processes, controller, self.directory, self.kubeconfig, serving
+                )
+            )
+        for started in running:
+            readyz = f"http://127.0.0.1:{started.health_port}/readyz"
+            self._wait(
+                f"{started.controller.name} (readyz)",
+                functools.partial(_http_ok, readyz, None),
+                deadline,
+            )
+            configurations = neighbours.webhook_configurations(
+                started, ca.read_bytes(), self._kustomize
+            )
+            self._kubectl(
+                "apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(configurations)
+            )
+
+    def _kustomize(self, directory: Path) -> str:
+        done = self.kubectl("kustomize", str(directory), check=False)
+        if done.returncode != 0:
+            raise SandboxError(f"kubectl kustomize {directory} failed: {done.stderr.strip()}")
+        return done.stdout
 
     # -- gangkeeper ------------------------------------------------------------------
 
@@ -499,99 +560,6 @@ class Sandbox:
         return rendered.stdout
 
     # -- components ------------------------------------------------------------------
-
-    def _start_etcd(self, binaries: Binaries, ports: _Ports) -> None:
-        client_url = f"http://127.0.0.1:{ports.etcd_client}"
-        peer_url = f"http://127.0.0.1:{ports.etcd_peer}"
-        self.processes.start(
-            "etcd",
-            [
-                str(binaries.etcd),
-                "--name=sandbox",
-                f"--data-dir={self.directory / 'etcd-data'}",
-                f"--listen-client-urls={client_url}",
-                f"--advertise-client-urls={client_url}",
-                f"--listen-peer-urls={peer_url}",
-                f"--initial-advertise-peer-urls={peer_url}",
-                f"--initial-cluster=sandbox={peer_url}",
-                # A throwaway cluster: durability is not worth the fsync latency.
-                "--unsafe-no-fsync",
-                "--log-level=warn",
-            ],
-        )
-
-    def _start_apiserver(self, binaries: Binaries, ports: _Ports, pki: ClusterPKI) -> None:
-        argv = [
-            str(binaries.kube_apiserver),
-            f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            # The endpoint reconciler refuses a loopback address for the `kubernetes`
-            # Service; nothing in the sandbox reaches the API server through it.
-            "--endpoint-reconciler-type=none",
-            f"--secure-port={ports.apiserver}",
-            f"--tls-cert-file={pki.apiserver.cert}",
-            f"--tls-private-key-file={pki.apiserver.key}",
-            f"--client-ca-file={pki.ca.cert}",
-            "--authorization-mode=Node,RBAC",
-            "--anonymous-auth=false",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={pki.service_account_pub}",
-            f"--service-account-signing-key-file={pki.service_account_key}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,"
-            "MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
-            # No node-lifecycle controller runs to lift the not-ready taint it adds.
-            "--disable-admission-plugins=TaintNodesByCondition",
-            "--allow-privileged=true",
-            "--profiling=false",
-            "--v=1",
-        ]
-        if self.feature_gates:
-            argv.append(f"--feature-gates={_gates(self.feature_gates)}")
-        if self.feature_gates.get("GenericWorkload"):
-            # Beta API groups are not served by default even with their gate on.
-            argv.append("--runtime-config=scheduling.k8s.io/v1beta1=true")
-        self.processes.start("kube-apiserver", argv)
-
-    def _start_controller_manager(
-        self, binaries: Binaries, ports: _Ports, pki: ClusterPKI, kubeconfig: Path
-    ) -> None:
-        argv = [
-            str(binaries.kube_controller_manager),
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={ports.controller_manager}",
-            f"--cert-dir={self.directory / 'pki' / 'controller-manager-serving'}",
-            f"--controllers={','.join(KCM_CONTROLLERS)}",
-            f"--service-account-private-key-file={pki.service_account_key}",
-            f"--root-ca-file={pki.ca.cert}",
-            # Each controller acts as its own ServiceAccount, as in a real cluster.
-            "--use-service-account-credentials=true",
-            "--leader-elect=false",
-            "--v=1",
-        ]
-        if self.feature_gates:
-            argv.append(f"--feature-gates={_gates(self.feature_gates)}")
-        self.processes.start("kube-controller-manager", argv)
-
-    def _start_scheduler(self, binaries: Binaries, ports: _Ports, kubeconfig: Path) -> None:
-        argv = [
-            str(binaries.kube_scheduler),
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={ports.scheduler}",
-            f"--cert-dir={self.directory / 'pki' / 'scheduler-serving'}",
-            "--leader-elect=false",
-            "--v=1",
-        ]
-        if self.feature_gates:
-            argv.append(f"--feature-gates={_gates(self.feature_gates)}")
-        self.processes.start("kube-scheduler", argv)
 
     # -- helpers ---------------------------------------------------------------------
 

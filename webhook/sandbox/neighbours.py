@@ -1,0 +1,251 @@
+"""The components users run beside gangkeeper, started in the sandbox as real processes.
+
+- **kwok** plays the kubelet of the sandbox's Nodes: it makes them Ready, keeps
+  their heartbeat, and takes pods bound to them through Running, Ready and (for pods
+  with a duration) Succeeded, following the Stages in `data/kwok-stages.yaml`.
+- **JobSet** and **LeaderWorkerSet** controller managers, with their own admission
+  webhooks. Their webhook configurations are the ones each module ships (rendered
+  with `kubectl kustomize` from the module's `config/`), pointed at
+  `https://127.0.0.1:PORT` with a certificate from the sandbox PKI; their built-in
+  certificate rotation is turned off.
+
+Every binary and manifest comes from `deploy/sandbox/build.sh`, which builds each
+component from its own wrapper module into the cache beside the control plane
+(`<cache>/<component>-<version>/{bin,config}`).
+
+May touch: files in the sandbox directory it is given (configs, certificate copies),
+processes it starts through `Processes`, and the API server through the kubectl
+callable it is given. Never another address than 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .binaries import BUILD_COMMAND, BinariesMissing, cache_root
+from .pki import KeyPair
+from .processes import Processes, free_port
+
+#: Versions pinned by the wrapper modules in deploy/sandbox/<component>/go.mod (a test
+#: keeps the two in step); the cache folders are named after them.
+KWOK_VERSION = "v0.8.0"
+JOBSET_VERSION = "v0.11.1"
+LWS_VERSION = "v0.7.0"
+
+#: Nodes whose annotation matches are kwok's to play (`kwok --manage-nodes-with-...`).
+KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+#: Fake pod IPs (never routed anywhere: nothing but status fields carry them).
+KWOK_POD_CIDR = "10.128.0.0/10"
+#: Leases renew a node's heartbeat; long, so thousands of nodes cost the 2-core API
+#: server little (nothing in the sandbox marks a node unreachable anyway).
+KWOK_LEASE_SECONDS = 600
+
+KWOK = "kwok"
+JOBSET = "jobset"
+LWS = "lws"
+#: What `sandbox up` starts unless told otherwise, in start order.
+ALL_COMPONENTS: tuple[str, ...] = (KWOK, JOBSET, LWS)
+
+
+@dataclass(frozen=True)
+class Controller:
+    """A controller-runtime manager with webhooks: how to run and register it."""
+
+    name: str
+    version: str
+    binary: str
+    #: Its config API group (`config.<group>/v1alpha1`, kind Configuration).
+    config_group: str
+    crd_dir: str
+    webhook_dir: str
+    #: CRDs it serves, to wait for `Established`.
+    crds: tuple[str, ...]
+
+    @property
+    def root(self) -> Path:
+        return cache_root() / f"{self.name}-{self.version}"
+
+
+JOBSET_CONTROLLER = Controller(
+    name=JOBSET,
+    version=JOBSET_VERSION,
+    binary="jobset-controller",
+    config_group="config.jobset.x-k8s.io",
+    crd_dir="config/components/crd/bases",
+    webhook_dir="config/components/webhook",
+    crds=("jobsets.jobset.x-k8s.io",),
+)
+LWS_CONTROLLER = Controller(
+    name=LWS,
+    version=LWS_VERSION,
+    binary="lws-controller",
+    config_group="config.lws.x-k8s.io",
+    crd_dir="config/crd/bases",
+    webhook_dir="config/webhook",
+    crds=("leaderworkersets.leaderworkerset.x-k8s.io",),
+)
+CONTROLLERS: Mapping[str, Controller] = {c.name: c for c in (JOBSET_CONTROLLER, LWS_CONTROLLER)}
+
+
+def kwok_binary() -> Path:
+    return cache_root() / f"kwok-{KWOK_VERSION}" / "bin" / "kwok"
+
+
+def parse_components(text: str) -> tuple[str, ...]:
+    """`kwok,jobset` as `sandbox up --components` takes it ('' or 'none' for none)."""
+    names = [p.strip() for p in text.split(",") if p.strip() and p.strip() != "none"]
+    unknown = [n for n in names if n not in ALL_COMPONENTS]
+    if unknown:
+        raise ValueError(
+            f"unknown component(s) {', '.join(unknown)}; known: {', '.join(ALL_COMPONENTS)}"
+        )
+    if (JOBSET in names or LWS in names) and KWOK not in names:
+        # Their pods would be bound and then sit without a kubelet: never Ready, so
+        # JobSet's dependsOn and LeaderWorkerSet's LeaderReady could never proceed.
+        raise ValueError("jobset and lws need kwok (their pods must start and become Ready)")
+    return tuple(n for n in ALL_COMPONENTS if n in names)
+
+
+def require_built(components: Sequence[str]) -> None:
+    """BinariesMissing naming the build command when a component is not built.
+
+    The CRDs of JobSet and LeaderWorkerSet are installed even when their controllers
+    are not started (gangkeeper reads those kinds), so their folders are always needed.
+    """
+    missing = [
+        f"{c.name} ({c.root})" for c in CONTROLLERS.values() if not (c.root / c.crd_dir).is_dir()
+    ]
+    if KWOK in components and not os.access(kwok_binary(), os.X_OK):
+        missing.append(f"kwok ({kwok_binary()})")
+    for name in components:
+        controller = CONTROLLERS.get(name)
+        if controller is not None and not os.access(
+            controller.root / "bin" / controller.binary, os.X_OK
+        ):
+            missing.append(f"{name} ({controller.root / 'bin' / controller.binary})")
+    if missing:
+        raise BinariesMissing(
+            f"sandbox components not built: {', '.join(sorted(set(missing)))}; build them "
+            f"with `{BUILD_COMMAND}` (needs Go; cached, a second run does nothing)"
+        )
+
+
+def crd_paths() -> list[Path]:
+    """The CRD files of JobSet and LeaderWorkerSet, as their module versions ship them."""
+    return [c.root / c.crd_dir for c in CONTROLLERS.values()]
+
+
+def served_crds() -> list[str]:
+    return [name for c in CONTROLLERS.values() for name in c.crds]
+
+
+def start_kwok(processes: Processes, directory: Path, kubeconfig: Path) -> None:
+    """Run the kwok controller on the sandbox's annotated Nodes, with our Stages."""
+    config = directory / "kwok.yaml"
+    stages = resources.files("gangkeeper.webhook.sandbox").joinpath("data/kwok-stages.yaml")
+    config.write_text(stages.read_text())
+    key, value = KWOK_NODE_ANNOTATION
+    processes.start(
+        KWOK,
+        [
+            str(kwok_binary()),
+            f"--kubeconfig={kubeconfig}",
+            f"--config={config}",
+            f"--manage-nodes-with-annotation-selector={key}={value}",
+            f"--cidr={KWOK_POD_CIDR}",
+            f"--node-lease-duration-seconds={KWOK_LEASE_SECONDS}",
+            # No --server-address: kwok's own server (logs, exec) stays off.
+        ],
+    )
+
+
+@dataclass(frozen=True)
+class RunningController:
+    """Where a started controller listens: what registration and readiness need."""
+
+    controller: Controller
+    webhook_port: int
+    health_port: int
+
+
+def start_controller(
+    processes: Processes,
+    controller: Controller,
+    directory: Path,
+    kubeconfig: Path,
+    serving: KeyPair,
+) -> RunningController:
+    """Start one controller manager, its webhook server on 127.0.0.1, no cert rotation."""
+    root = directory / controller.name
+    cert_dir = root / "serving-certs"
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    # controller-runtime's webhook server reads tls.crt/tls.key from its cert dir.
+    shutil.copyfile(serving.cert, cert_dir / "tls.crt")
+    shutil.copyfile(serving.key, cert_dir / "tls.key")
+    running = RunningController(controller, webhook_port=free_port(), health_port=free_port())
+    config = {
+        "apiVersion": f"{controller.config_group}/v1alpha1",
+        "kind": "Configuration",
+        # One replica: nothing to elect, and no Lease writes on the shared 2 cores.
+        "leaderElection": {"leaderElect": False},
+        # The sandbox PKI issued the serving certificate; the built-in rotator would
+        # look for a Secret and a Service that do not exist here.
+        "internalCertManagement": {"enable": False},
+        "webhook": {"port": running.webhook_port, "host": "127.0.0.1", "certDir": str(cert_dir)},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{running.health_port}"},
+        # "0" turns controller-runtime's metrics server off.
+        "metrics": {"bindAddress": "0"},
+    }
+    config_path = root / "config.yaml"
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    processes.start(
+        controller.name,
+        [str(controller.root / "bin" / controller.binary), f"--config={config_path}"],
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+    )
+    return running
+
+
+def webhook_configurations(
+    running: RunningController, ca_bundle: bytes, kustomize: Callable[[Path], str]
+) -> list[dict[str, Any]]:
+    """The controller's own webhook configurations, pointed at its loopback server.
+
+    `kustomize` renders a kustomization directory (the sandbox's `kubectl kustomize`),
+    so the patches each module applies (JobSet's pod webhooks only see JobSet pods)
+    are kept exactly. Names get the component's prefix, as its release manifests do,
+    because JobSet and LeaderWorkerSet both call theirs `mutating-webhook-configuration`.
+    """
+    controller = running.controller
+    rendered = kustomize(controller.root / controller.webhook_dir)
+    bundle = base64.b64encode(ca_bundle).decode()
+    out: list[dict[str, Any]] = []
+    for doc in yaml.safe_load_all(rendered):
+        if not isinstance(doc, dict) or doc.get("kind") not in (
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+        ):
+            continue
+        doc["metadata"]["name"] = f"{controller.name}-{doc['metadata']['name']}"
+        for webhook in doc.get("webhooks") or []:
+            path = (webhook.get("clientConfig") or {}).get("service", {}).get("path", "/")
+            webhook["clientConfig"] = {
+                "url": f"https://127.0.0.1:{running.webhook_port}{path}",
+                "caBundle": bundle,
+            }
+        out.append(doc)
+    if not out:
+        raise BinariesMissing(
+            f"no webhook configurations in {controller.root / controller.webhook_dir}; "
+            f"rebuild with `{BUILD_COMMAND}`"
+        )
+    return out
