@@ -25,8 +25,6 @@ from gangkeeper.policies.names import DEFAULT_NAMESPACE, SERVICE_NAME, WEBHOOK_C
 
 from ..files.config import ConfigFileError, load_config_file
 
-REPO_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-DEFAULT_NODES = REPO_EXAMPLES / "fleet.yaml"
 #: Hidden switch for `bench.webhook`: exposes POST /noop, the floor of the stack.
 NOOP_ENV = "GANGKEEPER_BENCH_NOOP"
 
@@ -43,7 +41,8 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--nodes",
         metavar="FILE",
-        help=f"fleet of Node objects when there is no cluster (default: {DEFAULT_NODES})",
+        help="fleet of Node objects when there is no cluster (default: the sample fleet "
+        "examples/fleet.yaml, shipped in the package)",
     )
     parser.add_argument(
         "--owners",
@@ -171,6 +170,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
+def _sample_fleet() -> Path:
+    """`examples/fleet.yaml` as the package ships it (with the sandbox's data)."""
+    from gangkeeper.webhook.sandbox import DEFAULT_FLEET
+
+    return DEFAULT_FLEET
+
+
 def _build_view(
     args: argparse.Namespace, informers: Any | None, config: Any, metrics: Any
 ) -> Any:
@@ -186,7 +192,7 @@ def _build_view(
     if informers is None:
         if args.controller_only:
             raise UsageError("--controller-only needs a cluster (--kubeconfig or in-cluster)")
-        nodes = Path(args.nodes) if args.nodes else DEFAULT_NODES
+        nodes = Path(args.nodes) if args.nodes else _sample_fleet()
         if not nodes.is_file():
             raise UsageError(
                 f"no cluster and no fleet file at {nodes}: pass --nodes FILE "
