@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, cast, get_args
@@ -226,6 +226,15 @@ def pod_info(
         labels=labels if gang else _NO_LABELS,
         deleting=bool(meta.get("deletionTimestamp")),
     )
+
+
+def same_for_planning(old: PodInfo, new: PodInfo) -> bool:
+    """Equal but for resourceVersion: no plan can differ, so no re-plan is needed.
+
+    Most pod updates are status-only (the scheduler's conditions on a gated or pending
+    pod, the kubelet's container states): they change nothing `PodInfo` keeps.
+    """
+    return old == replace(new, resource_version=old.resource_version)
 
 
 def matters(info: PodInfo) -> bool:

@@ -32,7 +32,6 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import replace
 from typing import Any
 
 from kubernetes.client import ApiClient
@@ -55,6 +54,7 @@ from gangkeeper.policies.release.observe import (
     is_live,
     matters,
     pod_info,
+    same_for_planning,
 )
 from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
 
@@ -111,15 +111,6 @@ def event_body(
         "type": "Warning",
         "regarding": dict(regarding),
     }
-
-
-def same_for_planning(old: PodInfo, new: PodInfo) -> bool:
-    """Equal but for resourceVersion: no plan can differ, so no re-plan is needed.
-
-    Most pod updates are status-only (the scheduler's conditions on a gated or pending
-    pod, the kubelet's container states): they change nothing `PodInfo` keeps.
-    """
-    return old == replace(new, resource_version=old.resource_version)
 
 
 #: Event reason per wait cause.

@@ -15,9 +15,9 @@ from kubernetes.client import ApiClient
 
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.nodes import gpu_node_fields
-from gangkeeper.policies.release.observe import PodInfo, is_live, pod_info
+from gangkeeper.policies.release.observe import PodInfo, is_live, pod_info, same_for_planning
 from gangkeeper.policies.release.plan import plan
-from gangkeeper.webhook.controller.controller import GangController, same_for_planning
+from gangkeeper.webhook.controller.controller import GangController
 from gangkeeper.webhook.kube.fake import FakeApi
 from gangkeeper.webhook.kube.informer import Informer, Store
 from gangkeeper.webhook.kube.resources import PODS
