@@ -6,8 +6,10 @@ event since, then new ones as they happen; "410 Gone" for a version older than t
 last `compact()`), and the writes the controller makes (POST, PUT with optimistic
 concurrency, JSON-patch PATCH with `test` operations, DELETE), each write logged as a
 watch event. Tests steer it: `seed` and `forget` change objects without an event (as
-if the watch missed them), `break_watch` ends or fails the open streams, `absent`
-makes a collection unserved (404), `calls` records every request.
+if the watch missed them), `emit` and `bookmark` log events, `break_watch` delivers an
+event or raises in the open stream, `end_watch` ends it, `compact` makes every older
+version answer 410, `expire_continue` cuts a paged list short, `absent` makes a
+collection unserved (404), `calls` records every request.
 
 It is not an API server: no admission, no defaulting, no field selectors, no
 validation. The end-to-end tests use a real one. In memory only: no I/O.
