@@ -12,7 +12,7 @@ from typing import Any
 
 from gangkeeper.webhook.kube.api import ApiError
 from gangkeeper.webhook.kube.fake import FakeApi
-from gangkeeper.webhook.kube.informer import Informer, Store, list_all
+from gangkeeper.webhook.kube.informer import Informer, Informers, Store, list_all
 from gangkeeper.webhook.kube.resources import PODS
 
 PATH = PODS.path
@@ -156,3 +156,19 @@ def test_a_one_shot_list_reads_every_page() -> None:
     api = FakeApi()
     api.seed(PATH, obj("a"), obj("b"), obj("c"))
     assert [o["metadata"]["name"] for o in list_all(api, PATH)] == ["a", "b", "c"]
+
+
+def test_subscribers_of_one_resource_share_one_list_and_one_watch() -> None:
+    api = FakeApi()
+    api.seed(PATH, obj("a"))
+    informers = Informers(api)
+    first: Store[dict[str, Any]] = Store(keep)
+    second: Store[dict[str, Any]] = Store(keep)
+    informer = informers.subscribe(PODS, first)
+    assert informers.subscribe(PODS, second) is informer
+    informers.start()
+    assert informer.synced.wait(5)
+    api.emit(PATH, "ADDED", obj("b"))
+    eventually(lambda: names(first) == names(second) == {"a", "b"}, "both stores fed")
+    informers.stop()
+    assert len(list_queries(api)) == 1 and len(watched_from(api)) == 1
