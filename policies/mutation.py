@@ -30,11 +30,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Literal
 
 from .config import Config
-from .model import JSON_OBJECT, Backend, KubeObject, PodMembership, Source
+from .model import JSON_OBJECT, Backend, KubeObject, PodMembership
 from .names import (
     BACKEND_ANNOTATION,
     COSCHEDULING_GROUP_LABEL,
@@ -97,9 +96,6 @@ def _shortened(name: str, invalid: str, ends: str) -> str:
     return f"{prefix}-{digest}" if prefix else digest
 
 
-# Gang and role names repeat for every pod of a gang; the regex checks and hashing
-# are pure functions of the name, so recent answers are remembered (bounded).
-@lru_cache(maxsize=4096)
 def label_value(name: str) -> str:
     """`name` if it is a valid label value, else a stable shortened form that is."""
     if len(name) <= _MAX_LABEL and _LABEL_VALUE.fullmatch(name):
@@ -107,7 +103,6 @@ def label_value(name: str) -> str:
     return _shortened(name, r"[^-A-Za-z0-9_.]", "A-Za-z0-9")
 
 
-@lru_cache(maxsize=4096)
 def group_name(name: str) -> str:
     """The gang's label value and PodGroup name: a valid label value that is also a
     lowercase DNS subdomain (as PodGroup names must be), shortened with a stable hash
@@ -311,12 +306,9 @@ def foreign_keys(
 
 
 def _owner_json(membership: PodMembership) -> str:
-    return _source_json(membership.gang.source)
-
-
-@lru_cache(maxsize=4096)
-def _source_json(source: Source) -> str:
-    """The owner annotation's JSON; the same for every pod of a gang, so remembered."""
+    """The owner annotation's JSON (the same for every pod of a gang: plans are
+    remembered per pod shape by the decider's `PlanMemo`)."""
+    source = membership.gang.source
     return json.dumps(
         {
             "apiVersion": source.api_version,
