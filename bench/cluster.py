@@ -174,14 +174,17 @@ class BenchCluster:
         return total
 
     def clear_pods(self, namespace: str, timeout: float = 120.0) -> None:
-        """Delete every pod of the namespace at once (grace 0: no kubelet) and wait."""
+        """Delete every Job and pod of the namespace at once (grace 0) and wait."""
         # Through the raw client, which reads the whole answer: an unread streamed
         # response is dropped, and the API server then aborts the collection delete.
-        status, body = self.raw.request(
-            "DELETE", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0"
-        )
-        if status != 200:
-            raise RuntimeError(f"deleting pods of {namespace}: HTTP {status} {body[:300]!r}")
+        # Jobs first, or the Job controller recreates the pods deleted next.
+        for what, path in (
+            ("Jobs", f"/apis/batch/v1/namespaces/{namespace}/jobs?propagationPolicy=Background"),
+            ("pods", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0"),
+        ):
+            status, body = self.raw.request("DELETE", path)
+            if status != 200:
+                raise RuntimeError(f"deleting {what} of {namespace}: HTTP {status} {body[:300]!r}")
         wait_for(
             lambda: not self.core.list_namespaced_pod(namespace, limit=1).items,
             timeout,

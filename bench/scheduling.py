@@ -1,8 +1,9 @@
 """The headline benchmark: one seeded training-job trace replayed under each gang mode.
 
-A fake 64-GPU fleet (8 Ready nodes x 8 `nvidia.com/gpu`, no kubelet) is served by the
-sandbox's real kube-apiserver and kube-scheduler. The same trace of training jobs (gang
-sizes 1-32 GPUs, Poisson arrivals) is replayed, time-compressed, once per mode:
+A fake 64-GPU fleet (8 kwok nodes x 8 `nvidia.com/gpu`) is served by the sandbox's
+real kube-apiserver, kube-scheduler, kube-controller-manager and kwok. The same trace
+of training jobs (gang sizes 1-32 GPUs, Poisson arrivals) is replayed, time-compressed,
+once per mode:
 
 | mode | namespace | what places the pods |
 | --- | --- | --- |
@@ -11,11 +12,15 @@ sizes 1-32 GPUs, Poisson arrivals) is replayed, time-compressed, once per mode:
 | `native` | opted in, override `native` | Kubernetes' gang scheduling (`GenericWorkload`) |
 | `coscheduling` | - | not measurable: scheduler-plugins cannot be built (Go proxy 403) |
 
-A job "runs" once every member is bound (no kubelet: running = `spec.nodeName` set), for
-its trace duration, and then the driver deletes its pods. Everything the driver sees is an
-`Event` in a log; the figures (idle GPU-seconds of partial gangs, deadlocked gangs,
-completed jobs, makespan, wait) are computed from that log by the pure `outcome()`, which
-the unit tests exercise with synthetic logs.
+Each trace job is an Indexed batch/v1 Job. Its pods start on kwok's nodes as they are
+bound, but, like real workers waiting in a rendezvous, they train only once every
+member runs: then the driver gives each pod its trace duration (kwok's
+`pod-complete.stage.kwok.x-k8s.io/delay`), kwok completes the pods when it elapses,
+and the Job controller completes the Job. A partly bound gang never trains, so its
+GPUs stay held. Everything the driver sees is an `Event` in a log; the figures (idle
+GPU-seconds of partial gangs, deadlocked gangs, completed jobs, makespan, wait) are
+computed from that log by the pure `outcome()`, which the unit tests exercise with
+synthetic logs.
 
 Pure part (trace, events, metrics): no I/O. Live part (`Replay`, `run`): talks only to
 the API server of the cluster it is given, creates and deletes only its own namespaces,
@@ -24,19 +29,15 @@ nodes and pods (all labelled `bench.gangkeeper.io/...`).
 
 from __future__ import annotations
 
-import heapq
 import json
 import math
 import random
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
-
-from gangkeeper.policies.names import GANG_NAME_ANNOTATION, MIN_MEMBER_ANNOTATION
 
 if TYPE_CHECKING:
     from bench.cluster import BenchCluster
@@ -154,9 +155,9 @@ EventKind = Literal["arrive", "bind", "release", "finish"]
 class Event:
     """Something the driver saw, `t` seconds after the trace started.
 
-    `arrive`: the job's pods are being created. `bind`: pod `pod` got a node, holding
-    `gpus`. `release`: pod `pod` was deleted. `finish`: the job ran its duration and
-    was torn down.
+    `arrive`: the job's Job is being created. `bind`: pod `pod` got a node, holding
+    `gpus`. `release`: pod `pod` finished (Succeeded: its GPUs are free). `finish`:
+    every member finished its run.
     """
 
     t: float
@@ -360,31 +361,39 @@ def summary_rows(results: dict[Mode, Outcome | str]) -> list[dict[str, Any]]:
 class RawRequests(Protocol):
     """What the driver needs for writes: `bench.cluster.RawApi.request`."""
 
-    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]: ...
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        *,
+        content_type: str = "application/json",
+    ) -> tuple[int, bytes]: ...
 
 
-def job_pods(job: TraceJob, *, run_id: str, fleet: str) -> list[dict[str, Any]]:
-    """The bare pods of one job, carrying gangkeeper's explicit gang annotations.
+#: kwok completes a Ready pod this long after the annotation appears (its run time).
+RUN_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"
+#: Trace pods are Ready as soon as they run: the trace's durations are the whole run.
+READY_AFTER = "pod-ready.stage.kwok.x-k8s.io/delay"
 
-    No kubelet runs, so the image is never pulled; grace 0 lets a delete of a bound pod
-    complete at once instead of waiting for a kubelet that will never confirm it.
-    """
-    pods = []
-    for i in range(job.members):
-        gpus = str(job.gpus_per_member)
-        pods.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": f"{job.name}-{i}",
-                    "labels": {RUN_LABEL: run_id, JOB_LABEL: job.name},
-                    "annotations": {
-                        GANG_NAME_ANNOTATION: job.name,
-                        MIN_MEMBER_ANNOTATION: str(job.members),
-                    },
-                },
+
+def job_manifest(job: TraceJob, *, run_id: str, fleet: str) -> dict[str, Any]:
+    """One trace job as an Indexed Job of `members` pods (gangkeeper recognises it)."""
+    gpus = str(job.gpus_per_member)
+    labels = {RUN_LABEL: run_id, JOB_LABEL: job.name}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": job.name, "labels": labels},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": job.members,
+            "parallelism": job.members,
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"labels": labels, "annotations": {READY_AFTER: "0s"}},
                 "spec": {
+                    "restartPolicy": "Never",
                     "nodeSelector": {FLEET_LABEL: fleet},
                     "terminationGracePeriodSeconds": 0,
                     "containers": [
@@ -398,18 +407,24 @@ def job_pods(job: TraceJob, *, run_id: str, fleet: str) -> list[dict[str, Any]]:
                         }
                     ],
                 },
-            }
-        )
-    return pods
+            },
+        },
+    }
+
+
+def run_patch(duration: float) -> bytes:
+    """The merge patch that starts a member's run: kwok completes it `duration` later."""
+    annotations = {RUN_FOR: f"{round(duration * 1000)}ms"}
+    return json.dumps({"metadata": {"annotations": annotations}}).encode()
 
 
 class Replay:
     """Replay a trace in one namespace and log what happens.
 
-    Threads: a watch on the namespace's pods logs binds and notices complete gangs;
-    the main loop creates pods at arrival times and tears jobs down when their run
-    time is over; a small pool does the API calls so a slow create never delays the
-    clock. All shared state is guarded by one lock.
+    Threads: a watch on the namespace's pods logs binds, starts the run of a gang
+    once all its members are bound, and logs members finishing; the main loop creates
+    the Jobs at arrival times; a small pool does the API calls so a slow create never
+    delays the clock. All shared state is guarded by one lock.
     """
 
     def __init__(
@@ -441,7 +456,8 @@ class Replay:
         self._by_name = {j.name: j for j in self.jobs}
         self._lock = threading.Lock()
         self._bound: dict[str, set[str]] = {j.name: set() for j in self.jobs}
-        self._finish_heap: list[tuple[float, str]] = []
+        self._succeeded: dict[str, set[str]] = {j.name: set() for j in self.jobs}
+        self._to_start: list[tuple[str, str]] = []
         self._finished: set[str] = set()
         self._running: set[str] = set()
         self._stop = threading.Event()
@@ -470,16 +486,28 @@ class Replay:
         if name not in self._by_name or not node:
             return
         job = self._by_name[name]
+        pod_name = pod.metadata.name
         with self._lock:
-            pods = self._bound[name]
-            if pod.metadata.name in pods or name in self._finished:
+            if name in self._finished:
                 return
-            pods.add(pod.metadata.name)
             t = self._now()
-            self._log(Event(t, "bind", name, pod.metadata.name, job.gpus_per_member))
-            if len(pods) == job.members:
-                self._running.add(name)
-                heapq.heappush(self._finish_heap, (t + job.duration, name))
+            pods = self._bound[name]
+            if pod_name not in pods:
+                pods.add(pod_name)
+                self._log(Event(t, "bind", name, pod_name, job.gpus_per_member))
+                if len(pods) == job.members:
+                    # The whole gang runs: training starts (the rendezvous completes).
+                    self._running.add(name)
+                    self._to_start.extend((name, p) for p in sorted(pods))
+            phase = pod.status.phase if pod.status is not None else None
+            done = self._succeeded[name]
+            if phase == "Succeeded" and pod_name not in done:
+                done.add(pod_name)
+                self._log(Event(t, "release", name, pod_name, job.gpus_per_member))
+                if len(done) == job.members:
+                    self._running.discard(name)
+                    self._finished.add(name)
+                    self._log(Event(t, "finish", name))
 
     def _watch(self) -> None:
         from kubernetes import watch  # lazy: the pure part must import without a client
@@ -511,7 +539,14 @@ class Replay:
             finally:
                 w.stop()  # type: ignore[no-untyped-call]
 
-    def _call(self, what: str, method: str, path: str, body: bytes | None = None) -> None:
+    def _call(
+        self,
+        what: str,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         """One API call, retried like a controller would on a transient failure.
 
         A create answered 409 on a retry means the first attempt did land. Anything
@@ -519,7 +554,7 @@ class Replay:
         """
         for attempt in range(4):
             try:
-                status, answer = self.raw.request(method, path, body)
+                status, answer = self.raw.request(method, path, body, content_type=content_type)
             except OSError as exc:
                 status, answer = 0, str(exc).encode()
             if 200 <= status < 300 or (status == 409 and attempt > 0):
@@ -531,23 +566,20 @@ class Replay:
         text = " ".join(answer.decode(errors="replace").split())[:300]
         self.errors.append(f"{what}: HTTP {status} {text}")
 
-    def _create(self, pod: dict[str, Any]) -> None:
-        path = f"/api/v1/namespaces/{self.namespace}/pods"
-        self._call(f"create {pod['metadata']['name']}", "POST", path, json.dumps(pod).encode())
+    def _create(self, job: dict[str, Any]) -> None:
+        path = f"/apis/batch/v1/namespaces/{self.namespace}/jobs"
+        self._call(f"create {job['metadata']['name']}", "POST", path, json.dumps(job).encode())
 
-    def _teardown(self, name: str) -> None:
-        selector = urllib.parse.quote(f"{RUN_LABEL}={self.run_id},{JOB_LABEL}={name}")
-        path = (
-            f"/api/v1/namespaces/{self.namespace}/pods"
-            f"?labelSelector={selector}&gracePeriodSeconds=0"
-        )
-        self._call(f"delete {name}", "DELETE", path)
+    def _start_run(self, job: str, pod: str) -> None:
+        path = f"/api/v1/namespaces/{self.namespace}/pods/{pod}"
+        patch = run_patch(self._by_name[job].duration)
+        self._call(f"start {pod}", "PATCH", path, patch, "application/merge-patch+json")
 
     def run(self) -> list[Event]:
         """Replay until every job finished, the horizon passed, or the state froze.
 
         Frozen = hold-and-wait with no way out: every job has arrived, none is
-        running (so no pod will ever be deleted and no GPU freed), some GPUs are held
+        running (so no pod will ever finish and no GPU be freed), some GPUs are held
         by partial gangs, and nothing changed for `frozen_after` seconds (longer than
         the scheduler's 10 s maximum backoff, so every pending pod was retried against
         this exact capacity). The rest of the horizon would only repeat the same state,
@@ -568,21 +600,12 @@ class Replay:
                     job = pending.pop(0)
                     with self._lock:
                         self._log(Event(now, "arrive", job.name))
-                    for pod in job_pods(job, run_id=self.run_id, fleet=self.fleet):
-                        pool.submit(self._create, pod)
+                    manifest = job_manifest(job, run_id=self.run_id, fleet=self.fleet)
+                    pool.submit(self._create, manifest)
                 with self._lock:
-                    due = []
-                    while self._finish_heap and self._finish_heap[0][0] <= now:
-                        due.append(heapq.heappop(self._finish_heap)[1])
-                    for name in due:
-                        self._running.discard(name)
-                        self._finished.add(name)
-                        job = self._by_name[name]
-                        for pod_name in sorted(self._bound[name]):
-                            self._log(Event(now, "release", name, pod_name, job.gpus_per_member))
-                        self._log(Event(now, "finish", name))
-                for name in due:
-                    pool.submit(self._teardown, name)
+                    starts, self._to_start = self._to_start, []
+                for name, pod_name in starts:
+                    pool.submit(self._start_run, name, pod_name)
                 with self._lock:
                     done = len(self._finished) == len(self.jobs)
                     frozen = (

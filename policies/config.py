@@ -38,6 +38,9 @@ DEFAULT_NODE_IDENTITY_LABELS: tuple[str, ...] = ("kubernetes.io/hostname",)
 
 ConflictPolicy = Literal["skip", "reject"]
 UnreadablePolicy = Literal["allow", "reject"]
+#: How a TrainJob's `resourcesPerNode` meets the runtime's container resources:
+#: Trainer ≤ v2.2 replaces them, v2.3+ merges per resource (kubeflow/trainer#3602).
+TrainerResources = Literal["replace", "merge"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,10 @@ class Config:
     on_conflict: ConflictPolicy = "skip"
     #: What to do with an object the policy cannot read (admission answer).
     on_unreadable: UnreadablePolicy = "allow"
+    #: The Trainer release's rule for resourcesPerNode. "replace" (v2.2.0, the
+    #: release the sandbox runs) never counts more than the pods ask for under either
+    #: rule, so it cannot cause a false rejection on a cluster that merges.
+    trainer_resources: TrainerResources = "replace"
     #: After this long incomplete or not fitting, a gang is reported as stuck.
     gang_timeout_seconds: int = 300
     pools: tuple[NodePool, ...] = ()
@@ -98,6 +105,7 @@ class Config:
 _BACKENDS: tuple[str, ...] = get_args(Backend)
 _CONFLICT: tuple[str, ...] = get_args(ConflictPolicy)
 _UNREADABLE: tuple[str, ...] = get_args(UnreadablePolicy)
+_TRAINER_RESOURCES: tuple[str, ...] = get_args(TrainerResources)
 _KEYS = {
     "backend",
     "namespaceBackends",
@@ -108,6 +116,7 @@ _KEYS = {
     "gangTimeoutSeconds",
     "pools",
     "nodeIdentityLabels",
+    "trainerResourcesPerNode",
 }
 
 
@@ -294,4 +303,12 @@ def load_config(raw: Mapping[str, Any] | None) -> Config:
         ),
         pools=pools,
         node_identity_labels=identity,
+        trainer_resources=cast(
+            TrainerResources,
+            _choice(
+                "trainerResourcesPerNode",
+                _given(data, "trainerResourcesPerNode", defaults.trainer_resources),
+                _TRAINER_RESOURCES,
+            ),
+        ),
     )

@@ -12,17 +12,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 from .capacity import Capacity
 from .config import Config
 from .feasibility import check_gang
-from .model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, Verdict
+from .model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup, Verdict
 from .mutation import MutationPlan, plan_pod
 from .names import SKIP_LABEL
 from .plan_memo import PlanMemo
+from .pod_gangs import all_seen_note, unseen_warning
 from .recognizers.base import Registry
 from .recognizers.common import OwnerGangs
 from .recognizers.registry import recognize_object, recognize_pod
@@ -99,6 +100,17 @@ def _opted_out(pod: KubeObject) -> bool:
     return isinstance(labels, JSON_OBJECT) and labels.get(SKIP_LABEL) == "true"
 
 
+def _checked(gang: Gang, capacity: Capacity) -> Verdict:
+    """`check_gang`, plus what pod-based gangs add: the warning when members like the
+    seen ones could not be packed, and on a rejection the count of members seen."""
+    verdict = check_gang(gang, capacity)
+    if not verdict.allowed:
+        note = all_seen_note(gang)
+        return replace(verdict, reason=f"{verdict.reason}; {note}") if note else verdict
+    warning = unseen_warning(gang, capacity)
+    return replace(verdict, warnings=(*verdict.warnings, warning)) if warning else verdict
+
+
 def decide_pod(
     pod: KubeObject,
     *,
@@ -107,6 +119,7 @@ def decide_pod(
     lookup: OwnerLookup,
     config: Config,
     registry: Registry | None = None,
+    siblings: PodsLookup | None = None,
     memos: Memos | None = None,
 ) -> PodDecision:
     """Recognise, check and plan one pod (the mutating and validating pod webhooks)."""
@@ -116,10 +129,11 @@ def decide_pod(
     if _opted_out(pod):
         return PodDecision(None, allowed, skipped=f"pod opted out ({SKIP_LABEL}=true)")
     pod = _with_namespace(pod, namespace)
-    membership = recognize_pod(pod, lookup, config, registry, memos.owners if memos else None)
+    owners = memos.owners if memos is not None else None
+    membership = recognize_pod(pod, lookup, config, registry, siblings, owners=owners)
     if membership is None:
         return PodDecision(None, allowed, skipped="not part of a gang")
-    verdict = check_gang(membership.gang, capacity)
+    verdict = _checked(membership.gang, capacity)
     if memos is not None:
         plan, ops = memos.plans.plan(pod, membership, config, namespace)
     else:
@@ -139,10 +153,30 @@ def decide_pod(
 
 def validate_object(
     obj: KubeObject, *, capacity: Capacity, lookup: OwnerLookup, config: Config,
-    registry: Registry | None = None, memos: Memos | None = None,
+    registry: Registry | None = None, siblings: PodsLookup | None = None,
+    memos: Memos | None = None,
 ) -> list[ObjectDecision]:
     """One decision per gang of a workload object; [] when it is not a gang."""
     if obj.get("kind") == "Pod" and _opted_out(obj):
         return []
-    gangs = recognize_object(obj, lookup, config, registry, memos.owners if memos else None)
-    return [ObjectDecision(gang, check_gang(gang, capacity)) for gang in gangs]
+    owners = memos.owners if memos is not None else None
+    gangs = recognize_object(obj, lookup, config, registry, siblings, owners=owners)
+    decisions = [ObjectDecision(gang, _checked(gang, capacity)) for gang in gangs]
+    if obj.get("kind") == "Pod" and config.on_conflict == "reject":
+        # The mutating webhook refuses a pod of another gang system (a Kueue pod
+        # group, Volcano, ...) under onConflict: reject; validation says the same, so
+        # `kubectl apply --dry-run=server` and `gangkeeper check` agree with it.
+        decisions = [_conflict(obj, d, config) for d in decisions]
+    return decisions
+
+
+def _conflict(pod: KubeObject, decision: ObjectDecision, config: Config) -> ObjectDecision:
+    gang = decision.gang
+    role = gang.roles[0].name if gang.roles else ""
+    plan = plan_pod(pod, PodMembership(gang, role), config, gang.namespace)
+    if plan.outcome != "reject":
+        return decision
+    verdict = Verdict(
+        allowed=False, reason=plan.message, warnings=decision.verdict.warnings, code="conflict"
+    )
+    return ObjectDecision(gang, verdict)

@@ -7,7 +7,7 @@ or knows about HTTP; this module imports nothing from the rest of the package.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -24,6 +24,13 @@ JSON_OBJECT = (dict, Mapping)
 #: The webhook answers from its watch-fed caches; `gangkeeper check` from the files it
 #: was given; tests from a dict. It must not block on the network.
 OwnerLookup = Callable[[str, str, str, str], KubeObject | None]
+
+#: Given (namespace, gang name) return the pods seen that name that gang: by the
+#: annotation `gangkeeper.io/gang-name` or the label `kueue.x-k8s.io/pod-group-name`.
+#: The webhook answers from its cache of gang pods, `gangkeeper check` from its files.
+#: Candidates only: the policy keeps those its recogniser puts in the same gang. It
+#: must not block on the network.
+PodsLookup = Callable[[str, str], Sequence[KubeObject]]
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -86,6 +93,13 @@ class Role:
     #: Effective per-pod request of each GPU resource, whole numbers, zeros omitted.
     demand: Mapping[str, int]
     placement: Placement = field(default_factory=Placement)
+    #: Members created only after the gang is released, because their controller
+    #: waits for the first members to run: a step that depends on another's Ready
+    #: (JobSet `dependsOn` Ready), JobSet `startupPolicy: InOrder`, LeaderWorkerSet
+    #: `startupPolicy: LeaderReady` workers, JobSet exclusive-placement followers.
+    #: They count for feasibility like any member; release never waits for them, and
+    #: their room is held until they arrive.
+    later: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,6 +129,33 @@ class Gang:
     @property
     def size(self) -> int:
         return sum(role.count for role in self.roles)
+
+    @property
+    def later_members(self) -> int:
+        """Members that can only exist after the gang is released (`Role.later`)."""
+        return sum(role.count for role in self.roles if role.later)
+
+    @property
+    def needed_before_release(self) -> int:
+        """Members that must exist before release: minMember less those that only
+        come after it (at least one: something must start the gang)."""
+        return max(1, self.min_member - self.later_members)
+
+    def min_member_demand(self) -> dict[str, int]:
+        """The demand of the minMember members a verdict is about: all members when
+        minMember is the size, else the cheapest minMember of them (fewest GPUs per
+        member first), as feasibility checks them."""
+        left = self.min_member
+        total: dict[str, int] = {}
+        for role in sorted(self.roles, key=lambda r: sum(r.demand.values())):
+            take = min(left, role.count)
+            for resource, amount in role.demand.items():
+                if amount and take:
+                    total[resource] = total.get(resource, 0) + amount * take
+            left -= take
+            if left <= 0:
+                break
+        return total
 
     def total_demand(self) -> dict[str, int]:
         """Sum of every member's demand per resource; resources never mixed."""

@@ -33,13 +33,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .config import Config
-from .model import JSON_OBJECT, Backend, KubeObject, PodMembership
+from .model import JSON_OBJECT, Backend, Gang, KubeObject, PodMembership
 from .names import (
     BACKEND_ANNOTATION,
     COSCHEDULING_GROUP_LABEL,
     GANG_LABEL,
     GANG_NAME_ANNOTATION,
     GATE,
+    LATER_ANNOTATION,
     MIN_MEMBER_ANNOTATION,
     OWNER_ANNOTATION,
     ROLE_LABEL,
@@ -305,6 +306,18 @@ def foreign_keys(
     return found
 
 
+def later_json(gang: Gang) -> str:
+    """The later-members annotation value of a gang (see LATER_ANNOTATION)."""
+    entries = []
+    for role in gang.roles:
+        if role.later and role.count:
+            entry: dict[str, Any] = {"count": role.count, "demand": dict(role.demand)}
+            if role.placement.node_selector:
+                entry["nodeSelector"] = dict(role.placement.node_selector)
+            entries.append(entry)
+    return json.dumps(entries, separators=(",", ":"), sort_keys=True)
+
+
 def _owner_json(membership: PodMembership) -> str:
     """The owner annotation's JSON (the same for every pod of a gang: plans are
     remembered per pod shape by the decider's `PlanMemo`)."""
@@ -380,6 +393,8 @@ def plan_pod(
         OWNER_ANNOTATION: _owner_json(membership),
         BACKEND_ANNOTATION: backend,
     }
+    if gang.later_members:
+        wanted_annotations[LATER_ANNOTATION] = later_json(gang)
     if backend == "coscheduling":
         wanted_labels[COSCHEDULING_GROUP_LABEL] = group
     elif backend == "volcano":

@@ -27,6 +27,10 @@ GANG_NAME_ANNOTATION = "gangkeeper.io/gang-name"
 OWNER_ANNOTATION = "gangkeeper.io/owner"
 #: Annotation: the backend chosen for this pod.
 BACKEND_ANNOTATION = "gangkeeper.io/backend"
+#: Annotation on members of a gang with members that arrive only after release
+#: (`Role.later`): `[{"count": n, "demand": {resource: per member}, "nodeSelector": {...}}]`,
+#: so the controller can release without them and hold their room until they come.
+LATER_ANNOTATION = "gangkeeper.io/later-members"
 
 #: Where the scheduler backends look for the group name (written by the mutation).
 COSCHEDULING_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"

@@ -9,7 +9,8 @@ few parts of the pod. `shape_key` reads exactly those parts:
 - `spec.schedulerName`, `spec.nodeName`, whether `spec.workloadRef` is set;
 - of `spec.schedulingGates`: how many there are and whether ours is among them (the
   patch appends at the list's end);
-- `spec.schedulingGroup`: whether it is set and its podGroupName.
+- `spec.schedulingGroup`: whether it is set and its podGroupName;
+- of the gang: name, minMember, source and its later roles (`Role.later`).
 
 Two pods with equal keys get equal plans and equal patches, so the second is answered
 from memory. A pod with any of those parts of an unusual type (metadata or spec not a
@@ -91,10 +92,16 @@ def shape_key(
     else:
         return None
     gang = membership.gang
+    # The later-members annotation is planned from the gang's later roles.
+    later = tuple(
+        (r.count, tuple(sorted(r.demand.items())), r.placement.node_selector)
+        for r in gang.roles
+        if r.later
+    )
     return (
         id(config), namespace, gang.name, gang.min_member, gang.source, membership.role,
         labels, annotations, scheduler, node, gates_key, group_key,
-        bool(spec.get("workloadRef")),
+        bool(spec.get("workloadRef")), later,
     )
 
 

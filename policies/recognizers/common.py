@@ -77,6 +77,27 @@ def type_of(obj: object) -> tuple[str, str] | None:
     return group_of(api_version), kind
 
 
+def claims(obj: KubeObject, kind: tuple[str, str], versions: Sequence[str]) -> bool:
+    """Whether `obj` is of `kind` in a version the recogniser reads.
+
+    A known kind in a version it does not know (a future v1beta7, an old v1alpha2)
+    is an error naming the version and the ones it knows, never read with today's
+    schema: its fields may mean something else.
+    """
+    if type_of(obj) != kind:
+        return False
+    version = str(obj["apiVersion"]).rpartition("/")[2]
+    if version not in versions:
+        group = f"{kind[0]}/" if kind[0] else ""
+        known = ", ".join(f"{group}{v}" for v in versions)
+        raise InvalidObject(
+            "apiVersion",
+            f"{kind[1]} {group}{version} is not a version gangkeeper reads "
+            f"(supported: {known})",
+        )
+    return True
+
+
 def _string_map(value: object, path: str) -> Mapping[str, str]:
     body = as_mapping(value, path)
     for key, item in body.items():

@@ -2,7 +2,10 @@
 
 Indexed or not, the Job controller keeps min(parallelism, completions) pods running
 (completions unset means "until one succeeds", so parallelism pods). A suspended Job
-is still validated: it is about to be resumed. A Job that is part of a JobSet belongs
+is still validated: it is about to be resumed. A Job Kueue may admit partially
+(annotation `kueue.x-k8s.io/job-min-parallelism`, kubernetes-sigs/kueue v0.17.0
+`pkg/controller/jobs/job/job_controller.go` minPodsCount) can run with that many
+pods: its gang minimum is that number, not parallelism. A Job that is part of a JobSet belongs
 to the JobSet's gang, so its pods are left to the JobSet recogniser.
 
 Pure: reads dicts and calls the caller's lookup.
@@ -14,23 +17,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import Config
+from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_mapping, field_path
 from .base import PodSignals, ResourceRule
 from .common import (
     build_gang,
+    claims,
     count,
+    count_text,
     owner_chain,
     owner_gangs,
     read_meta,
     template_role,
     topmost,
-    type_of,
 )
 
 JOB = ("batch", "Job")
 JOBSET = ("jobset.x-k8s.io", "JobSet")
 ROLE = "worker"
+KUEUE_MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 
 
 def job_pods(spec: Mapping[str, Any], path: str) -> int:
@@ -42,6 +48,17 @@ def job_pods(spec: Mapping[str, Any], path: str) -> int:
     return min(parallelism, count(completions, field_path(path, "completions"), 1))
 
 
+def _kueue_minimum(annotations: Mapping[str, str]) -> int | None:
+    raw = annotations.get(KUEUE_MIN_PARALLELISM)
+    if raw is None:
+        return None
+    path = field_path("metadata.annotations", KUEUE_MIN_PARALLELISM)
+    minimum = count_text(raw, path)
+    if minimum < 1:
+        raise InvalidObject(path, "must be at least 1")
+    return minimum
+
+
 class JobRecognizer:
     name = "job"
     rules = (ResourceRule("batch", ("v1",), "jobs", "Job"),)
@@ -49,14 +66,14 @@ class JobRecognizer:
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
     ) -> list[Gang] | None:
-        if type_of(obj) != JOB:
+        if not claims(obj, JOB, self.rules[0].versions):
             return None
         meta = read_meta(obj)
         spec = as_mapping(obj.get("spec"), "spec", required=True)
         part = template_role(
             ROLE, job_pods(spec, "spec"), spec.get("template"), "spec.template", config
         )
-        gang = build_gang(meta, meta.name, [part], self.name)
+        gang = build_gang(meta, meta.name, [part], self.name, _kueue_minimum(meta.annotations))
         return [gang] if gang is not None else []
 
     def may_claim(self, signals: PodSignals) -> bool:

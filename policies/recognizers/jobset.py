@@ -6,12 +6,25 @@ initializers) has finished before the rest starts, so it is not part of the gang
 and its pods are left alone. `replicated_job_parts` is shared with the TrainJob
 recogniser, whose runtime template is a JobSet spec.
 
+Members the JobSet controller creates only after the first ones run are `later`
+roles (see `Role.later`): they count for feasibility, release never waits for them.
+- a replicatedJob that depends on another's `Ready` (`dependsOn: [{status: Ready}]`);
+- with `startupPolicy: {startupPolicyOrder: InOrder}`, every replicatedJob after the
+  first (each one's Jobs are created once the one before is ready);
+- exclusive placement (annotation `alpha.jobset.sigs.k8s.io/exclusive-topology` on
+  the JobSet or a replicatedJob's Job template, without `.../node-selector`): JobSet
+  v0.11.1's pod webhook (`pkg/webhooks/pod_admission_webhook.go`) refuses every pod
+  whose `batch.kubernetes.io/job-completion-index` is not "0" until the index-0
+  leader of its Job has a node, so each replicatedJob is a role of its leaders
+  (`replicas` pods) and a later role `<name>-followers` of the rest.
+
 Pure: reads dicts and calls the caller's lookup.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..config import Config
@@ -23,6 +36,7 @@ from .common import (
     Link,
     TemplateRole,
     build_gang,
+    claims,
     controller_ref,
     count,
     group_of,
@@ -33,7 +47,6 @@ from .common import (
     read_meta,
     role_named,
     template_role,
-    type_of,
 )
 from .job import job_pods
 
@@ -42,6 +55,11 @@ JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 TRAINJOB = ("trainer.kubeflow.org", "TrainJob")
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+EXCLUSIVE_ANNOTATION = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+NODE_SELECTOR_STRATEGY_ANNOTATION = "alpha.jobset.sigs.k8s.io/node-selector"
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+#: Suffix of the later role of an exclusive-placement replicatedJob's followers.
+FOLLOWERS = "-followers"
 
 #: (replicatedJob name, its Job template, pods it would run, pod template) →
 #: (pods, pod template): how the TrainJob recogniser applies numNodes and
@@ -49,9 +67,11 @@ REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 Adjust = Callable[[str, Mapping[str, Any], int, Mapping[str, Any]], tuple[int, Mapping[str, Any]]]
 
 
-def _completed_first(replicated: list[tuple[str, Any]]) -> set[str]:
-    """Names of replicatedJobs some other replicatedJob waits for to Complete."""
+def _dependencies(replicated: list[tuple[str, Any]]) -> tuple[set[str], set[str]]:
+    """(names some other replicatedJob waits for to Complete, names of replicatedJobs
+    that wait for another one to be Ready)."""
     before: set[str] = set()
+    after_ready: set[str] = set()
     for path, item in replicated:
         body = as_mapping(item, path, required=True)
         for dep_path, dep in items_of(body.get("dependsOn"), field_path(path, "dependsOn")):
@@ -59,19 +79,41 @@ def _completed_first(replicated: list[tuple[str, Any]]) -> set[str]:
             status = as_str(dep_body.get("status"), field_path(dep_path, "status"), default="")
             if status == "Complete":
                 before.add(as_str(dep_body.get("name"), field_path(dep_path, "name")))
-    return before
+            elif status == "Ready":
+                after_ready.add(as_str(body.get("name"), field_path(path, "name")))
+    return before, after_ready
+
+
+def _exclusive(annotations: Mapping[str, Any]) -> bool:
+    return EXCLUSIVE_ANNOTATION in annotations and (
+        NODE_SELECTOR_STRATEGY_ANNOTATION not in annotations
+    )
+
+
+def _later(part: TemplateRole) -> TemplateRole:
+    return TemplateRole(replace(part.role, later=True), part.annotations, part.path)
 
 
 def replicated_job_parts(
-    spec: Mapping[str, Any], path: str, config: Config, adjust: Adjust | None = None
+    spec: Mapping[str, Any],
+    path: str,
+    config: Config,
+    adjust: Adjust | None = None,
+    annotations: Mapping[str, Any] | None = None,
 ) -> list[TemplateRole]:
-    """One role per replicatedJob of a JobSet spec at `path`."""
+    """One role per replicatedJob of a JobSet spec at `path` (two with exclusive
+    placement); `annotations` are the JobSet's own."""
     replicated = items_of(spec.get("replicatedJobs"), field_path(path, "replicatedJobs"))
     if not replicated:
         raise InvalidObject(
             field_path(path, "replicatedJobs"), "must list at least one replicatedJob"
         )
-    skip = _completed_first(replicated)
+    skip, after_ready = _dependencies(replicated)
+    startup = as_mapping(spec.get("startupPolicy"), field_path(path, "startupPolicy"))
+    order_path = field_path(field_path(path, "startupPolicy"), "startupPolicyOrder")
+    in_order = as_str(startup.get("startupPolicyOrder"), order_path, default="") == "InOrder"
+    jobset_exclusive = _exclusive(annotations or {})
+    first = True
     parts: list[TemplateRole] = []
     for item_path, item in replicated:
         body = as_mapping(item, item_path, required=True)
@@ -88,7 +130,21 @@ def replicated_job_parts(
             pods, pod_template = adjust(name, job_template, pods, pod_template)
         if name in skip:
             continue
-        parts.append(template_role(name, replicas * pods, pod_template, pod_path, config))
+        later = name in after_ready or (in_order and not first)
+        first = False
+        job_meta = as_mapping(job_template.get("metadata"), field_path(job_path, "metadata"))
+        job_annotations = as_mapping(
+            job_meta.get("annotations"), field_path(job_path, "metadata.annotations")
+        )
+        exclusive = pods > 1 and (jobset_exclusive or _exclusive(job_annotations))
+        leaders = replicas if exclusive else replicas * pods
+        part = template_role(name, leaders, pod_template, pod_path, config)
+        parts.append(_later(part) if later else part)
+        if exclusive:
+            followers = template_role(
+                name + FOLLOWERS, replicas * (pods - 1), pod_template, pod_path, config
+            )
+            parts.append(_later(followers))
     return parts
 
 
@@ -96,8 +152,14 @@ def member_of(pod: KubeObject, gangs: list[Gang]) -> PodMembership | None:
     """The pod's role is its replicatedJob, named by the label the JobSet controller sets."""
     if not gangs:
         return None
-    labels = read_meta(pod).labels
-    role = role_named(gangs[0], labels.get(REPLICATED_JOB_LABEL, ""))
+    meta = read_meta(pod)
+    name = meta.labels.get(REPLICATED_JOB_LABEL, "")
+    if meta.annotations.get(COMPLETION_INDEX_ANNOTATION, "0") != "0":
+        # An exclusive-placement follower, if its replicatedJob has followers.
+        follower = role_named(gangs[0], name + FOLLOWERS)
+        if follower is not None:
+            return PodMembership(gangs[0], follower)
+    role = role_named(gangs[0], name)
     return PodMembership(gangs[0], role) if role is not None else None
 
 
@@ -121,11 +183,12 @@ class JobSetRecognizer:
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
     ) -> list[Gang] | None:
-        if type_of(obj) != JOBSET:
+        if not claims(obj, JOBSET, self.rules[0].versions):
             return None
         meta = read_meta(obj)
         spec = as_mapping(obj.get("spec"), "spec", required=True)
-        gang = build_gang(meta, meta.name, replicated_job_parts(spec, "spec", config), self.name)
+        parts = replicated_job_parts(spec, "spec", config, annotations=meta.annotations)
+        gang = build_gang(meta, meta.name, parts, self.name)
         return [gang] if gang is not None else []
 
     def may_claim(self, signals: PodSignals) -> bool:

@@ -3,6 +3,8 @@
 A LeaderWorkerSet runs `replicas` independent groups; group i is one leader (from
 `leaderTemplate`, or `workerTemplate` when absent) and size - 1 workers, and is the
 gang `<lws>-<i>`. The set as a whole is not a gang: groups start and fail alone.
+With `startupPolicy: LeaderReady` the workers are created only once the leader is
+Ready: they are a `later` role (counted, never waited for before release).
 
 Pods carry `leaderworkerset.sigs.k8s.io/name`, `.../group-index`, `.../worker-index`
 (0 = leader) labels and the `.../size` annotation. The LeaderWorkerSet is looked up
@@ -16,21 +18,24 @@ Pure: reads dicts and calls the caller's lookup.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role, Source
-from ..podspec import as_mapping, field_path, placement_of, pod_demand
+from ..podspec import as_mapping, as_str, field_path, placement_of, pod_demand
 from .base import ResourceRule
 from .common import (
     UNSEEN_ROLE,
+    TemplateRole,
     build_gang,
+    claims,
     count,
     count_text,
     lookup_object,
     owner_gangs,
     read_meta,
     template_role,
-    type_of,
     with_explicit,
 )
 
@@ -55,7 +60,7 @@ class LeaderWorkerSetRecognizer:
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
     ) -> list[Gang] | None:
-        if type_of(obj) != LWS:
+        if not claims(obj, LWS, self.rules[0].versions):
             return None
         meta = read_meta(obj)
         spec = as_mapping(obj.get("spec"), "spec", required=True)
@@ -79,6 +84,13 @@ class LeaderWorkerSetRecognizer:
             field_path(path, "workerTemplate"),
             config,
         )
+        policy = as_str(spec.get("startupPolicy"), "spec.startupPolicy", default="")
+        if policy == "LeaderReady":
+            # The LWS controller creates the workers' StatefulSet only once the
+            # leader is Ready (LWS v0.7.0 api/leaderworkerset/v1/leaderworkerset_types.go).
+            worker = TemplateRole(
+                replace(worker.role, later=True), worker.annotations, worker.path
+            )
         gangs = []
         for index in range(replicas):
             gang = build_gang(meta, f"{meta.name}-{index}", [leader, worker], self.name)

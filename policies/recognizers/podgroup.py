@@ -25,7 +25,7 @@ from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role
 from ..podspec import as_mapping, field_path
 from ..quantity import gpu_count
 from .base import ResourceRule
-from .common import count, lookup_object, owner_gangs, read_meta, type_of
+from .common import claims, count, lookup_object, owner_gangs, read_meta
 
 ROLE = "member"
 
@@ -45,7 +45,7 @@ class PodGroupRecognizer:
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
     ) -> list[Gang] | None:
-        if type_of(obj) != (self.group, "PodGroup"):
+        if not claims(obj, (self.group, "PodGroup"), (self.version,)):
             return None
         meta = read_meta(obj)
         spec = as_mapping(obj.get("spec"), "spec", required=True)

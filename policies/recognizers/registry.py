@@ -19,10 +19,11 @@ from __future__ import annotations
 from functools import cache
 
 from ..config import Config
-from ..model import Gang, KubeObject, OwnerLookup, PodMembership
+from ..model import Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup
+from ..pod_gangs import POD_BASED, summed
 from . import jaxjob, mpijob, paddlejob, pytorchjob, tfjob, xgboostjob
 from .annotations import AnnotationsRecognizer
-from .base import PodSignals, Registry
+from .base import PodSignals, Recognizer, Registry
 from .common import OwnerGangs, one_call, owner_chain, read_meta, type_of
 from .job import JobRecognizer
 from .jobset import JobSetRecognizer
@@ -82,11 +83,31 @@ def _signals(pod: KubeObject, ask: OwnerLookup) -> PodSignals:
     return PodSignals(frozenset((link.group, link.kind) for link in chain), meta.labels)
 
 
+def _summed(
+    membership: PodMembership,
+    pod: KubeObject,
+    recognizer: Recognizer,
+    *,
+    ask: OwnerLookup,
+    config: Config,
+    siblings: PodsLookup,
+) -> PodMembership:
+    def recognise(other: KubeObject) -> PodMembership | None:
+        return recognizer.recognize_pod(other, ask, config)
+
+    gang = membership.gang
+    return summed(membership, pod, siblings(gang.namespace, gang.name), recognise, config)
+
+
 def recognize_pod(
     pod: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None,
-    owners: OwnerGangs | None = None,
+    siblings: PodsLookup | None = None, *, owners: OwnerGangs | None = None,
 ) -> PodMembership | None:
     """The gang and role of a pod, or None when it belongs to no gang we can size.
+
+    A pod-based gang (`pod_gangs.POD_BASED`) is summed over the pod and the siblings
+    `siblings` knows that the same recogniser puts in the same gang. Owners' gangs are
+    remembered in `owners` (the decider's memo) when given.
 
     Recognisers are asked in registry order; one that screens pods (`may_claim`,
     e.g. a workload recogniser whose kind is nowhere in the pod's owner chain nor
@@ -109,20 +130,24 @@ def recognize_pod(
                     continue
             membership = recognizer.recognize_pod(pod, ask, config)
             if membership is not None:
+                if siblings is not None and recognizer.name in POD_BASED:
+                    membership = _summed(
+                        membership, pod, recognizer, ask=ask, config=config, siblings=siblings
+                    )
                 return membership
     return None
 
 
 def recognize_object(
     obj: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None,
-    owners: OwnerGangs | None = None,
+    siblings: PodsLookup | None = None, *, owners: OwnerGangs | None = None,
 ) -> list[Gang]:
     """The gangs a workload object (or a pod) makes; [] when it is not a gang."""
     kind = type_of(obj)
     if kind is None:
         return []
     if kind == ("", "Pod"):
-        membership = recognize_pod(obj, lookup, config, registry, owners)
+        membership = recognize_pod(obj, lookup, config, registry, siblings, owners=owners)
         return [membership.gang] if membership is not None else []
     ask = _memoised(lookup)
     with one_call(owners):

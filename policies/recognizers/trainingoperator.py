@@ -4,8 +4,12 @@ PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob and JAXJob share one shape: a m
 of replica specs (`spec.<x>ReplicaSpecs`, keyed by replica type such as Master or
 Worker), each with `replicas` (default 1) and a pod `template`. The gang is all their
 replicas, one role per replica type; `spec.runPolicy.schedulingPolicy.minAvailable`,
-when set, is the minMember, as the operator gives its own PodGroups. Each kind is a
-`TrainingOperatorRecognizer` instance in its own small module.
+when set, is the minMember, as the operator gives its own PodGroups (training-operator
+v1.9.0 `pkg/controller.v1/common/job.go`). An elastic PyTorchJob without it
+(`spec.elasticPolicy.minReplicas`, `pkg/apis/kubeflow.org/v1/pytorch_types.go`) needs
+minReplicas workers plus its Master, if any — the convention of KAI scheduler's pod
+grouper and kubeflow/trainer#1571; members beyond the minimum are released as they
+come. Each kind is a `TrainingOperatorRecognizer` instance in its own small module.
 
 Pods are matched through their controller ownerReference (the operator always sets
 it) and their replica-type label; there is no fallback by name: the job holds the size.
@@ -15,7 +19,9 @@ Pure: reads dicts and calls the caller's lookup.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
@@ -23,6 +29,7 @@ from ..podspec import as_mapping, field_path
 from .base import PodSignals, ResourceRule
 from .common import (
     build_gang,
+    claims,
     count,
     owner_chain,
     owner_gangs,
@@ -30,13 +37,27 @@ from .common import (
     role_named,
     template_role,
     topmost,
-    type_of,
 )
 
 GROUP = "kubeflow.org"
 #: Set by the training-operator on every pod it creates (value in lower case); the
 #: mpi-operator v2 sets job-role instead.
 REPLICA_TYPE_LABELS = ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role")
+
+
+def _elastic_minimum(spec: Mapping[str, Any], replica_specs: Mapping[str, Any]) -> int | None:
+    """minReplicas workers plus the Master replicas of an elastic PyTorchJob; None if
+    it is not elastic (or sets no minimum)."""
+    elastic = as_mapping(spec.get("elasticPolicy"), "spec.elasticPolicy")
+    raw = elastic.get("minReplicas")
+    if raw is None:
+        return None
+    minimum = count(raw, "spec.elasticPolicy.minReplicas", 0)
+    for replica_type, replica in replica_specs.items():
+        if str(replica_type).lower() == "master" and isinstance(replica, Mapping):
+            path = f"spec.pytorchReplicaSpecs.{replica_type}.replicas"
+            minimum += count(replica.get("replicas"), path, 1)
+    return minimum or None
 
 
 @dataclass(frozen=True)
@@ -56,7 +77,7 @@ class TrainingOperatorRecognizer:
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
     ) -> list[Gang] | None:
-        if type_of(obj) != (GROUP, self.kind):
+        if not claims(obj, (GROUP, self.kind), self.versions):
             return None
         meta = read_meta(obj)
         spec = as_mapping(obj.get("spec"), "spec", required=True)
@@ -85,6 +106,8 @@ class TrainingOperatorRecognizer:
             if min_available is not None
             else None
         )
+        if min_member is None and self.kind == "PyTorchJob":
+            min_member = _elastic_minimum(spec, replica_specs)
         gang = build_gang(meta, meta.name, parts, self.name, min_member)
         return [gang] if gang is not None else []
 

@@ -7,9 +7,15 @@ TrainJob sets wins over the runtime, as in the Trainer's plugins:
 - `spec.trainer.numNodes` (else the runtime's `mlPolicy.numNodes`, else 1) is the pod
   count of the `node` replicatedJob; with MPI `runLauncherAsNode` the launcher is one
   of those nodes, so `node` runs numNodes - 1 pods;
-- `spec.trainer.resourcesPerNode` replaces the resources of the `node` container in
-  the trainer steps (the `node` replicatedJob and any labelled
-  `trainer.kubeflow.org/trainjob-ancestor-step: trainer`).
+- `spec.trainer.resourcesPerNode` goes only to containers named `node`, in the
+  replicatedJobs labelled `trainer.kubeflow.org/trainjob-ancestor-step: trainer`
+  and, with MPI `runLauncherAsNode`, in the `node` replicatedJob too (Trainer v2.2.0
+  `pkg/runtime/framework/plugins/jobset/builder.go`; a runtime with no container of
+  that name gets nothing). v2.2.0 replaces that container's resources when
+  resourcesPerNode sets limits or requests; v2.3+ merges them per resource
+  (`pkg/runtime/core/trainingruntime.go` with `MergeResourceRequirements` of
+  `pkg/util/trainingruntime/trainingruntime.go`, kubeflow/trainer#3602).
+  `Config.trainer_resources` says which release runs.
 Initializer jobs finish before the trainer starts and are not gang members.
 
 A runtime the lookup does not know is an InvalidObject naming spec.runtimeRef when
@@ -32,6 +38,7 @@ from ..quantity import gpu_count
 from .base import PodSignals, ResourceRule
 from .common import (
     build_gang,
+    claims,
     controller_ref,
     count,
     group_of,
@@ -92,19 +99,39 @@ def _resources_per_node(trainer: Mapping[str, Any], config: Config) -> Mapping[s
     return resources
 
 
+def _merged(base: object, override: Mapping[str, Any]) -> dict[str, Any]:
+    """Trainer v2.3+: limits and requests merged per resource, the TrainJob's winning
+    (a strategic merge patch of ResourceRequirements)."""
+    merged = dict(base) if isinstance(base, Mapping) else {}
+    for part in ("limits", "requests"):
+        given = override.get(part)
+        if isinstance(given, Mapping):
+            current = merged.get(part)
+            merged[part] = {**(current if isinstance(current, Mapping) else {}), **given}
+    return merged
+
+
 def _with_resources(
-    pod_template: Mapping[str, Any], resources: Mapping[str, Any]
+    pod_template: Mapping[str, Any], resources: Mapping[str, Any], config: Config
 ) -> dict[str, Any]:
-    """The pod template with the trainer container's resources replaced."""
+    """The pod template with resourcesPerNode applied to its `node` containers."""
+    if resources.get("limits") is None and resources.get("requests") is None:
+        return dict(pod_template)  # neither release changes anything then
     spec = dict(as_mapping(pod_template.get("spec"), "spec"))
     containers = [
         dict(c) if isinstance(c, Mapping) else c
         for c in as_list(spec.get("containers"), "spec.containers")
     ]
-    named = [c for c in containers if isinstance(c, dict) and c.get("name") == NODE]
-    targets = named or [c for c in containers[:1] if isinstance(c, dict)]
-    for container in targets:
-        container["resources"] = resources
+    for container in containers:
+        if isinstance(container, dict) and container.get("name") == NODE:
+            if config.trainer_resources == "merge":
+                container["resources"] = _merged(container.get("resources"), resources)
+            else:
+                container["resources"] = {
+                    part: resources[part]
+                    for part in ("limits", "requests")
+                    if resources.get(part) is not None
+                }
     spec["containers"] = containers
     return {**pod_template, "spec": spec}
 
@@ -185,7 +212,7 @@ class TrainJobRecognizer:
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
     ) -> list[Gang] | None:
-        if type_of(obj) != TRAINJOB:
+        if not claims(obj, TRAINJOB, (TRAINER_VERSION,)):
             return None
         gangs = self._gangs(obj, lookup, config)
         if gangs is None:
@@ -229,17 +256,27 @@ class TrainJobRecognizer:
         ) -> tuple[int, Mapping[str, Any]]:
             job_meta = as_mapping(job_template.get("metadata"), "metadata")
             labels = as_mapping(job_meta.get("labels"), "metadata.labels")
-            trainer_step = name == NODE or labels.get(ANCESTOR_LABEL) == "trainer"
+            # Where Trainer sends resourcesPerNode (jobset/builder.go at v2.2.0).
+            trainer_step = labels.get(ANCESTOR_LABEL) == "trainer" or (
+                launcher_is_node and name == NODE
+            )
             if name == NODE:
                 pods = num_nodes - 1 if launcher_is_node and LAUNCHER in names else num_nodes
                 pods = max(pods, 0)
             if trainer_step and resources is not None:
-                pod_template = _with_resources(pod_template, resources)
+                pod_template = _with_resources(pod_template, resources, config)
             if name in overrides:
                 pod_template = _with_placement(pod_template, overrides[name])
             return pods, pod_template
 
-        parts = replicated_job_parts(jobset_spec, f"{rt}.template.spec", config, adjust)
+        template_meta = as_mapping(template.get("metadata"), f"{rt}.template.metadata")
+        parts = replicated_job_parts(
+            jobset_spec,
+            f"{rt}.template.spec",
+            config,
+            adjust,
+            as_mapping(template_meta.get("annotations"), f"{rt}.template.metadata.annotations"),
+        )
         gang = build_gang(meta, meta.name, parts, self.name)
         return [gang] if gang is not None else []
 

@@ -60,6 +60,13 @@ class Fleet:
             used[resource] = used.get(resource, 0) + amount
         self.capacity.add_pod(uid, node_name, demand)
 
+    def unplace(self, uid: str, node_name: str, demand: Mapping[str, int]) -> None:
+        """Undo `add`/`place` of a pod (a trial placement that was not kept)."""
+        used = self._used.get(node_name, {})
+        for resource, amount in demand.items():
+            used[resource] = used.get(resource, 0) - amount
+        self.capacity.remove_pod(uid)
+
     def free(self, node_name: str) -> dict[str, int]:
         facts = self.nodes[node_name]
         used = self._used.get(node_name, {})

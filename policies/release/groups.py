@@ -55,8 +55,11 @@ def group_name(gang: GangObservation) -> str:
 
 
 def min_resources(gang: GangObservation) -> dict[str, str]:
-    """GPU requests of the `minMember` smallest members: the least the group needs."""
-    need = gang.min_member or gang.present
+    """GPU requests of the `minMember` smallest members: the least the group needs.
+
+    Members that arrive only after release are not among them: a scheduler waiting
+    for them would wait for ever (they exist only once the others run)."""
+    need = gang.needed_before_release or gang.present
     totals: dict[str, int] = {}
     smallest = sorted(gang.members, key=lambda m: sum(m.demand.values()))[:need]
     for member in smallest:
@@ -67,7 +70,7 @@ def min_resources(gang: GangObservation) -> dict[str, str]:
 
 def group_object(gang: GangObservation, resource: GroupResource) -> dict[str, Any]:
     """The PodGroup to create for `gang` in `resource`'s API group and version."""
-    min_member = gang.min_member or gang.present
+    min_member = gang.needed_before_release or gang.present
     metadata: dict[str, Any] = {
         "name": group_name(gang),
         "namespace": gang.namespace,

@@ -39,14 +39,16 @@ _NO_LABELS: Mapping[str, str] = MappingProxyType({})
 
 class SharedParts:
     """One instance per equal value of a pod's immutable parts: most pods have the same
-    few GPU demands and placements. At most `size` distinct values of each are kept
-    (least recently used dropped first), so churning placements cannot grow memory.
+    few GPU demands, placements and later-members lists. At most `size` distinct values
+    of each are kept (least recently used dropped first), so churning placements cannot
+    grow memory.
     Owned by whoever keeps many `PodInfo`s (the controller)."""
 
     def __init__(self, size: int = 4096) -> None:
         self._demands: BoundedMemo[tuple[tuple[str, int], ...], Mapping[str, int]]
         self._demands = BoundedMemo(size)
         self._placements: BoundedMemo[Placement, Placement] = BoundedMemo(size)
+        self._later: BoundedMemo[str, tuple[LaterMembers, ...] | str] = BoundedMemo(size)
 
     def demand(self, demand: Mapping[str, int]) -> Mapping[str, int]:
         key = tuple(sorted(demand.items()))
@@ -54,6 +56,60 @@ class SharedParts:
 
     def placement(self, placement: Placement) -> Placement:
         return self._placements.share(placement, placement)
+
+    def later(self, raw: str) -> tuple[LaterMembers, ...] | str:
+        """The parsed later-members annotation: every member of a gang carries the same."""
+        found = self._later.get(raw)
+        return found if found is not None else self._later.share(raw, parse_later(raw))
+
+
+@dataclass(frozen=True)
+class LaterMembers:
+    """Members of a gang that its controller creates only after the gang is released
+    (from the `gangkeeper.io/later-members` annotation): never waited for, but their
+    room is held until they arrive."""
+
+    count: int
+    demand: Mapping[str, int]
+    placement: Placement
+
+
+def _later(raw: object, shared: SharedParts | None) -> tuple[LaterMembers, ...] | str:
+    """The later members an annotation value lists, or why it cannot be read."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, str):
+        return f"annotation {names.LATER_ANNOTATION} is not a string"
+    return shared.later(raw) if shared is not None else parse_later(raw)
+
+
+def parse_later(raw: str) -> tuple[LaterMembers, ...] | str:
+    bad = f"annotation {names.LATER_ANNOTATION} is not a list of {{count, demand}}: {raw[:80]!r}"
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return bad
+    if not isinstance(data, list):
+        return bad
+    found: list[LaterMembers] = []
+    for entry in data:
+        if not isinstance(entry, dict):
+            return bad
+        count, demand = entry.get("count"), entry.get("demand", {})
+        selector = entry.get("nodeSelector", {})
+        if (
+            isinstance(count, bool)
+            or not isinstance(count, int)
+            or count < 0
+            or not isinstance(demand, dict)
+            or not all(isinstance(k, str) and type(v) is int and v >= 0 for k, v in demand.items())
+            or not isinstance(selector, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in selector.items())
+        ):
+            return bad
+        placement = Placement(node_selector=tuple(sorted(selector.items())))
+        found.append(LaterMembers(count, MappingProxyType(dict(sorted(demand.items()))), placement))
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -109,6 +165,9 @@ class PodInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     #: Has a deletionTimestamp: still holds GPUs, no longer a member.
     deleting: bool = False
+    #: The gang's members that arrive only after release (annotation), or why the
+    #: annotation cannot be read.
+    later: tuple[LaterMembers, ...] | str = ()
 
     @property
     def gated(self) -> bool:
@@ -225,6 +284,7 @@ def pod_info(
         # Only gang members' labels are ever read; other pods share one empty map.
         labels=labels if gang else _NO_LABELS,
         deleting=bool(meta.get("deletionTimestamp")),
+        later=_later(annotations.get(names.LATER_ANNOTATION), shared) if gang else (),
     )
 
 
@@ -265,10 +325,42 @@ class GangObservation:
     arrived: float
     #: Why the gang cannot be judged (bad annotation, unreadable member); "" if fine.
     problem: str = ""
+    #: Members that arrive only after release (`LaterMembers`).
+    later: tuple[LaterMembers, ...] = ()
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.namespace, self.label)
+
+    @property
+    def later_count(self) -> int:
+        return sum(entry.count for entry in self.later)
+
+    @property
+    def needed_before_release(self) -> int | None:
+        """Members that must exist before release: minMember less the later ones."""
+        if self.min_member is None:
+            return None
+        return max(1, self.min_member - self.later_count)
+
+    @property
+    def missing_later(self) -> int:
+        """Later members still to come (each holds room until it arrives)."""
+        if self.min_member is None or not self.later:
+            return 0
+        return max(0, self.min_member - self.present)
+
+    def missing_later_members(self) -> list[tuple[LaterMembers, int]]:
+        """The kinds of later members still to come, with how many of each: the last
+        entries are the ones missing (members arrive in the order the roles start)."""
+        missing = self.missing_later
+        out: list[tuple[LaterMembers, int]] = []
+        for entry in reversed(self.later):
+            take = min(missing, entry.count)
+            if take:
+                out.append((entry, take))
+            missing -= take
+        return out
 
     @property
     def present(self) -> int:
@@ -313,6 +405,14 @@ def _gang(namespace: str, label: str, members: list[PodInfo], config: Config) ->
         problems.append(f"pod {unreadable[0].name} cannot be read: {unreadable[0].problem}")
     owner = next((m.owner for m in members if m.owner is not None), None)
     name = next((m.gang_name for m in members if m.gang_name), label)
+    later: tuple[LaterMembers, ...] = ()
+    for member in members:
+        if isinstance(member.later, str):
+            problems.append(f"pod {member.name}: {member.later}")
+            break
+        if member.later:
+            later = member.later
+            break
     return GangObservation(
         namespace=namespace,
         label=label,
@@ -323,6 +423,7 @@ def _gang(namespace: str, label: str, members: list[PodInfo], config: Config) ->
         members=tuple(members),
         arrived=members[0].created,
         problem="; ".join(problems),
+        later=later,
     )
 
 

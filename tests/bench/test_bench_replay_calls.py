@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import urllib.parse
+import json
 
 import pytest
 
@@ -15,9 +15,18 @@ class ScriptedApi:
     def __init__(self, statuses: list[int]) -> None:
         self.statuses = statuses
         self.calls: list[tuple[str, str]] = []
+        self.bodies: list[tuple[str, bytes | None]] = []
 
-    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        *,
+        content_type: str = "application/json",
+    ) -> tuple[int, bytes]:
         self.calls.append((method, path))
+        self.bodies.append((content_type, body))
         status = self.statuses.pop(0)
         if status == 0:
             raise ConnectionResetError("connection reset by peer")
@@ -47,21 +56,20 @@ def test_creates_retry_transient_failures_only(
     monkeypatch.setattr("bench.scheduling.time.sleep", lambda _s: None)
     api = ScriptedApi(list(statuses))
     driver = replay(api)
-    driver._create({"metadata": {"name": "job-000-0"}})
+    driver._create({"metadata": {"name": "job-000"}})
     assert len(driver.errors) == errors
     assert driver.retries == retries
-    assert all(call == ("POST", "/api/v1/namespaces/ns/pods") for call in api.calls)
+    assert all(call == ("POST", "/apis/batch/v1/namespaces/ns/jobs") for call in api.calls)
 
 
-def test_a_teardown_deletes_exactly_the_jobs_pods_with_grace_zero() -> None:
+def test_a_members_run_starts_with_its_trace_duration_as_kwoks_completion_delay() -> None:
     api = ScriptedApi([200])
     driver = replay(api)
-    driver._teardown("job-000")
-    method, url = api.calls[0]
-    path, _, query = url.partition("?")
-    assert (method, path) == ("DELETE", "/api/v1/namespaces/ns/pods")
-    assert urllib.parse.parse_qs(query) == {
-        "labelSelector": ["bench.gangkeeper.io/run=r,bench.gangkeeper.io/job=job-000"],
-        "gracePeriodSeconds": ["0"],
+    driver._start_run("job-000", "job-000-0-abcde")
+    assert api.calls == [("PATCH", "/api/v1/namespaces/ns/pods/job-000-0-abcde")]
+    content_type, body = api.bodies[0]
+    assert content_type == "application/merge-patch+json"
+    assert json.loads(body or b"") == {
+        "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "1000ms"}}
     }
     assert driver.errors == []

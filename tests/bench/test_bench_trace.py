@@ -14,7 +14,7 @@ from bench.scheduling import (
     generate_trace,
     horizon_for,
     ideal_makespan,
-    job_pods,
+    job_manifest,
     params_for,
 )
 
@@ -93,14 +93,17 @@ def test_ideal_makespan_is_the_larger_of_work_over_fleet_and_the_last_job() -> N
     assert horizon_for(late) > ideal_makespan(late)
 
 
-def test_job_pods_carry_the_gang_annotations_and_their_gpu_share() -> None:
+def test_a_trace_job_is_an_indexed_job_of_its_members_with_their_gpu_share() -> None:
     job = TraceJob("job-007", 0.0, members=4, gpus_per_member=2, duration=1.0)
-    pods = job_pods(job, run_id="r1", fleet="sched")
-    assert len({p["metadata"]["name"] for p in pods}) == 4
-    for pod in pods:
-        annotations = pod["metadata"]["annotations"]
-        assert annotations["gangkeeper.io/gang-name"] == "job-007"
-        assert annotations["gangkeeper.io/min-member"] == "4"
-        limits = pod["spec"]["containers"][0]["resources"]["limits"]
-        assert limits["nvidia.com/gpu"] == "2"
-        assert pod["spec"]["nodeSelector"] == {"bench.gangkeeper.io/fleet": "sched"}
+    manifest = job_manifest(job, run_id="r1", fleet="sched")
+    spec = manifest["spec"]
+    assert (manifest["kind"], manifest["metadata"]["name"]) == ("Job", "job-007")
+    assert (spec["completionMode"], spec["parallelism"], spec["completions"]) == ("Indexed", 4, 4)
+    pod = spec["template"]
+    assert pod["metadata"]["labels"]["bench.gangkeeper.io/job"] == "job-007"
+    # No run time at creation: members train only once the whole gang runs.
+    assert "pod-complete.stage.kwok.x-k8s.io/delay" not in pod["metadata"]["annotations"]
+    limits = pod["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["nvidia.com/gpu"] == "2"
+    assert pod["spec"]["nodeSelector"] == {"bench.gangkeeper.io/fleet": "sched"}
+

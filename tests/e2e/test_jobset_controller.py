@@ -29,6 +29,7 @@ from workloads import (
 
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
 RUN_SECONDS = "4s"
+RACK = "e2e.gangkeeper.io/rack"
 #: Long enough for kube-scheduler to have bound any pod it could.
 SETTLE_SECONDS = 3.0
 
@@ -94,7 +95,8 @@ def test_a_jobset_with_exclusive_placement_starts(cluster: Any, gang_namespace: 
     """JobSet's pod webhook refuses follower pods until the index-0 leader of each Job
     has a node (`pkg/webhooks/pod_admission_webhook.go`); the gang must still start."""
     pool = unique("exclusive")
-    cluster.create_gpu_nodes(pool, 2, 4, labels={POOL_LABEL: pool, "rack": pool})
+    for rack in ("a", "b"):
+        cluster.create_gpu_nodes(f"{pool}-{rack}", 1, 4, labels={POOL_LABEL: pool, RACK: rack})
     name = unique("exclusive")
     body = jobset(
         name,
@@ -104,7 +106,7 @@ def test_a_jobset_with_exclusive_placement_starts(cluster: Any, gang_namespace: 
                 "workers", gpu_template(pool, 1, run_for=RUN_SECONDS), replicas=2, parallelism=2
             )
         ],
-        annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"},
+        annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": RACK},
     )
     create(cluster, gang_namespace, body)
     cluster.wait_for(

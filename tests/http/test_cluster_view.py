@@ -184,3 +184,63 @@ def test_a_relist_forgets_owners_deleted_meanwhile_and_keeps_the_others(
     eventually(lambda: gets(api).count(("get", JOBS.path)) == 2, "listed again")
     eventually(lambda: view.lookup("batch/v1", "Job", "ns", "gone") is None, "gone forgotten")
     assert view.lookup("batch/v1", "Job", "ns", "kept") is not None
+
+
+def _member(name: str, gang: str, *, kueue: bool = False) -> dict[str, Any]:
+    member = pod(name, "", 3, phase="Pending")
+    if kueue:
+        member["metadata"]["labels"] = {"kueue.x-k8s.io/pod-group-name": gang}
+    else:
+        member["metadata"]["labels"] = {"gangkeeper.io/gang": gang}
+        member["metadata"]["annotations"] = {"gangkeeper.io/gang-name": gang}
+    return member
+
+
+def test_gated_members_of_pod_based_gangs_are_cached_by_gang_name(
+    api: FakeApi, start: Callable[..., WatchClusterView]
+) -> None:
+    """The siblings the webhook sums a pod-based gang over: gangkeeper's gang pods by
+    their gang-name annotation, Kueue pod-group pods by their group label, picked
+    from the one Pod watch; finished and deleted ones leave the cache."""
+    api.seed(PODS.path, _member("a", "g"))
+    view = start()
+    assert [p["metadata"]["name"] for p in view.siblings("ns", "g")] == ["a"]
+    api.emit(PODS.path, "ADDED", _member("b", "g"))
+    api.emit(PODS.path, "ADDED", _member("k", "g", kueue=True))
+    eventually(lambda: len(view.siblings("ns", "g")) == 3, "three members cached")
+    done = _member("b", "g")
+    done["status"]["phase"] = "Succeeded"
+    api.emit(PODS.path, "MODIFIED", done)
+    api.emit(PODS.path, "DELETED", _member("k", "g", kueue=True))
+    eventually(lambda: len(view.siblings("ns", "g")) == 1, "finished and deleted gone")
+    assert view.siblings("other", "g") == []
+    assert [p for m, p, _ in api.calls if m == "WATCH"].count("/api/v1/pods") == 1
+
+
+def test_a_cached_member_keeps_exactly_what_its_demand_and_placement_are_read_from(
+    api: FakeApi, start: Callable[..., WatchClusterView]
+) -> None:
+    from gangkeeper.policies.podspec import placement_of, pod_demand
+
+    member = _member("full", "g")
+    member["spec"] = {
+        "containers": [{"name": "c", "image": "big", "env": [{"name": "X", "value": "1"}],
+                        "resources": {"limits": {"nvidia.com/gpu": "2"}}}],
+        "initContainers": [{"name": "side", "restartPolicy": "Always",
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        "overhead": {"nvidia.com/gpu": "1"},
+        "nodeSelector": {"pool": "a"},
+        "tolerations": [{"key": "gpu", "operator": "Exists"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "zone", "operator": "In", "values": ["z1"]}]}]}},
+            "podAntiAffinity": {"x": 1}},
+        "volumes": [{"name": "data", "emptyDir": {}}],
+    }
+    api.seed(PODS.path, member)
+    view = start()
+    [cached] = view.siblings("ns", "g")
+    config = Config()
+    assert pod_demand(cached["spec"], config) == pod_demand(member["spec"], config)
+    assert placement_of(cached["spec"]) == placement_of(member["spec"])
+    assert "volumes" not in cached["spec"] and "image" not in cached["spec"]["containers"][0]

@@ -40,6 +40,9 @@ class SlowView:
     def lookup(self, api_version: str, kind: str, namespace: str, name: str) -> KubeObject | None:
         return None
 
+    def siblings(self, namespace: str, gang_name: str) -> list[KubeObject]:
+        return []
+
 
 @dataclass
 class Recorder:

@@ -11,7 +11,7 @@ uses `node_eligible` for the scheduler filters, which test_eligibility pins down
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -302,3 +302,35 @@ def test_verdicts_do_not_depend_on_node_order(
     shuffled = data.draw(st.permutations(cluster))
     assert check_gang(gang, capacity_of(cluster)) == check_gang(gang, capacity_of(shuffled))
     assert fits_now(gang, capacity_of(cluster)) == fits_now(gang, capacity_of(shuffled))
+
+
+@PROPERTY_SETTINGS
+@given(nodes(), gangs(partial=True), st.data())
+def test_members_that_arrive_later_count_exactly_like_the_others(
+    cluster: list[FakeNode], gang: Gang, data: st.DataObject
+) -> None:
+    """Steps that start later (issue 11): marking any roles `later` changes no verdict,
+    on the empty cluster or on free capacity — the whole gang must fit either way."""
+    flags = data.draw(st.lists(st.booleans(), min_size=len(gang.roles), max_size=len(gang.roles)))
+    later = replace(
+        gang, roles=tuple(replace(r, later=f) for r, f in zip(gang.roles, flags, strict=True))
+    )
+    capacity = capacity_of(cluster)
+    assert check_gang(later, capacity) == check_gang(gang, capacity)
+    assert fits_now(later, capacity) == fits_now(gang, capacity)
+    assert 1 <= later.needed_before_release <= max(1, later.min_member)
+
+
+@PROPERTY_SETTINGS
+@given(gangs(partial=True))
+def test_the_demand_of_a_record_is_that_of_min_member_of_the_cheapest_members(
+    gang: Gang,
+) -> None:
+    """`check`'s `demand`: minMember members, the ones with the fewest GPUs; never more
+    than the whole gang's, and all of it when minMember is the size."""
+    mine = gang.min_member_demand()
+    total = gang.total_demand()
+    assert all(mine.get(r, 0) <= a for r, a in total.items())
+    assert set(mine) <= set(total)
+    if gang.min_member >= gang.size:
+        assert mine == {r: a for r, a in total.items() if a}

@@ -494,3 +494,54 @@ def test_any_body_is_either_refused_with_a_4xx_or_answered(raw: bytes) -> None:
         json.dumps(answer.review)
 
 
+
+
+@pytest.mark.parametrize(("setting", "allowed"), [("allow", True), ("reject", False)])
+def test_an_unknown_version_of_a_known_kind_is_answered_per_on_unreadable(
+    setting: str, allowed: bool
+) -> None:
+    """A batch/v2 Job (or a future JobSet v1beta7) is not read as batch/v1."""
+    owner = {**job("train", 8, 8), "apiVersion": "batch/v2"}
+    config = load_config({"onUnreadable": setting})
+    answer = admission.validate(
+        as_review(review(owner, kind=("batch", "v2", "Job"))), policy(config=config)
+    )
+    response = answer.review["response"]
+    assert response["allowed"] is allowed
+    assert answer.outcome == "unreadable"
+    text = " ".join(response.get("warnings", [])) + response.get("status", {}).get("message", "")
+    assert "batch/v2 is not a version gangkeeper reads" in text
+
+
+def test_a_pod_based_gang_is_summed_over_the_cached_siblings() -> None:
+    """The mutating webhook sees the pod under review plus its siblings from the cache:
+    with four 3-GPU members cached, a fifth on 8+8 GPUs is refused."""
+
+    def member(name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": "team",
+                "annotations": {"gangkeeper.io/gang-name": "g", "gangkeeper.io/min-member": "5"},
+            },
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {GPU: "3"}}}]},
+        }
+
+    cached = [member(f"m{i}") for i in range(4)]
+    base = policy(nodes=(8, 8))
+    with_siblings = Policy(
+        capacity=base.capacity,
+        lookup=base.lookup,
+        config=base.config,
+        siblings=lambda ns, name: cached if (ns, name) == ("team", "g") else [],
+    )
+    fifth = as_review(review(member("m4")))
+    refused = admission.mutate(fifth, with_siblings)
+    assert not refused.allowed
+    message = refused.review["response"]["status"]["message"]
+    assert "all 5 members seen: 15 nvidia.com/gpu" in message
+    alone = admission.mutate(fifth, base)
+    assert alone.allowed
+    assert any("at most 4 fit" in w for w in alone.review["response"]["warnings"])

@@ -223,3 +223,31 @@ def test_validating_a_leader_worker_set_answers_each_group() -> None:
     assert len(decisions) == 2
     assert all(d.verdict.allowed for d in decisions)
     assert [d.verdict.allowed for d in validate(lws, 8)] == [False, False]
+
+
+@pytest.mark.parametrize(("policy", "allowed"), [("skip", True), ("reject", False)])
+def test_validation_of_a_kueue_pod_group_pod_follows_on_conflict(
+    policy: str, allowed: bool
+) -> None:
+    """Kueue's plain pod group (kueue v0.17.0 site/static/examples/pods-kueue/
+    kueue-pod-group.yaml): under onConflict: reject the mutating webhook refuses the
+    pod, and the validating answer (dry-run, `check`) says the same; under skip it is
+    left to Kueue and only refused when it could never run."""
+    member = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "sample-leader-x",
+            "namespace": "default",
+            "labels": {"kueue.x-k8s.io/pod-group-name": "sample-group"},
+            "annotations": {"kueue.x-k8s.io/pod-group-total-count": "2"},
+        },
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {GPU: "1"}}}]},
+    }
+    config = Config(on_conflict=policy)  # type: ignore[arg-type]
+    capacity = Capacity.from_nodes([node("a", 8)], config)
+    [decision] = validate_object(member, capacity=capacity, lookup=Lookup(), config=config)
+    assert decision.verdict.allowed is allowed
+    if not allowed:
+        assert decision.verdict.code == "conflict"
+        assert "kueue.x-k8s.io/pod-group-name=sample-group" in decision.verdict.reason

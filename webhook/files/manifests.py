@@ -2,13 +2,16 @@
 
 Multi-document YAML, JSON, and `kind: List` wrappers (what `kubectl get -o yaml`
 prints) are flattened into a list of objects, each remembering the file and document
-it came from so every error can name them. This module reads files and nothing else:
-no policy decisions, no API calls.
+it came from so every error can name them. Sources that are not manifests yet (an
+unrendered Helm template, a chart directory, a kustomization) are refused with a
+message saying how to render them. This module reads files and nothing else: no
+policy decisions, no API calls.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,14 @@ from typing import Any
 import yaml
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+HELM_CHART_FILES = ("Chart.yaml", "Chart.yml")
+#: A Go template action as Helm charts write them ({{ .Values.x }}, {{- include ... }},
+#: {{ if }}, {{ $var }}): not YAML a cluster would ever receive. Plain `{{name}}`
+#: placeholders (Argo workflow parameters) do not match.
+_HELM_ACTION = re.compile(
+    r"\{\{-?\s*(\.|\$|/\*|(include|template|if|else|end|range|with|define|toYaml|tpl)\b)"
+)
 
 
 class ManifestError(Exception):
@@ -46,21 +57,65 @@ class Document:
         return f"{self.obj.get('kind', '?')} {ns + '/' if ns else ''}{name or '?'}"
 
 
+def _not_manifests(path: Path) -> str:
+    """Why a directory or file is a source to render rather than manifests; "" if not."""
+    if path.is_dir():
+        for name in KUSTOMIZATION_FILES:
+            if (path / name).is_file():
+                return (
+                    f"{path}: a kustomization ({name}), not rendered manifests; render it "
+                    f"first: kubectl kustomize {path} > rendered.yaml, then check "
+                    "-f rendered.yaml"
+                )
+        for name in HELM_CHART_FILES:
+            if (path / name).is_file():
+                return (
+                    f"{path}: a Helm chart ({name}), not rendered manifests; render it "
+                    f"first: helm template RELEASE {path} > rendered.yaml, then check "
+                    "-f rendered.yaml"
+                )
+        return ""
+    if path.name in KUSTOMIZATION_FILES:
+        return (
+            f"{path}: a kustomization, not rendered manifests; render it first: kubectl "
+            f"kustomize {path.parent} > rendered.yaml, then check -f rendered.yaml"
+        )
+    if path.name in HELM_CHART_FILES:
+        return (
+            f"{path}: a Helm chart's Chart.yaml, not manifests; render the chart first: "
+            f"helm template RELEASE {path.parent} > rendered.yaml"
+        )
+    return ""
+
+
 def expand_paths(paths: list[str]) -> list[Path]:
     """Files named directly, plus the manifest files of named directories (sorted)."""
+    found, errors = expand_paths_keep_going(paths)
+    if errors:
+        raise ManifestError(errors[0])
+    return found
+
+
+def expand_paths_keep_going(paths: list[str]) -> tuple[list[Path], list[str]]:
+    """The files to read, and one message per path that cannot be read as manifests
+    (missing, empty directory, kustomization, Helm chart), so the rest still can."""
     out: list[Path] = []
+    errors: list[str] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
+        why = _not_manifests(path)
+        if why:
+            errors.append(why)
+        elif path.is_dir():
             found = sorted(p for p in path.iterdir() if p.suffix in MANIFEST_SUFFIXES)
             if not found:
-                raise ManifestError(f"{raw}: directory holds no .yaml, .yml or .json files")
+                errors.append(f"{raw}: directory holds no .yaml, .yml or .json files")
             out.extend(found)
         elif path.is_file():
             out.append(path)
         else:
-            raise ManifestError(f"{raw}: no such file or directory")
-    return out
+            errors.append(f"{raw}: no such file or directory")
+    return out, errors
 
 
 def _parse(path: Path) -> Iterator[tuple[int, object]]:
@@ -68,6 +123,14 @@ def _parse(path: Path) -> Iterator[tuple[int, object]]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError(f"{path}: cannot read: {exc}") from exc
+    action = _HELM_ACTION.search(text)
+    if action is not None:
+        line = text.count("\n", 0, action.start()) + 1
+        raise ManifestError(
+            f"{path} line {line}: an unrendered Helm template ({action.group(0)}...); "
+            "render the chart first: helm template RELEASE CHART > rendered.yaml, then "
+            "check -f rendered.yaml"
+        )
     if path.suffix == ".json":
         try:
             yield 1, json.loads(text)
@@ -101,6 +164,11 @@ def load_documents(path: Path | str) -> list[Document]:
             continue
         where = f"{path} document {index}"
         obj = _check_object(raw, where)
+        if obj["kind"] == "Kustomization":
+            raise ManifestError(
+                f"{where}: a Kustomization, not rendered manifests; render it first: "
+                f"kubectl kustomize {path.parent} > rendered.yaml, then check -f rendered.yaml"
+            )
         if obj["kind"] == "List" or (obj["kind"].endswith("List") and "items" in obj):
             items = obj.get("items")
             if not isinstance(items, list):

@@ -33,7 +33,7 @@ from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.decision import NEVER_NAMESPACES, Memos, decide_pod, validate_object
 from gangkeeper.policies.errors import PolicyError
-from gangkeeper.policies.model import OwnerLookup, Verdict
+from gangkeeper.policies.model import OwnerLookup, PodsLookup, Verdict
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -124,6 +124,8 @@ class Policy:
     #: already exclude them; this is the second lock, because a gated gangkeeper pod in
     #: its own namespace would wait for a controller that cannot start.
     skip_namespaces: frozenset[str] = NEVER_NAMESPACES
+    #: Cached pods of pod-based gangs, so such a gang is summed over its members.
+    siblings: PodsLookup | None = None
 
 
 @dataclass(frozen=True)
@@ -309,6 +311,7 @@ def _pod_answer(review: Review, policy: Policy) -> Answer:
             lookup=policy.lookup,
             config=policy.config,
             memos=policy.memos,
+            siblings=policy.siblings,
         )
     except Exception as exc:  # answered per config; never a 500
         return _unreadable(review, summary, policy.config, exc)
@@ -353,6 +356,7 @@ def _object_answer(review: Review, policy: Policy) -> Answer:
         decisions = validate_object(
             obj, capacity=policy.capacity, lookup=policy.lookup, config=policy.config,
             memos=policy.memos,
+            siblings=policy.siblings,
         )
     except Exception as exc:  # answered per config; never a 500
         return _unreadable(review, summary, policy.config, exc)

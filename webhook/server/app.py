@@ -80,7 +80,7 @@ class Server:
         view = self.view
         return Policy(
             capacity=view.capacity, lookup=view.lookup, config=self.config,
-            memos=self.memos, skip_namespaces=self.skip_namespaces,
+            memos=self.memos, skip_namespaces=self.skip_namespaces, siblings=view.siblings,
         )
 
     def not_ready(self) -> list[str]:

@@ -3,6 +3,8 @@
 `ClusterView` is the small interface the app asks at admission time:
   - `capacity`: a `gangkeeper.policies.capacity.Capacity` (nodes + bound pods' GPUs);
   - `lookup(api_version, kind, namespace, name)`: an `OwnerLookup` over cached owners;
+  - `siblings(namespace, gang_name)`: a `PodsLookup` over cached gang pods, so a
+    pod-based gang (annotated pods, Kueue pod groups) is summed over its members;
   - `synced`: every watched resource has been listed at least once.
 
 Two implementations:
@@ -10,7 +12,8 @@ Two implementations:
     once — `gangkeeper serve` on a laptop, and the HTTP tests;
   - `WatchClusterView`: subscribes to the process's informers (`kube.informer`) for
     Nodes, Pods (the GPUs of bound, unfinished ones, for the "does not fit now"
-    warning) and every owner kind a gang is sized from. The gang controller
+    warning, and the members of pod-based gangs) and every owner kind a gang is sized
+    from. The gang controller
     subscribes to the same Pod and Node informers, so each event is received once.
     An owner CRD that is not installed counts as listed (empty). Admission never
     waits on the API server in steady state: the lookup answers from the cache, and
@@ -34,7 +37,10 @@ from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import PolicyError
 from gangkeeper.policies.model import KubeObject
+from gangkeeper.policies.names import GANG_LABEL, GANG_NAME_ANNOTATION
+from gangkeeper.policies.pod_gangs import siblings_among
 from gangkeeper.policies.podspec import pod_demand
+from gangkeeper.policies.recognizers.kueue import GROUP_LABEL as KUEUE_GROUP_LABEL
 
 from ..kube.informer import Informer, Informers, object_key
 from ..kube.resources import NODES, PODS, Resource
@@ -48,6 +54,8 @@ class ClusterView(Protocol):
 
     def lookup(self, api_version: str, kind: str, namespace: str, name: str) -> KubeObject | None:
         ...
+
+    def siblings(self, namespace: str, gang_name: str) -> Sequence[KubeObject]: ...
 
     @property
     def synced(self) -> bool: ...
@@ -88,6 +96,9 @@ class StaticClusterView:
                 str(meta.get("name", "")),
             )
             self._owners[key] = obj
+        # Pods among the given objects are the members of their pod-based gangs, as
+        # `gangkeeper check` reads the same files.
+        self._siblings = siblings_among(owners)
 
     @property
     def capacity(self) -> Capacity:
@@ -97,6 +108,9 @@ class StaticClusterView:
         return self._owners.get(_key(_group(api_version), kind, namespace, name)) or (
             self._owners.get(_key(_group(api_version), kind, "", name))
         )
+
+    def siblings(self, namespace: str, gang_name: str) -> Sequence[KubeObject]:
+        return self._siblings(namespace, gang_name)
 
     @property
     def synced(self) -> bool:
@@ -207,6 +221,113 @@ class _BoundPodCapacity:
         self._on_listed(PODS)
 
 
+#: Pod spec fields `pod_demand` and `placement_of` read; a cached member keeps only these.
+_DEMAND_FIELDS = ("overhead", "nodeSelector", "nodeName", "tolerations")
+_CONTAINER_FIELDS = ("name", "resources", "restartPolicy")
+_MEMBER_META = (
+    "name", "namespace", "uid", "labels", "annotations", "ownerReferences", "deletionTimestamp"
+)
+
+
+def _member_spec(spec: object) -> dict[str, Any]:
+    if not isinstance(spec, Mapping):
+        return {}
+    kept: dict[str, Any] = {k: spec[k] for k in _DEMAND_FIELDS if k in spec}
+    for field in ("containers", "initContainers"):
+        items = spec.get(field)
+        if isinstance(items, list):
+            kept[field] = [
+                {k: c[k] for k in _CONTAINER_FIELDS if k in c} if isinstance(c, Mapping) else c
+                for c in items
+            ]
+        elif field in spec:
+            kept[field] = items
+    affinity = spec.get("affinity")
+    if isinstance(affinity, Mapping) and "nodeAffinity" in affinity:
+        kept["affinity"] = {"nodeAffinity": affinity["nodeAffinity"]}
+    elif affinity is not None and not isinstance(affinity, Mapping):
+        kept["affinity"] = affinity  # junk stays junk: the policy reports it
+    return kept
+
+
+class _GangMembers:
+    """Subscriber: the live members of pod-based gangs, by (namespace, gang name).
+
+    Two kinds, kept apart as two caches: gangkeeper's gang pods (they carry the gang
+    label; the gang-name annotation names the gang) and Kueue pod-group pods (named by
+    their label; gangkeeper leaves them unlabelled under onConflict). A member keeps
+    only what the recognisers read: identity, keys and the spec its demand and
+    placement come from.
+    """
+
+    KINDS = ("gang", "kueue")
+
+    def __init__(self, on_listed: Listed) -> None:
+        self._on_listed = on_listed
+        self._lock = threading.Lock()
+        self._members: dict[str, dict[tuple[str, str], dict[str, KubeObject]]] = {
+            kind: {} for kind in self.KINDS
+        }
+        self._keys: dict[str, dict[str, tuple[str, str]]] = {kind: {} for kind in self.KINDS}
+
+    @staticmethod
+    def _gang_name(kind: str, meta: Mapping[str, Any]) -> object:
+        labels = meta.get("labels")
+        labels = labels if isinstance(labels, Mapping) else {}
+        if kind == "kueue":
+            return labels.get(KUEUE_GROUP_LABEL)
+        if GANG_LABEL not in labels:
+            return None
+        annotations = meta.get("annotations")
+        return annotations.get(GANG_NAME_ANNOTATION) if isinstance(annotations, Mapping) else None
+
+    def _forget(self, kind: str, key: str) -> None:
+        group_key = self._keys[kind].pop(key, None)
+        if group_key is not None:
+            group = self._members[kind].get(group_key, {})
+            group.pop(key, None)
+            if not group:
+                self._members[kind].pop(group_key, None)
+
+    def upsert(self, pod: Mapping[str, Any]) -> None:
+        meta, key = _meta(pod), object_key(pod)
+        finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        with self._lock:
+            for kind in self.KINDS:
+                self._forget(kind, key)
+                name = self._gang_name(kind, meta)
+                if finished or not isinstance(name, str):
+                    continue
+                group_key = (str(meta.get("namespace") or ""), name)
+                self._members[kind].setdefault(group_key, {})[key] = {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {k: meta[k] for k in _MEMBER_META if k in meta},
+                    "spec": _member_spec(pod.get("spec")),
+                }
+                self._keys[kind][key] = group_key
+
+    def delete(self, pod: Mapping[str, Any]) -> None:
+        with self._lock:
+            for kind in self.KINDS:
+                self._forget(kind, object_key(pod))
+
+    def relisted(self, keys: set[str]) -> None:
+        with self._lock:
+            for kind in self.KINDS:
+                for key in [k for k in self._keys[kind] if k not in keys]:
+                    self._forget(kind, key)
+        self._on_listed(PODS)
+
+    def siblings(self, namespace: str, gang_name: str) -> list[KubeObject]:
+        with self._lock:
+            return [
+                pod
+                for members in self._members.values()
+                for pod in members.get((namespace, gang_name), {}).values()
+            ]
+
+
 class _Owners:
     """Subscriber: the objects of one owner resource, by (group, kind, namespace, name)."""
 
@@ -258,12 +379,15 @@ class WatchClusterView:
         self._api = informers.api
         self._capacity = Capacity(config)
         self._notify = on_synced
+        self._members = _GangMembers(self._listed)
         self._informers: dict[Resource, Informer] = {
             NODES: informers.subscribe(NODES, _NodeCapacity(self._capacity, self._listed)),
             PODS: informers.subscribe(
                 PODS, _BoundPodCapacity(self._capacity, config, self._listed)
             ),
         }
+        # The same Pod informer: the members of pod-based gangs need no watch of their own.
+        informers.subscribe(PODS, self._members)
         self._owners: dict[tuple[str, str], list[_Owners]] = {}
         for resource in owners if owners is not None else owner_resources():
             cache = _Owners(resource, self._listed)
@@ -285,6 +409,9 @@ class WatchClusterView:
 
     def sync_state(self) -> dict[str, bool]:
         return {r.label: i.synced.is_set() for r, i in self._informers.items()}
+
+    def siblings(self, namespace: str, gang_name: str) -> Sequence[KubeObject]:
+        return self._members.siblings(namespace, gang_name)
 
     def lookup(self, api_version: str, kind: str, namespace: str, name: str) -> KubeObject | None:
         caches = self._owners.get((_group(api_version), kind), [])

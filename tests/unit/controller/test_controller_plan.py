@@ -282,3 +282,95 @@ def test_gangs_of_the_same_name_in_two_namespaces_are_separate() -> None:
     pods = members("g", 2, namespace="a") + members("g", 2, namespace="b")[:1]
     result = decide(pods, eight_gpus())
     assert [(r.gang.namespace, len(r.pods)) for r in result.releases] == [("a", 2)]
+
+
+# --- members that arrive after release (issue 11) --------------------------------------
+
+LATER = "gangkeeper.io/later-members"
+
+
+def with_later(pods: list[dict[str, Any]], count: int, gpus: int) -> list[dict[str, Any]]:
+    """Members whose gang has `count` more of `gpus` GPUs that arrive after release (a
+    JobSet exclusive-placement gang's followers, an LWS LeaderReady group's workers)."""
+    for p in pods:
+        p["metadata"]["annotations"][LATER] = (
+            f'[{{"count":{count},"demand":{{"nvidia.com/gpu":{gpus}}}}}]'
+        )
+    return pods
+
+
+def test_the_members_that_can_exist_are_released_when_the_whole_gang_fits() -> None:
+    """2 leaders present, 6 followers to come (minMember 8, 8 GPUs each), 8 free nodes:
+    the leaders go now, without waiting for followers that only exist after them."""
+    leaders = with_later(members("js", 2, min_member=8, gpus=8), 6, 8)
+    result = decide(leaders, [node(f"n{i}", 8) for i in range(8)])
+    assert released(result) == {"js": {"js-0", "js-1"}}
+    r = report(result, "js")
+    assert r.state == "releasing"
+    assert "room held for 6 that arrive after release" in r.reason
+
+
+def test_nothing_is_released_unless_the_later_members_fit_too() -> None:
+    leaders = with_later(members("js", 2, min_member=8, gpus=8), 6, 8)
+    result = decide(leaders, [node(f"n{i}", 8) for i in range(7)])
+    assert result.releases == ()
+    assert report(result, "js").code == "no-fit"
+
+
+def test_the_room_of_later_members_is_held_against_other_gangs() -> None:
+    """Once the leaders are released, the 6 followers' GPUs count as used: a gang that
+    arrives next does not take them."""
+    leaders = with_later(members("js", 2, min_member=8, gpus=8), 6, 8)
+    for p in leaders:
+        p["spec"].pop("schedulingGates")
+    leaders[0]["spec"]["nodeName"], leaders[1]["spec"]["nodeName"] = "n0", "n1"
+    other = members("other", 1, min_member=1, gpus=8, created=T0 + 30)
+    result = decide([*leaders, *other], [node(f"n{i}", 8) for i in range(8)])
+    assert "other" not in released(result)
+    assert report(result, "other").code == "no-fit"
+    assert report(result, "js").reason == (
+        "all gates lifted; room held for 6 members that arrive after release"
+    )
+
+
+def test_a_later_member_of_a_released_gang_is_released_at_once() -> None:
+    leaders = with_later(members("js", 2, min_member=8, gpus=8), 6, 8)
+    for i, p in enumerate(leaders):
+        p["spec"].pop("schedulingGates")
+        p["spec"]["nodeName"] = f"n{i}"
+    follower = with_later([pod("js-f0", 8, gang="js", min_member=8, created=T0 + 10)], 6, 8)
+    result = decide([*leaders, *follower], [node(f"n{i}", 8) for i in range(8)])
+    assert released(result) == {"js": {"js-f0"}}
+
+
+def test_a_gang_waits_for_its_first_members_only() -> None:
+    leaders = with_later(members("js", 2, min_member=8, gpus=8), 6, 8)[:1]
+    r = report(decide(leaders, [node(f"n{i}", 8) for i in range(8)]), "js")
+    assert (r.code, r.reason) == (
+        "incomplete",
+        "1 of 2 members exist (6 more arrive after release)",
+    )
+
+
+# --- members beyond minMember (elastic jobs) ------------------------------------------
+
+
+def test_members_beyond_min_member_are_released_as_they_fit() -> None:
+    """An elastic PyTorchJob: 4 workers of 4 GPUs, minReplicas 2, 8 free GPUs: the two
+    that fit go now, the others wait for room instead of holding everyone back."""
+    workers = members("elastic", 4, min_member=2, gpus=4)
+    result = decide(workers, [node("a", 4), node("b", 4)])
+    assert len(released(result)["elastic"]) == 2
+    assert report(result, "elastic").state == "releasing"
+    running = [dict(w) for w in workers]
+    for w, name in zip(running[:2], ("a", "b"), strict=True):
+        w["spec"] = {**w["spec"], "nodeName": name}
+        w["spec"].pop("schedulingGates")
+    later = decide(running, [node("a", 4), node("b", 4), node("c", 4)])
+    assert len(released(later)["elastic"]) == 1
+
+
+def test_fewer_than_min_member_fitting_releases_none() -> None:
+    workers = members("elastic", 4, min_member=3, gpus=4)
+    result = decide(workers, [node("a", 4), node("b", 4)])
+    assert result.releases == ()

@@ -84,3 +84,16 @@ def test_ungating_removes_only_gangkeepers_gate_and_tests_what_it_read(
         "op": "test", "path": "/spec/schedulingGates", "value": [{"name": g} for g in gates]
     }
     assert replace_op["value"] == [{"name": g} for g in remaining]
+
+
+def test_a_podgroup_does_not_wait_for_members_that_arrive_after_release() -> None:
+    """A scheduler told minMember 8 for 2 leaders whose 6 followers exist only once the
+    leaders run would wait for ever: the group's minimum is the members that can exist."""
+    pods = members("js", 2, min_member=8, gpus=8, owner=OWNER)
+    for p in pods:
+        p["metadata"]["annotations"]["gangkeeper.io/later-members"] = (
+            '[{"count":6,"demand":{"nvidia.com/gpu":8}}]'
+        )
+    obj = group_object(gang(pods), COSCHEDULING)
+    assert obj["spec"]["minMember"] == 2
+    assert obj["spec"]["minResources"] == {"nvidia.com/gpu": "16"}

@@ -131,3 +131,47 @@ def test_a_malformed_job_is_an_error_naming_the_field(mutate: Any, path: str) ->
     with pytest.raises(InvalidObject) as error:
         recognize_object(obj, no_lookup, CONFIG)
     assert error.value.path == path
+
+
+# --- Kueue partial admission ---------------------------------------------------------
+# Shape: kubernetes-sigs/kueue v0.17.0 site/content/en/docs/tasks/run/jobs.md ("partial
+# admission") and pkg/controller/jobs/job/job_controller.go (minPodsCount reads
+# kueue.x-k8s.io/job-min-parallelism; Kueue may start the Job with that parallelism).
+
+KUEUE_MIN = "kueue.x-k8s.io/job-min-parallelism"
+
+
+def _partial(parallelism: int, minimum: str, gpus: int = 8) -> dict[str, Any]:
+    obj = job("partial", gpus, parallelism=parallelism)
+    obj["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "user-queue"}
+    obj["metadata"]["annotations"] = {KUEUE_MIN: minimum}
+    return obj
+
+
+def test_a_job_kueue_may_admit_partially_needs_only_its_minimum_parallelism() -> None:
+    """parallelism 5 x 8 GPUs = 40 > 32, but Kueue may run it with 3 x 8 = 24."""
+    [gang] = recognize_object(_partial(5, "3"), no_lookup, CONFIG)
+    assert (gang.min_member, gang.size) == (3, 5)
+    assert gang.min_member_demand() == {GPU: 24}
+
+
+def test_the_kueue_minimum_makes_a_gang_of_40_gpus_fit_32() -> None:
+    from gangkeeper.policies.capacity import Capacity
+    from gangkeeper.policies.decision import validate_object
+
+    nodes = [{"metadata": {"name": f"n{i}"}, "status": {"allocatable": {GPU: "8"}}}
+             for i in range(4)]
+    capacity = Capacity.from_nodes(nodes, CONFIG)
+    [full] = validate_object(job("full", 8, parallelism=5), capacity=capacity,
+                             lookup=no_lookup, config=CONFIG)
+    [partial] = validate_object(_partial(5, "3"), capacity=capacity,
+                                lookup=no_lookup, config=CONFIG)
+    assert not full.verdict.allowed
+    assert partial.verdict.allowed
+
+
+@pytest.mark.parametrize("bad", ["three", "0", "-1"])
+def test_a_bad_kueue_minimum_names_the_annotation(bad: str) -> None:
+    with pytest.raises(InvalidObject) as error:
+        recognize_object(_partial(5, bad), no_lookup, CONFIG)
+    assert KUEUE_MIN in error.value.path

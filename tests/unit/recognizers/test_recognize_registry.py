@@ -312,3 +312,65 @@ def test_a_different_object_reusing_uid_and_version_is_read_afresh() -> None:
     membership = _member_of(_versioned_job("300", 7))
     assert membership is not None
     assert membership.gang.min_member == 7
+
+
+# --- API versions: each recogniser reads only the versions it knows ----------------
+
+
+def _versioned(obj: dict[str, Any], version: str) -> dict[str, Any]:
+    group = obj["apiVersion"].rpartition("/")[0]
+    return {**copy.deepcopy(obj), "apiVersion": f"{group}/{version}" if group else version}
+
+
+@pytest.mark.parametrize(
+    ("obj", "version", "supported"),
+    [
+        (jobset("js", replicated_job("w", 1, 4)), "v1beta7", "jobset.x-k8s.io/v1alpha2"),
+        (training_job("TFJob", "tf", {"Worker": (4, 1)}), "v1alpha2", "kubeflow.org/v1"),
+        (training_job("PyTorchJob", "pt", {"Worker": (4, 1)}), "v2", "kubeflow.org/v1"),
+        (
+            training_job("MPIJob", "mpi", {"Worker": (4, 1)}),
+            "v1alpha1",
+            "kubeflow.org/v1, kubeflow.org/v2beta1",
+        ),
+        (job("j", parallelism=4), "v2", "batch/v1"),
+        (leader_worker_set("l", size=4), "v1beta1", "leaderworkerset.x-k8s.io/v1"),
+        (podgroup("coscheduling", "pg", 4), "v1alpha2", "scheduling.x-k8s.io/v1alpha1"),
+        (trainjob("tj", "torch", num_nodes=4), "v1", "trainer.kubeflow.org/v1alpha1"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else v["kind"],
+)
+def test_an_unknown_version_of_a_known_kind_is_an_error_naming_both(
+    obj: dict[str, Any], version: str, supported: str
+) -> None:
+    """A future jobset.x-k8s.io/v1beta7 or an old kubeflow.org/v1alpha2 TFJob is not
+    read with today's schema (its numbers may mean something else), nor by the
+    annotation fallback that reads any spec.template."""
+    with pytest.raises(InvalidObject) as error:
+        recognize_object(_versioned(obj, version), no_lookup, CONFIG)
+    assert error.value.path == "apiVersion"
+    assert version in error.value.message
+    assert f"supported: {supported})" in error.value.message
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        jobset("js", replicated_job("w", 1, 4)),
+        training_job("TFJob", "tf", {"Worker": (4, 1)}),
+        job("j", parallelism=4),
+        leader_worker_set("l", size=4),
+        trainjob("tj", "torch", num_nodes=4),
+    ],
+    ids=lambda o: o["kind"],
+)
+def test_an_unknown_version_is_unreadable_to_the_webhook_too(obj: dict[str, Any]) -> None:
+    """validate_object raises the same error, which the webhook answers per
+    onUnreadable (allow with a warning, or reject)."""
+    from gangkeeper.policies.capacity import Capacity
+    from gangkeeper.policies.decision import validate_object
+
+    with pytest.raises(InvalidObject, match="not a version gangkeeper reads"):
+        validate_object(
+            _versioned(obj, "v9"), capacity=Capacity(CONFIG), lookup=no_lookup, config=CONFIG
+        )

@@ -146,3 +146,50 @@ def test_a_malformed_job_is_an_error_naming_the_field(mutate: Any, path: str) ->
     with pytest.raises(InvalidObject) as error:
         recognize_object(obj, no_lookup, CONFIG)
     assert error.value.path == path
+
+
+# --- Elastic PyTorchJob ----------------------------------------------------------------
+# Shapes: kubeflow/training-operator v1.9.0 examples/pytorch/elastic/imagenet/imagenet.yaml
+# (Worker replicas with elasticPolicy.minReplicas/maxReplicas, no Master) and
+# pkg/apis/kubeflow.org/v1/pytorch_types.go (ElasticPolicy.MinReplicas). Rule:
+# pkg/controller.v1/common/job.go (PodGroup minMember = all replicas unless
+# schedulingPolicy.minAvailable); for elastic jobs minReplicas (+ Master), the
+# convention of KAI scheduler's pod grouper and kubeflow/trainer#1571.
+
+
+def _elastic(
+    workers: int, min_replicas: int | None, *, master: bool = False,
+    min_available: int | None = None,
+) -> dict[str, Any]:
+    replicas = {"Master": (1, 1), "Worker": (workers, 1)} if master else {"Worker": (workers, 1)}
+    obj = training_job("PyTorchJob", "elastic", replicas, min_available=min_available)
+    policy: dict[str, Any] = {"rdzvBackend": "c10d", "maxReplicas": workers}
+    if min_replicas is not None:
+        policy["minReplicas"] = min_replicas
+    obj["spec"]["elasticPolicy"] = policy
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("master", "min_replicas", "min_available", "minimum"),
+    [
+        (False, 1, None, 1),  # imagenet.yaml: minReplicas 1, maxReplicas 3
+        (False, 2, None, 2),
+        (True, 2, None, 3),  # plus the Master
+        (True, 2, 5, 5),  # minAvailable wins when set
+        (False, None, None, 4),  # no minimum: all replicas
+    ],
+)
+def test_an_elastic_pytorchjob_needs_min_replicas_plus_its_master(
+    master: bool, min_replicas: int | None, min_available: int | None, minimum: int
+) -> None:
+    obj = _elastic(4, min_replicas, master=master, min_available=min_available)
+    [gang] = recognize_object(obj, no_lookup, CONFIG)
+    assert gang.min_member == min(minimum, gang.size)
+
+
+def test_elastic_policy_is_read_only_for_pytorchjobs() -> None:
+    obj = training_job("TFJob", "tf", {"Worker": (4, 1)})
+    obj["spec"]["elasticPolicy"] = {"minReplicas": 1}
+    [gang] = recognize_object(obj, no_lookup, CONFIG)
+    assert gang.min_member == 4

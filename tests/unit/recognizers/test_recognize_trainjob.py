@@ -280,3 +280,119 @@ def test_a_pod_of_a_trainjob_whose_runtime_is_unknown_is_not_sized() -> None:
     child_set = jobset("tj", replicated_job("node", 1, 3, 2), owner=parent)
     member, child_job = jobset_pod(child_set, "node")
     assert recognize_pod(member, Lookup(parent, child_set, child_job), CONFIG) is None
+
+
+# --- resourcesPerNode, as Trainer applies it --------------------------------------
+# Shapes: manifests/base/runtimes/torch_distributed.yaml and deepspeed_distributed.yaml
+# of kubeflow/trainer v2.2.0. Rules: pkg/runtime/framework/plugins/jobset/builder.go
+# (v2.2.0: the `node` container of ancestor-step trainer jobs, and of the `node` job
+# with runLauncherAsNode; resources replaced) and pkg/runtime/core/trainingruntime.go
+# + pkg/util/trainingruntime/trainingruntime.go MergeResourceRequirements (v2.3+,
+# kubeflow/trainer#3602: merged per resource).
+
+MERGE = Config(trainer_resources="merge")
+
+
+def _node_container_runtime(gpus: int, *, extra: Any = None) -> dict[str, Any]:
+    node = container("node", gpus)
+    node["resources"]["requests"] = {"cpu": "4"}
+    containers = [node] if extra is None else [extra, node]
+    return training_runtime(
+        "torch",
+        replicated_job(
+            "node", None, None, None, pod_template=template(pod_spec(*containers)),
+            job_labels=TRAINER,
+        ),
+    )
+
+
+def _cpu_memory_only(obj: dict[str, Any]) -> dict[str, Any]:
+    obj["spec"]["trainer"]["resourcesPerNode"] = {
+        "limits": {"cpu": "8", "memory": "64Gi"},
+        "requests": {"cpu": "8", "memory": "64Gi"},
+    }
+    return obj
+
+
+def test_where_trainer_merges_resources_per_node_keeps_the_runtime_gpus() -> None:
+    """A runtime node container of 8 GPUs, a TrainJob setting only cpu and memory:
+    Trainer v2.3+ keeps the 8 GPUs (MergeResourceRequirements)."""
+    obj = _cpu_memory_only(trainjob("tj", "torch", num_nodes=2))
+    [gang] = recognize_object(obj, Lookup(_node_container_runtime(8)), MERGE)
+    assert [(r.name, r.count, dict(r.demand)) for r in gang.roles] == [("node", 2, {GPU: 8})]
+
+
+def test_trainer_v2_2_replaces_the_node_container_resources() -> None:
+    """v2.2.0's builder calls WithResources: the runtime's GPUs are gone."""
+    obj = _cpu_memory_only(trainjob("tj", "torch", num_nodes=2))
+    [gang] = recognize_object(obj, Lookup(_node_container_runtime(8)), CONFIG)
+    assert [(r.name, r.count, dict(r.demand)) for r in gang.roles] == [("node", 2, {})]
+
+
+@pytest.mark.parametrize("config", [CONFIG, MERGE], ids=["replace", "merge"])
+def test_a_gpu_given_in_resources_per_node_wins_under_either_rule(config: Config) -> None:
+    obj = trainjob("tj", "torch", num_nodes=2, gpus_per_node=4)
+    [gang] = recognize_object(obj, Lookup(_node_container_runtime(8)), config)
+    assert [dict(r.demand) for r in gang.roles] == [{GPU: 4}]
+
+
+@pytest.mark.parametrize("config", [CONFIG, MERGE], ids=["replace", "merge"])
+def test_resources_per_node_goes_only_to_the_container_named_node(config: Config) -> None:
+    """A sidecar listed first keeps its own resources; only `node` gets the TrainJob's."""
+    sidecar = container("metrics", 1)
+    obj = trainjob("tj", "torch", num_nodes=2, gpus_per_node=4)
+    [gang] = recognize_object(obj, Lookup(_node_container_runtime(8, extra=sidecar)), config)
+    assert [dict(r.demand) for r in gang.roles] == [{GPU: 5}]
+
+
+def test_a_runtime_without_a_node_container_is_left_as_written() -> None:
+    """Trainer looks for the container named `node` only; gangkeeper used to pick the
+    first container instead."""
+    runtime = training_runtime(
+        "torch",
+        replicated_job(
+            "node", None, None, None, pod_template=template(pod_spec(container("trainer", 2))),
+            job_labels=TRAINER,
+        ),
+    )
+    obj = trainjob("tj", "torch", num_nodes=2, gpus_per_node=8)
+    [gang] = recognize_object(obj, Lookup(runtime), CONFIG)
+    assert [dict(r.demand) for r in gang.roles] == [{GPU: 2}]
+
+
+def test_a_node_job_without_the_trainer_label_gets_no_resources_per_node() -> None:
+    runtime = training_runtime(
+        "custom",
+        replicated_job(
+            "node", None, None, None, pod_template=template(pod_spec(container("node", 1)))
+        ),
+    )
+    [gang] = recognize_object(
+        trainjob("tj", "custom", num_nodes=2, gpus_per_node=8), Lookup(runtime), CONFIG
+    )
+    assert [dict(r.demand) for r in gang.roles] == [{GPU: 1}]
+
+
+@pytest.mark.parametrize("config", [CONFIG, MERGE], ids=["replace", "merge"])
+def test_mpi_run_launcher_as_node_gives_resources_per_node_to_launcher_and_nodes(
+    config: Config,
+) -> None:
+    """deepspeed_distributed.yaml: the launcher (ancestor-step trainer) and the `node`
+    job both run a container named `node`; both get resourcesPerNode."""
+    runtime = training_runtime(
+        "deepspeed",
+        replicated_job(
+            "launcher", None, None, None, pod_template=template(pod_spec(container("node", 1))),
+            job_labels=TRAINER,
+        ),
+        replicated_job(
+            "node", None, None, None, pod_template=template(pod_spec(container("node", 1)))
+        ),
+        mpi_launcher_as_node=True,
+    )
+    obj = trainjob("tj", "deepspeed", num_nodes=3, gpus_per_node=8)
+    [gang] = recognize_object(obj, Lookup(runtime), config)
+    assert {r.name: dict(r.demand) for r in gang.roles} == {
+        "launcher": {GPU: 8},
+        "node": {GPU: 8},
+    }

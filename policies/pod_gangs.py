@@ -1,0 +1,215 @@
+"""Pod-based gangs summed over the members seen together, and the warning about the rest.
+
+A gang known only from its pods (explicit `gangkeeper.io/gang-name` + `min-member`
+annotations on bare pods, Kueue's `pod-group-name` + `pod-group-total-count`) has no
+workload object that says what every member needs. Each pod alone is a member plus
+`minMember - 1` unseen ones. Members seen together are one gang:
+
+- `summed(...)` turns the membership of the pod under review into the gang of every
+  member seen: the pod, plus its siblings (in `gangkeeper check`, the pods of the gang
+  in the input; in the webhook, those already in its cache). Members still unseen
+  count towards minMember and demand nothing, so no verdict rests on a guess.
+- `unseen_warning(gang, capacity)` says, with the numbers, when minMember members
+  like the ones seen (each like the smallest seen member) could not be packed even on
+  the empty cluster: the gang is admitted, but would wait for ever if the others are
+  like these.
+
+Pure: pods as plain dicts in, frozen dataclasses and text out. The siblings come from
+the caller (a `PodsLookup`); nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+
+from .capacity import Capacity
+from .config import Config
+from .errors import PolicyError
+from .feasibility import MAX_WARNING, check_gang
+from .model import JSON_OBJECT, Gang, KubeObject, Placement, PodMembership, PodsLookup, Role
+from .names import GANG_NAME_ANNOTATION as GANG_NAME
+from .podspec import placement_of, pod_demand
+from .recognizers.common import UNSEEN_ROLE
+from .recognizers.kueue import GROUP_LABEL as KUEUE_GROUP_LABEL
+
+#: Registry names of the recognisers whose gangs are known from pods alone.
+POD_BASED = frozenset({"annotations", "kueue-podgroup"})
+#: The role of unseen members, as the recognisers name it.
+UNSEEN = UNSEEN_ROLE
+#: Siblings read per admission at most: summing is linear in them, and pod-based
+#: gangs are small; beyond this the rest count as unseen (never a false rejection).
+MAX_SIBLINGS = 2_000
+
+#: Given a candidate sibling pod, its membership as the same recogniser reads it.
+Recognise = Callable[[KubeObject], PodMembership | None]
+
+
+def _key(pod: KubeObject) -> tuple[str, str]:
+    metadata = pod.get("metadata")
+    if not isinstance(metadata, JSON_OBJECT):
+        return ("", "")
+    uid, name = metadata.get("uid"), metadata.get("name")
+    return (uid if isinstance(uid, str) else "", name if isinstance(name, str) else "")
+
+
+def _finished_or_leaving(pod: KubeObject) -> bool:
+    metadata = pod.get("metadata")
+    status = pod.get("status")
+    deleting = isinstance(metadata, JSON_OBJECT) and bool(metadata.get("deletionTimestamp"))
+    phase = status.get("phase") if isinstance(status, JSON_OBJECT) else None
+    return deleting or phase in ("Succeeded", "Failed")
+
+
+def _same(a: tuple[str, str], b: tuple[str, str]) -> bool:
+    return bool((a[0] and a[0] == b[0]) or (a[1] and a[1] == b[1]))
+
+
+def summed(
+    membership: PodMembership,
+    pod: KubeObject,
+    siblings: Sequence[KubeObject],
+    recognise: Recognise,
+    config: Config,
+) -> PodMembership:
+    """The gang of every member seen: `pod` plus those `siblings` of the same gang.
+
+    A sibling counts when the same recogniser puts it in a gang of the same namespace
+    and name; the pod itself (same uid or name), pods being deleted or finished, and
+    pods that cannot be read are left out. Members of one shape (demand and
+    placement) form one role; the pod's own shape keeps the pod's role name.
+    """
+    gang = membership.gang
+    own = _key(pod)
+    seen: list[tuple[dict[str, int], Placement]] = []
+    keys: list[tuple[str, str]] = [own]
+    for sibling in siblings[:MAX_SIBLINGS]:
+        if not isinstance(sibling, JSON_OBJECT) or _finished_or_leaving(sibling):
+            continue
+        key = _key(sibling)
+        if any(_same(key, k) for k in keys):
+            continue
+        try:
+            other = recognise(sibling)
+            if other is None:
+                continue
+            if (other.gang.namespace, other.gang.name, other.gang.recognizer) != (
+                gang.namespace,
+                gang.name,
+                gang.recognizer,
+            ):
+                continue
+            spec = sibling.get("spec")
+            seen.append((pod_demand(spec, config), placement_of(spec)))
+        except PolicyError:
+            continue  # an unreadable sibling is simply not seen
+        keys.append(key)
+    if not seen:
+        return membership
+    own_role = next(r for r in gang.roles if r.name == membership.role)
+    shapes: dict[tuple[tuple[tuple[str, int], ...], Placement], int] = {
+        (tuple(sorted(own_role.demand.items())), own_role.placement): 1
+    }
+    for demand, placement in seen:
+        shape = (tuple(sorted(demand.items())), placement)
+        shapes[shape] = shapes.get(shape, 0) + 1
+    roles: list[Role] = []
+    for index, ((demand_items, placement), count) in enumerate(shapes.items()):
+        name = membership.role if index == 0 else f"{membership.role}-{index + 1}"
+        roles.append(Role(name, count, dict(demand_items), placement))
+    present = 1 + len(seen)
+    if gang.min_member > present:
+        roles.append(Role(UNSEEN, gang.min_member - present, {}))
+    return PodMembership(replace(gang, roles=tuple(roles)), membership.role)
+
+
+def siblings_among(objects: Iterable[KubeObject]) -> PodsLookup:
+    """A PodsLookup over the Pods among `objects` (files given to `check`, the owner
+    manifests of a server without a cluster): each found by the gang it names."""
+    by_gang: dict[tuple[str, str], list[KubeObject]] = {}
+    for obj in objects:
+        if not isinstance(obj, JSON_OBJECT) or (obj.get("apiVersion"), obj.get("kind")) != (
+            "v1",
+            "Pod",
+        ):
+            continue
+        meta = obj.get("metadata")
+        if not isinstance(meta, JSON_OBJECT):
+            continue
+        namespace = meta.get("namespace") or "default"
+        for where, key in (("annotations", GANG_NAME), ("labels", KUEUE_GROUP_LABEL)):
+            keys = meta.get(where)
+            name = keys.get(key) if isinstance(keys, JSON_OBJECT) else None
+            if isinstance(name, str) and isinstance(namespace, str):
+                by_gang.setdefault((namespace, name.strip()), []).append(obj)
+
+    def siblings(namespace: str, gang_name: str) -> Sequence[KubeObject]:
+        return by_gang.get((namespace, gang_name), ())
+
+    return siblings
+
+
+def seen_count(gang: Gang) -> int:
+    """Members the gang knows (every role but the unseen one)."""
+    return sum(r.count for r in gang.roles if r.name != UNSEEN)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_WARNING else text[: MAX_WARNING - 1] + "…"
+
+
+def unseen_warning(gang: Gang, capacity: Capacity) -> str:
+    """The warning when minMember members like the seen ones could not be packed; "".
+
+    Unseen members are taken to be like the smallest seen member (fewest GPUs), the
+    most forgiving guess: the warning is given only when even that could never run.
+    """
+    unseen = sum(r.count for r in gang.roles if r.name == UNSEEN)
+    seen_roles = [r for r in gang.roles if r.name != UNSEEN and r.count > 0]
+    if not unseen or not seen_roles or capacity.unknown:
+        return ""
+    gpu = capacity.config.is_gpu_resource
+    like = min(
+        seen_roles, key=lambda r: sum(a for res, a in r.demand.items() if gpu(res) and a > 0)
+    )
+    demand = {res: a for res, a in like.demand.items() if gpu(res) and a > 0}
+    if not demand:
+        return ""
+    guess = replace(
+        gang,
+        roles=(*seen_roles, Role(f"{UNSEEN}-like-seen", unseen, like.demand, like.placement)),
+    )
+    if check_gang(guess, capacity).allowed:
+        return ""
+    bins = capacity.bins([like.placement], view="ever")
+    fit = sum(
+        b.count * min(b.amount(res) // a for res, a in demand.items())
+        for b in bins
+        if 0 in b.eligible
+    )
+    each = " + ".join(f"{a} {res}" for res, a in sorted(demand.items()))
+    name = f"{gang.namespace}/{gang.name}"
+    if len(name) > 40:
+        name = name[:39] + "…"
+    return _short(
+        f"gang {name}: {gang.min_member} members like the {seen_count(gang)} seen "
+        f"({each} each) cannot be packed, at most {fit} fit"
+    )
+
+
+def all_seen_note(gang: Gang) -> str:
+    """For a pod-based gang with every member seen: "all 5 members seen: 15 nvidia.com/gpu"."""
+    if gang.recognizer not in POD_BASED or any(r.name == UNSEEN for r in gang.roles):
+        return ""
+    total = ", ".join(f"{a} {res}" for res, a in sorted(gang.total_demand().items()) if a)
+    return f"all {gang.size} members seen: {total or 'no GPUs'}"
+
+
+__all__ = [
+    "MAX_SIBLINGS",
+    "POD_BASED",
+    "all_seen_note",
+    "siblings_among",
+    "summed",
+    "unseen_warning",
+]

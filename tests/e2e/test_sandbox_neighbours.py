@@ -1,0 +1,173 @@
+"""The sandbox's neighbours without a cluster: versions pinned once, components chosen
+by name, webhook configurations pointed at loopback, kwok's Stages complete.
+
+These run everywhere (no `cluster` fixture); the e2e tests beside them run the
+components for real.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gangkeeper.webhook.sandbox import neighbours
+from gangkeeper.webhook.sandbox.neighbours import (
+    JOBSET_CONTROLLER,
+    KWOK_VERSION,
+    LWS_CONTROLLER,
+    RunningController,
+    parse_components,
+    webhook_configurations,
+)
+
+WRAPPERS = Path(__file__).resolve().parents[2] / "deploy" / "sandbox"
+
+
+def _pinned(wrapper: str, module: str) -> str:
+    text = (WRAPPERS / wrapper / "go.mod").read_text()
+    match = re.search(rf"^require {re.escape(module)} (\S+)$", text, re.M)
+    assert match, f"deploy/sandbox/{wrapper}/go.mod does not require {module} on one line"
+    return match.group(1)
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "module", "version"),
+    [
+        ("kwok", "sigs.k8s.io/kwok", KWOK_VERSION),
+        ("jobset", "sigs.k8s.io/jobset", JOBSET_CONTROLLER.version),
+        ("lws", "sigs.k8s.io/lws", LWS_CONTROLLER.version),
+    ],
+)
+def test_the_sandbox_looks_for_the_version_its_wrapper_module_builds(
+    wrapper: str, module: str, version: str
+) -> None:
+    assert _pinned(wrapper, module) == version
+
+
+def test_each_neighbour_has_its_own_wrapper_module() -> None:
+    modules = {
+        w: (WRAPPERS / w / "go.mod").read_text().splitlines()[0] for w in ("kwok", "jobset", "lws")
+    }
+    assert modules == {w: f"module gangkeeper.io/sandbox/{w}" for w in modules}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("kwok,jobset,lws", ("kwok", "jobset", "lws")),
+        ("lws, kwok", ("kwok", "lws")),
+        ("", ()),
+        ("none", ()),
+    ],
+)
+def test_components_are_taken_by_name_in_start_order(text: str, expected: tuple[str, ...]) -> None:
+    assert parse_components(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("kwok,kueue", "unknown component(s) kueue"),
+        ("jobset", "need kwok"),
+    ],
+)
+def test_a_bad_component_list_is_refused_with_the_reason(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_components(text)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--components", "kwok,bogus"], "--components: unknown component(s) bogus"),
+        (["--nodes", "-1"], "--nodes: takes a count >= 0"),
+    ],
+)
+def test_sandbox_up_refuses_bad_options_with_exit_2_naming_the_option(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    command = [sys.executable, "-m", "gangkeeper.webhook.cli", "sandbox", "up"]
+    done = subprocess.run(
+        [*command, "--dir", str(tmp_path), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+
+
+MODULE_WEBHOOKS = """\
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: mutating-webhook-configuration}
+webhooks:
+- name: mpod.kb.io
+  clientConfig: {service: {name: webhook-service, namespace: system, path: /mutate--v1-pod}}
+  objectSelector:
+    matchExpressions: [{key: jobset.sigs.k8s.io/jobset-name, operator: Exists}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: webhook-service}
+"""
+
+
+def test_a_modules_webhooks_are_pointed_at_its_loopback_server_and_keep_their_selectors() -> None:
+    running = RunningController(JOBSET_CONTROLLER, webhook_port=4321, health_port=1)
+    rendered: list[Path] = []
+
+    def kustomize(directory: Path) -> str:
+        rendered.append(directory)
+        return MODULE_WEBHOOKS
+
+    docs = webhook_configurations(running, b"CA PEM", kustomize)
+    assert rendered == [JOBSET_CONTROLLER.root / "config/components/webhook"]
+    assert [d["metadata"]["name"] for d in docs] == ["jobset-mutating-webhook-configuration"]
+    (webhook,) = docs[0]["webhooks"]
+    assert webhook["clientConfig"] == {
+        "url": "https://127.0.0.1:4321/mutate--v1-pod",
+        "caBundle": base64.b64encode(b"CA PEM").decode(),
+    }
+    assert webhook["objectSelector"]["matchExpressions"][0]["key"] == (
+        "jobset.sigs.k8s.io/jobset-name"
+    )
+
+
+def test_a_module_without_webhook_configurations_is_an_error_naming_the_rebuild() -> None:
+    running = RunningController(LWS_CONTROLLER, webhook_port=1, health_port=1)
+    with pytest.raises(neighbours.BinariesMissing, match=re.escape("build.sh")):
+        webhook_configurations(running, b"", lambda _d: "kind: Service\n")
+
+
+def test_kwok_plays_every_step_of_the_node_and_pod_lifecycle() -> None:
+    text = resources.files("gangkeeper.webhook.sandbox").joinpath("data/kwok-stages.yaml")
+    stages = list(yaml.safe_load_all(text.read_text()))
+    by_kind: dict[str, list[str]] = {}
+    for stage in stages:
+        assert (stage["apiVersion"], stage["kind"]) == ("kwok.x-k8s.io/v1alpha1", "Stage")
+        by_kind.setdefault(stage["spec"]["resourceRef"]["kind"], []).append(
+            stage["metadata"]["name"]
+        )
+    assert by_kind == {
+        "Node": ["node-initialize", "node-heartbeat"],
+        "Pod": [
+            "pod-start",
+            "pod-ready",
+            "pod-complete",
+            "pod-terminate",
+            "pod-delete",
+        ],
+    }
+    complete = next(s for s in stages if s["metadata"]["name"] == "pod-complete")
+    keys = [e["key"] for e in complete["spec"]["selector"]["matchExpressions"]]
+    # Only pods that carry a duration ever finish; the rest run until deleted.
+    assert '.metadata.annotations["pod-complete.stage.kwok.x-k8s.io/delay"]' in keys
