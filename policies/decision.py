@@ -25,7 +25,7 @@ from .names import SKIP_LABEL
 from .plan_memo import PlanMemo
 from .pod_gangs import all_seen_note, unseen_warning
 from .recognizers.base import Registry
-from .recognizers.common import OwnerGangs
+from .recognizers.owner_gangs import OwnerGangs
 from .recognizers.registry import recognize_object, recognize_pod
 
 #: Namespaces never gang-keyed, whatever the webhook configuration says.

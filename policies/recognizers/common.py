@@ -6,15 +6,13 @@ cut across kinds live here once: explicit `gangkeeper.io/*` annotations win over
 the workload says, counts are whole and sane, and pods find their top-level owner by
 following controller ownerReferences through the caller's lookup (`owner_chain`).
 
-Pure: reads plain dicts and calls the lookup; no I/O of its own (pickle is used only
-to fingerprint an object in memory, never to load anything).
+Pure: reads plain dicts and calls the lookup; no I/O of its own.
 """
 
 from __future__ import annotations
 
-import pickle
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -22,11 +20,11 @@ from typing import Any
 
 from ..config import Config
 from ..errors import InvalidObject
-from ..memo import BoundedMemo
 from ..model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, Placement, Role, Source
 from ..names import GANG_NAME_ANNOTATION as GANG_NAME
 from ..names import MIN_MEMBER_ANNOTATION as MIN_MEMBER
 from ..podspec import as_list, as_mapping, as_str, field_path, placement_of, pod_demand
+from .owner_gangs import OwnerGangs
 
 #: More members than this is a typo, not a gang; refusing it keeps arithmetic small.
 MAX_MEMBERS = 1_000_000
@@ -425,73 +423,6 @@ def lookup_object(
 def items_of(value: object, path: str) -> list[tuple[str, Any]]:
     """(path, item) pairs of a list field, for error messages naming the index."""
     return [(field_path(path, i), item) for i, item in enumerate(as_list(value, path))]
-
-
-# --- gangs of owners, remembered across calls --------------------------------------
-
-
-def _fingerprint(obj: KubeObject) -> bytes | None:
-    """The object's whole content as bytes, or None when it cannot be taken.
-
-    pickle keeps every type apart (True, 1 and 1.0; "1" and 1 as keys), so equal
-    fingerprints mean equal content as the recognisers read it; it runs in C at a
-    few µs for a typical workload, where reading its templates takes ~100 µs.
-    """
-    try:
-        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # junk that does not pickle is simply read afresh every time
-        return None
-
-
-class OwnerGangs:
-    """The gangs of recently seen owner objects, at most `size` of them.
-
-    Every pod of a 64-pod Job asks for the same Job's gang, and a watch-fed cache
-    answers with the same object until it changes. An entry is used only for that
-    very object (identity, kept alive by the entry) and the same config:
-
-    - an API object (uid and resourceVersion) at the same resourceVersion: a new
-      version, a copy, or a hand-built object with a reused uid is read afresh;
-    - any other object (from files, hand-built, no resourceVersion) only while its
-      whole content is unchanged (`_fingerprint`), so editing it in place between
-      calls is seen; one that cannot be fingerprinted is never remembered.
-
-    Owned by whoever decides (the server's `decision.Memos`) and made active for a
-    registry call by `one_call(owners)`; without one, gangs are read afresh.
-    """
-
-    def __init__(self, size: int = 4096) -> None:
-        self._entries: BoundedMemo[
-            tuple[str, str, str, int, int],
-            tuple[KubeObject, Config, bytes | None, list[Gang]],
-        ] = BoundedMemo(size)
-
-    def get(
-        self,
-        recognizer: str,
-        obj: KubeObject,
-        config: Config,
-        compute: Callable[[], list[Gang] | None],
-    ) -> list[Gang] | None:
-        metadata = obj.get("metadata")
-        uid = metadata.get("uid") if isinstance(metadata, JSON_OBJECT) else None
-        version = metadata.get("resourceVersion") if isinstance(metadata, JSON_OBJECT) else None
-        fingerprint: bytes | None = None
-        if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
-            fingerprint = _fingerprint(obj)
-            if fingerprint is None:
-                return compute()
-            uid = version = ""
-        key = (recognizer, uid, version, id(obj), id(config))
-        hit = self._entries.get(key)
-        # The object and config are kept in the entry, so their ids cannot be reused
-        # by others meanwhile.
-        if hit is not None and hit[0] is obj and hit[1] is config and hit[2] == fingerprint:
-            return list(hit[3])
-        gangs = compute()
-        if gangs is not None:
-            self._entries.put(key, (obj, config, fingerprint, list(gangs)))
-        return gangs
 
 
 def owner_gangs(

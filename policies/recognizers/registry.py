@@ -24,11 +24,12 @@ from ..pod_gangs import POD_BASED, summed
 from . import jaxjob, mpijob, paddlejob, pytorchjob, tfjob, xgboostjob
 from .annotations import AnnotationsRecognizer
 from .base import PodSignals, Recognizer, Registry
-from .common import OwnerGangs, one_call, owner_chain, read_meta, type_of
+from .common import one_call, owner_chain, read_meta, type_of
 from .job import JobRecognizer
 from .jobset import JobSetRecognizer
 from .kueue import KueuePodGroupRecognizer
 from .leaderworkerset import LeaderWorkerSetRecognizer
+from .owner_gangs import OwnerGangs
 from .podgroup import COSCHEDULING, VOLCANO
 from .trainjob import TrainJobRecognizer
 

@@ -34,8 +34,8 @@ from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.model import PodMembership
 from gangkeeper.policies.recognizers.base import DuplicateRecognizer, Registry
-from gangkeeper.policies.recognizers.common import OwnerGangs
 from gangkeeper.policies.recognizers.job import JobRecognizer
+from gangkeeper.policies.recognizers.owner_gangs import OwnerGangs
 from gangkeeper.policies.recognizers.registry import (
     default_registry,
     recognize_object,
