@@ -33,6 +33,7 @@ BENCHMARKS: tuple[tuple[str, str, bool], ...] = (
     ("policy", "bench.policy", False),
     ("webhook", "bench.webhook", False),
     ("controller", "bench.controller", False),
+    ("sandbox_scale", "bench.sandbox_scale", False),
     ("scheduling", "bench.scheduling", True),
     ("create_latency", "bench.create_latency", True),
     ("memory", "bench.memory", True),

@@ -5,7 +5,7 @@ kubeconfig), runs the same `validate_object` the validating webhook runs, and pr
 one record per gang. Exit codes: 0 every gang admitted, 1 any rejected, 2 bad input.
 
 A CI gate must not pass by accident: nothing to check, an unrendered Helm template or
-kustomization (`manifests_io`), a file or document that cannot be read, and two
+kustomization (`files.manifests`), a file or document that cannot be read, and two
 different training runtimes of one name are bad input (2) — and every readable
 document is still reported. The pods of one pod-based gang are summed over the input
 (`pod_gangs.siblings_among`) and reported once.
