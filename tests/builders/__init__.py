@@ -7,5 +7,7 @@
   labels, creation times), for the release planning tests;
 - `reviews`: AdmissionReviews and the child pods a workload's controllers would
   create, for the HTTP tests;
-- `cluster`: objects created through a real API server by the end-to-end tests.
+- `cluster`: objects created through a real API server by the end-to-end tests;
+- `controllers`: JobSets and LeaderWorkerSets for the real controllers the sandbox runs
+  (pods kwok runs and completes), and observers of the pods they create.
 """

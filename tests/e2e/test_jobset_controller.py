@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from builders.cluster import POOL_LABEL, unique
-from workloads import (
+from builders.controllers import (
     JOBSET_NAME_LABEL,
     condition,
     gpu_template,

@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from builders.cluster import POOL_LABEL, unique
-from workloads import (
+from builders.controllers import (
     LWS_NAME_LABEL,
     gpu_template,
     is_ready,

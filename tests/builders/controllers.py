@@ -13,9 +13,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from builders.cluster import GPU, POOL_LABEL
 from kubernetes import watch
 
+from builders.cluster import GPU, POOL_LABEL
 from gangkeeper.policies.names import GATE
 
 #: kwok completes a Ready pod carrying this annotation after its value (a duration).
