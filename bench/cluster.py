@@ -24,8 +24,13 @@ from typing import Any
 
 import yaml
 
-ENABLED_LABEL = "gangkeeper.io/enabled"
-GATE = "gangkeeper.io/gang"
+from gangkeeper.policies.names import (
+    ENABLED_LABEL,
+    GANG_NAME_ANNOTATION,
+    GATE,
+    MIN_MEMBER_ANNOTATION,
+)
+
 POOL_LABEL = "bench.gangkeeper.io/pool"
 LATENCY_POOL = "latency"
 #: The schedulerName gangkeeper's coscheduling backend writes (its config default).
@@ -86,7 +91,7 @@ class RawApi:
     """
 
     def __init__(self, configuration: Any) -> None:
-        from gangkeeper.webhook.direct import DirectTransport
+        from gangkeeper.webhook.kube.direct import DirectTransport
 
         transport = DirectTransport.from_configuration(configuration)
         if transport is None:
@@ -199,8 +204,8 @@ class BenchCluster:
             "metadata": {
                 "name": "bench-probe",
                 "annotations": {
-                    "gangkeeper.io/gang-name": "bench-probe",
-                    "gangkeeper.io/min-member": "1",
+                    GANG_NAME_ANNOTATION: "bench-probe",
+                    MIN_MEMBER_ANNOTATION: "1",
                 },
             },
             "spec": {

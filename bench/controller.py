@@ -30,7 +30,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-GATE = "gangkeeper.io/gang"
+from gangkeeper.policies.names import GANG_NAME_ANNOTATION, GATE, MIN_MEMBER_ANNOTATION
+
 NAMESPACE = "bench-controller"
 BASELINE_NAMESPACE = "bench-controller-baseline"
 BASELINE_GATE = "bench.gangkeeper.io/baseline"
@@ -53,7 +54,7 @@ def member(gang: str, index: int, size: int) -> dict[str, Any]:
         "kind": "Pod",
         "metadata": {
             "name": f"{gang}-{index:04d}",
-            "annotations": {"gangkeeper.io/gang-name": gang, "gangkeeper.io/min-member": str(size)},
+            "annotations": {GANG_NAME_ANNOTATION: gang, MIN_MEMBER_ANNOTATION: str(size)},
         },
         "spec": {
             "restartPolicy": "Never",
@@ -102,7 +103,7 @@ class Observer:
 
 def create(rest: Any, path: str, body: dict[str, Any], attempts: int = 5) -> None:
     """Create a pod; an overloaded webhook (HTTP 500) is retried, 409 means done."""
-    from gangkeeper.webhook.rest import ApiError
+    from gangkeeper.webhook.kube.api import ApiError
 
     for attempt in range(attempts):
         try:
@@ -208,7 +209,7 @@ def measure(cluster: Any, rest: Any, size: int) -> dict[str, Any]:
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
     from bench.cluster import create_namespace, open_cluster
-    from gangkeeper.webhook.rest import Rest
+    from gangkeeper.webhook.kube.rest import Rest
 
     sizes = QUICK_SIZES if quick else SIZES
     rows: list[dict[str, Any]] = []

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bench.scheduling import percentile
+from gangkeeper.policies.names import GANG_NAME_ANNOTATION, MIN_MEMBER_ANNOTATION
 
 if TYPE_CHECKING:
     from bench.cluster import BenchCluster
@@ -44,8 +45,8 @@ def training_pod(index: int) -> dict[str, Any]:
             "name": f"{gang}-{index % GANG_SIZE}",
             "labels": {"app": "trainer", "bench.gangkeeper.io/latency": "true"},
             "annotations": {
-                "gangkeeper.io/gang-name": gang,
-                "gangkeeper.io/min-member": str(GANG_SIZE),
+                GANG_NAME_ANNOTATION: gang,
+                MIN_MEMBER_ANNOTATION: str(GANG_SIZE),
             },
         },
         "spec": {

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gangkeeper.policies import Capacity, Config, KubeObject, decide_pod, validate_object
+from gangkeeper.policies.decision import Memos
 from gangkeeper.webhook.sandbox.nodes import gpu_node
 
 SIZES = (10, 1_000, 5_000, 50_000)
@@ -182,6 +183,8 @@ def measure(call: Callable[[], object], iterations: int, warmup: int) -> dict[st
 def run(quick: bool) -> list[dict[str, Any]]:
     """Rows for the report: one per (case, cluster size)."""
     config = Config()
+    # What the server remembers between decisions, as `gangkeeper serve` has it.
+    memos = Memos()
     iterations, warmup = (300, 30) if quick else (3_000, 200)
     rows: list[dict[str, Any]] = []
     baseline: dict[str, float] = {}
@@ -189,12 +192,15 @@ def run(quick: bool) -> list[dict[str, Any]]:
         for nodes in SIZES:
             capacity = make_capacity(nodes, config)
             decision = decide_pod(
-                POD, namespace="team-a", capacity=capacity, lookup=lookup, config=config
+                POD, namespace="team-a", capacity=capacity, lookup=lookup, config=config,
+                memos=memos,
             )
             # A benchmark of the wrong answer is worthless: the pod must be recognised,
             # admitted and patched at every size.
             assert decision.membership is not None and decision.patched is not None, decision
-            [validated] = validate_object(JOB, capacity=capacity, lookup=lookup, config=config)
+            [validated] = validate_object(
+                JOB, capacity=capacity, lookup=lookup, config=config, memos=memos
+            )
             assert validated.verdict.allowed and validated.gang.size == 3, validated
             cases: dict[str, Callable[[], object]] = {
                 "pod decision": functools.partial(
@@ -204,9 +210,11 @@ def run(quick: bool) -> list[dict[str, Any]]:
                     capacity=capacity,
                     lookup=lookup,
                     config=config,
+                    memos=memos,
                 ),
                 "object validation": functools.partial(
-                    validate_object, JOB, capacity=capacity, lookup=lookup, config=config
+                    validate_object, JOB, capacity=capacity, lookup=lookup, config=config,
+                    memos=memos,
                 ),
             }
             for case, call in cases.items():

@@ -362,13 +362,16 @@ def handler_cpu_us(rounds: int = 15, per_round: int = 100) -> dict[str, float]:
     interleaved rounds of process CPU time).
     """
     from gangkeeper.policies.config import Config
-    from gangkeeper.webhook import admission
-    from gangkeeper.webhook.cluster import StaticClusterView
-    from gangkeeper.webhook.manifests_io import load_nodes
+    from gangkeeper.policies.decision import Memos
+    from gangkeeper.webhook.files.manifests import load_nodes
+    from gangkeeper.webhook.server import admission
+    from gangkeeper.webhook.server.cluster_view import StaticClusterView
 
     config = Config()
     view = StaticClusterView(load_nodes(FLEET), config, [OWNER])
-    policy = admission.Policy(capacity=view.capacity, lookup=view.lookup, config=config)
+    policy = admission.Policy(
+        capacity=view.capacity, lookup=view.lookup, config=config, memos=Memos()
+    )
     body = typical_review()
     best = dict.fromkeys(ENDPOINTS, float("inf"))
     for _ in range(rounds):

@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from gangkeeper.policies.names import SECRET_NAME, SERVICE_NAME, WEBHOOK_CONFIGURATIONS
+
 from .issue import Material, renew, service_dns_names
 from .local import CA_CERT, CA_KEY, TLS_CERT, TLS_KEY, write_material
 
@@ -161,9 +163,9 @@ class SelfManagedCerts:
         api_client: Any,
         *,
         namespace: str,
-        secret_name: str = "gangkeeper-tls",
-        service_name: str = "gangkeeper",
-        webhook_names: Sequence[str] = ("gangkeeper-mutating", "gangkeeper-validating"),
+        secret_name: str = SECRET_NAME,
+        service_name: str = SERVICE_NAME,
+        webhook_names: Sequence[str] = WEBHOOK_CONFIGURATIONS,
         cert_dir: Path,
         calls: KubeCalls | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate the rendered parts of deploy/ from webhook/manifests.py (a unit test fails
+# Regenerate the rendered parts of deploy/ from webhook/install/ (a unit test fails
 # when they differ from what is committed).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -38,14 +38,12 @@ from .model import (
     Verdict,
 )
 from .mutation import (
-    GANG_LABEL,
-    GATE,
-    ROLE_LABEL,
     MutationPlan,
     group_name,
     label_value,
     plan_pod,
 )
+from .names import GANG_LABEL, GATE, ROLE_LABEL
 from .podspec import placement_of, pod_demand
 from .quantity import gpu_count, parse_quantity
 from .recognizers.base import Recognizer, Registry, ResourceRule

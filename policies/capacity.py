@@ -31,15 +31,14 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from math import floor
 from typing import Any
 
 from .config import Config
 from .eligibility import node_eligible, uses_node_identity
-from .errors import InvalidObject
+from .memo import BoundedMemo
 from .model import KubeObject, Placement, Taint
-from .podspec import as_list, as_mapping, as_str, field_path, pod_demand
-from .quantity import parse_quantity
+from .nodes import UNSCHEDULABLE_TAINT, NodeFacts, read_node
+from .podspec import as_mapping, as_str, pod_demand
 
 #: Taints that describe a passing condition of a node, not what the node is for.
 #: Ignored by the "ever" view: a restarting or draining node comes back.
@@ -61,10 +60,6 @@ TRANSIENT_TAINTS = frozenset(
     }
 )
 
-#: The taint the scheduler's NodeUnschedulable filter treats a cordoned node as having.
-UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
-
-_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 #: Eligibility answers kept per view before the cache is dropped and refilled; bounds
 #: memory when placements are endless (e.g. each pod pinned to its own node).
 _CACHE_LIMIT = 20_000
@@ -152,6 +147,10 @@ class Capacity:
         self._pod_version = 0
         self._bins_cache: dict[tuple[str, tuple[Placement, ...]], tuple[tuple[int, int], list[Bin]]]
         self._bins_cache = {}
+        #: What feasibility answered about recent gangs on this capacity, by (view,
+        #: version of the view, id of the gang), with the gang kept in the entry.
+        self.verdicts: BoundedMemo[tuple[str, tuple[int, int], int], tuple[object, object]]
+        self.verdicts = BoundedMemo(2048)
         for pool in self._config.pools:
             shape = NodeShape(
                 gpus=self._gpu_vector(pool.allocatable),
@@ -193,66 +192,16 @@ class Capacity:
             self._shapes[shape_id] = shape
         return shape_id
 
-    def _parse_node(self, node: KubeObject) -> tuple[str, NodeShape, _Node]:
-        meta = as_mapping(
-            node.get("metadata") if isinstance(node, Mapping) else None,
-            "Node.metadata",
-            required=True,
-        )
-        name = as_str(meta.get("name"), "Node.metadata.name")
-        where = f"Node {name}"
-        labels_path = f"{where}: metadata.labels"
-        labels = {
-            as_str(k, labels_path): as_str(v, field_path(labels_path, str(k)))
-            for k, v in as_mapping(meta.get("labels"), labels_path).items()
-        }
-        spec = as_mapping(node.get("spec"), f"{where}: spec")
-        taints_path = f"{where}: spec.taints"
-        taints = []
-        for i, raw in enumerate(as_list(spec.get("taints"), taints_path)):
-            path = field_path(taints_path, i)
-            body = as_mapping(raw, path, required=True)
-            effect = as_str(body.get("effect"), field_path(path, "effect"))
-            if effect not in _EFFECTS:
-                raise InvalidObject(
-                    field_path(path, "effect"),
-                    f"must be one of {', '.join(_EFFECTS)}, got {effect!r}",
-                )
-            taints.append(
-                Taint(
-                    key=as_str(body.get("key"), field_path(path, "key")),
-                    value=as_str(body.get("value"), field_path(path, "value"), default=""),
-                    effect=effect,
-                )
-            )
-        unschedulable = spec.get("unschedulable", False)
-        if unschedulable is None:
-            unschedulable = False
-        if not isinstance(unschedulable, bool):
-            raise InvalidObject(
-                f"{where}: spec.unschedulable", f"must be true or false, got {unschedulable!r}"
-            )
-        status = as_mapping(node.get("status"), f"{where}: status")
-        alloc_path = f"{where}: status.allocatable"
-        allocatable: dict[str, int] = {}
-        for resource, raw_amount in as_mapping(status.get("allocatable"), alloc_path).items():
-            if not isinstance(resource, str) or not self._config.is_gpu_resource(resource):
-                continue
-            path = field_path(alloc_path, resource)
-            amount = parse_quantity(raw_amount, path)
-            if amount < 0:
-                raise InvalidObject(path, f"cannot be negative, got {raw_amount!r}")
-            # A pod's whole-GPU request fits while it is ≤ allocatable, so a fractional
-            # allocatable offers its floor.
-            allocatable[resource] = floor(amount)
+    def _shape_of(self, facts: NodeFacts) -> tuple[NodeShape, _Node]:
+        labels = dict(facts.labels)
         identity = tuple(sorted((k, labels.pop(k)) for k in self._identity if k in labels))
         shape = NodeShape(
-            gpus=self._gpu_vector(allocatable),
+            gpus=self._gpu_vector(facts.gpus),
             labels=tuple(sorted(labels.items())),
-            taints=tuple(sorted(taints, key=lambda t: (t.key, t.effect, t.value))),
-            unschedulable=unschedulable,
+            taints=tuple(sorted(facts.taints, key=lambda t: (t.key, t.effect, t.value))),
+            unschedulable=facts.unschedulable,
         )
-        return name, shape, _Node(-1, identity, dict(shape.gpus))
+        return shape, _Node(-1, identity, dict(shape.gpus))
 
     # -- node and pod updates (O(1) each) ---------------------------------------------
 
@@ -262,7 +211,12 @@ class Capacity:
         Raises InvalidObject naming the node and field when the Node is malformed;
         the capacity is then left unchanged.
         """
-        name, shape, entry = self._parse_node(node)
+        self.upsert_facts(read_node(node, self._config))
+
+    def upsert_facts(self, facts: NodeFacts) -> None:
+        """`upsert_node` of a Node already read (`policies.nodes.read_node`)."""
+        name = facts.name
+        shape, entry = self._shape_of(facts)
         with self._lock:
             self._remove_node(name)
             if not shape.gpus:
@@ -392,7 +346,7 @@ class Capacity:
     def unknown(self) -> bool:
         """No GPU node and no declared pool: the cluster's GPUs are not known at all.
 
-        Feasibility then warns and admits instead of rejecting (DESIGN.md, Capacity).
+        Feasibility then warns and admits instead of rejecting (README, "Autoscaled pools").
         """
         return not self._nodes and not self._pools
 

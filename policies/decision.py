@@ -21,15 +21,29 @@ from .config import Config
 from .feasibility import check_gang
 from .model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup, Verdict
 from .mutation import MutationPlan, plan_pod
-from .plan_memo import DEFAULT_MEMO
+from .names import SKIP_LABEL
+from .plan_memo import PlanMemo
 from .pod_gangs import all_seen_note, unseen_warning
 from .recognizers.base import Registry
+from .recognizers.owner_gangs import OwnerGangs
 from .recognizers.registry import recognize_object, recognize_pod
 
-#: Pod label by which a user opts one pod out (DESIGN.md contracts).
-SKIP_LABEL = "gangkeeper.io/skip"
 #: Namespaces never gang-keyed, whatever the webhook configuration says.
 NEVER_NAMESPACES = frozenset({"kube-system"})
+
+
+@dataclass(frozen=True)
+class Memos:
+    """What one decider (the server) remembers between decisions, each memo bounded.
+
+    Without one (`check`, tests), every decision is computed afresh: the answers are
+    the same, only slower. Feasibility answers live in each `Capacity` (`verdicts`).
+    """
+
+    #: Plans and patches per pod shape: 4,096 shapes.
+    plans: PlanMemo = field(default_factory=lambda: PlanMemo(4096))
+    #: Gangs of owner objects: 4,096 owners.
+    owners: OwnerGangs = field(default_factory=lambda: OwnerGangs(4096))
 
 
 @dataclass(frozen=True)
@@ -106,6 +120,7 @@ def decide_pod(
     config: Config,
     registry: Registry | None = None,
     siblings: PodsLookup | None = None,
+    memos: Memos | None = None,
 ) -> PodDecision:
     """Recognise, check and plan one pod (the mutating and validating pod webhooks)."""
     allowed = Verdict(allowed=True)
@@ -114,11 +129,16 @@ def decide_pod(
     if _opted_out(pod):
         return PodDecision(None, allowed, skipped=f"pod opted out ({SKIP_LABEL}=true)")
     pod = _with_namespace(pod, namespace)
-    membership = recognize_pod(pod, lookup, config, registry, siblings)
+    owners = memos.owners if memos is not None else None
+    membership = recognize_pod(pod, lookup, config, registry, siblings, owners=owners)
     if membership is None:
         return PodDecision(None, allowed, skipped="not part of a gang")
     verdict = _checked(membership.gang, capacity)
-    plan, ops = DEFAULT_MEMO.plan(pod, membership, config, namespace)
+    if memos is not None:
+        plan, ops = memos.plans.plan(pod, membership, config, namespace)
+    else:
+        plan = plan_pod(pod, membership, config, namespace)
+        ops = plan.json_patch(pod)
     if plan.outcome == "reject":
         verdict = Verdict(
             allowed=False, reason=plan.message, warnings=verdict.warnings, code="conflict"
@@ -132,18 +152,15 @@ def decide_pod(
 
 
 def validate_object(
-    obj: KubeObject,
-    *,
-    capacity: Capacity,
-    lookup: OwnerLookup,
-    config: Config,
-    registry: Registry | None = None,
-    siblings: PodsLookup | None = None,
+    obj: KubeObject, *, capacity: Capacity, lookup: OwnerLookup, config: Config,
+    registry: Registry | None = None, siblings: PodsLookup | None = None,
+    memos: Memos | None = None,
 ) -> list[ObjectDecision]:
     """One decision per gang of a workload object; [] when it is not a gang."""
     if obj.get("kind") == "Pod" and _opted_out(obj):
         return []
-    gangs = recognize_object(obj, lookup, config, registry, siblings)
+    owners = memos.owners if memos is not None else None
+    gangs = recognize_object(obj, lookup, config, registry, siblings, owners=owners)
     decisions = [ObjectDecision(gang, _checked(gang, capacity)) for gang in gangs]
     if obj.get("kind") == "Pod" and config.on_conflict == "reject":
         # The mutating webhook refuses a pod of another gang system (a Kueue pod

@@ -30,14 +30,11 @@ bound pods, cordons and every taint in force): True unless proven impossible now
 When no GPU node and no pool is known, the gang is admitted with a warning.
 
 Pure: works on `Gang` and `Capacity`; no I/O. `check_gang` remembers recent answers
-in memory per capacity version (see `_Verdicts`).
+in memory per capacity version (in `Capacity.verdicts`).
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -490,55 +487,20 @@ def _wait_warning(gang: Gang, capacity: Capacity, problem: _Problem | None) -> s
     return _short(f"gang {name} fits the cluster but not the GPUs free now; it will wait")
 
 
-class _Verdicts:
-    """Answers for recent gangs, per capacity and view, while the view is unchanged.
-
-    Every pod of a gang asks about the same `Gang` object (the recognisers remember
-    an owner's gangs), and nothing the answer depends on changes until the capacity
-    does: the "ever" view changes with nodes and pools only, the "free" view also
-    with bound pods (`Capacity.version`, bumped on every update). An entry is
-    used only for that very gang object (kept alive by the entry, and frozen), so an
-    equal-looking gang built afresh is simply computed again. Capacities are held
-    weakly; each keeps at most `size` gangs per view, only for its current version.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._lock = threading.Lock()
-        self._by_capacity: weakref.WeakKeyDictionary[
-            Capacity, dict[str, tuple[tuple[int, int], OrderedDict[int, tuple[Gang, Any]]]]
-        ] = weakref.WeakKeyDictionary()
-
-    def get(self, capacity: Capacity, view: str, version: tuple[int, int], gang: Gang) -> Any:
-        """The remembered answer, or _MISSING."""
-        with self._lock:
-            views = self._by_capacity.get(capacity)
-            entry = views.get(view) if views is not None else None
-            if entry is None or entry[0] != version:
-                return _MISSING
-            hit = entry[1].get(id(gang))
-            if hit is None or hit[0] is not gang:
-                return _MISSING
-            entry[1].move_to_end(id(gang))
-            return hit[1]
-
-    def put(
-        self, capacity: Capacity, view: str, version: tuple[int, int], gang: Gang, answer: Any
-    ) -> None:
-        with self._lock:
-            views = self._by_capacity.setdefault(capacity, {})
-            entry = views.get(view)
-            if entry is None or entry[0] != version:
-                # Versions only grow: answers for an older one are never asked again.
-                entry = views[view] = (version, OrderedDict())
-            entry[1][id(gang)] = (gang, answer)
-            entry[1].move_to_end(id(gang))
-            while len(entry[1]) > self._size:
-                entry[1].popitem(last=False)
-
-
 _MISSING: Any = object()
-_VERDICTS = _Verdicts(1024)
+
+
+def _remembered(capacity: Capacity, view: str, version: tuple[int, int], gang: Gang) -> Any:
+    """The answer this capacity remembers for that very gang object, or _MISSING."""
+    hit = capacity.verdicts.get((view, version, id(gang)))
+    return hit[1] if hit is not None and hit[0] is gang else _MISSING
+
+
+def _remember(
+    capacity: Capacity, view: str, version: tuple[int, int], gang: Gang, answer: Any
+) -> None:
+    # The gang is kept in the entry, so its id cannot be reused while the entry lives.
+    capacity.verdicts.put((view, version, id(gang)), (gang, answer))
 
 
 def _check_ever(
@@ -578,24 +540,28 @@ def _check_free(gang: Gang, capacity: Capacity, roles: tuple[list[_Item], int]) 
 def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
     """Admit unless the gang is proven unable to run even on the empty cluster.
 
-    Answers are remembered per gang object and capacity version (`_Verdicts`); the
-    versions are read before computing, so an update racing with the computation
-    only makes the remembered answer unreachable, never stale.
+    Answers are remembered per gang object and view version in the capacity's own
+    memo (`Capacity.verdicts`): every pod of a gang asks about the same `Gang` object
+    (the recognisers remember an owner's gangs), and nothing the answer depends on
+    changes until the view does (the "ever" view with nodes and pools only, the
+    "free" view also with bound pods). The versions are read before computing, so an
+    update racing with the computation only makes the remembered answer unreachable,
+    never stale.
     """
     ever_version = capacity.version("ever")
-    ever = _VERDICTS.get(capacity, "ever", ever_version, gang)
+    ever = _remembered(capacity, "ever", ever_version, gang)
     roles: tuple[list[_Item], int] | None = None
     if ever is _MISSING:
         roles = _gpu_roles(gang, capacity)
         ever = _check_ever(gang, capacity, roles)
-        _VERDICTS.put(capacity, "ever", ever_version, gang, ever)
+        _remember(capacity, "ever", ever_version, gang, ever)
     if ever is not None:
         return ever  # type: ignore[no-any-return]
     free_version = capacity.version("free")
-    free = _VERDICTS.get(capacity, "free", free_version, gang)
+    free = _remembered(capacity, "free", free_version, gang)
     if free is _MISSING:
         free = _check_free(gang, capacity, roles or _gpu_roles(gang, capacity))
-        _VERDICTS.put(capacity, "free", free_version, gang, free)
+        _remember(capacity, "free", free_version, gang, free)
     return free  # type: ignore[no-any-return]
 
 

@@ -2,11 +2,11 @@
 
 `plan_pod(pod, membership, config, namespace)` says which labels, annotations,
 schedulerName, scheduling gate and (native backend) `spec.schedulingGroup` a pod of a
-gang gets, following docs/internals.md ("What a gang pod carries") and the backend
-table of DESIGN.md. `MutationPlan.apply(pod)` returns the pod as it should look (new
-containers on the changed paths, the rest shared with the input, so read only), and
-`MutationPlan.json_patch(pod)` the RFC 6902 operations that make it so, which is what
-the webhook sends (built from the plan, not by diffing the two pods).
+gang gets, following docs/internals.md ("What a gang pod carries") and the README's
+backend table (Configuration). `MutationPlan.apply(pod)` returns the pod as it should
+look (new containers on the changed paths, the rest shared with the input, so read
+only), and `MutationPlan.json_patch(pod)` the RFC 6902 operations that make it so,
+which is what the webhook sends (built from the plan, not by diffing the two pods).
 
 Rules:
 - only absent keys are added: a value the user set is never overwritten, so planning
@@ -30,25 +30,23 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Literal
 
 from .config import Config
-from .model import JSON_OBJECT, Backend, Gang, KubeObject, PodMembership, Source
+from .model import JSON_OBJECT, Backend, Gang, KubeObject, PodMembership
+from .names import (
+    BACKEND_ANNOTATION,
+    COSCHEDULING_GROUP_LABEL,
+    GANG_LABEL,
+    GANG_NAME_ANNOTATION,
+    GATE,
+    LATER_ANNOTATION,
+    MIN_MEMBER_ANNOTATION,
+    OWNER_ANNOTATION,
+    ROLE_LABEL,
+    VOLCANO_GROUP_ANNOTATION,
+)
 
-GANG_LABEL = "gangkeeper.io/gang"
-ROLE_LABEL = "gangkeeper.io/role"
-MIN_MEMBER_ANNOTATION = "gangkeeper.io/min-member"
-GANG_NAME_ANNOTATION = "gangkeeper.io/gang-name"
-OWNER_ANNOTATION = "gangkeeper.io/owner"
-BACKEND_ANNOTATION = "gangkeeper.io/backend"
-#: On members of a gang with members that arrive only after release (`Role.later`):
-#: `[{"count": n, "demand": {resource: per member}, "nodeSelector": {...}}]`, so the
-#: controller can release without them and hold their room until they come.
-LATER_ANNOTATION = "gangkeeper.io/later-members"
-GATE = "gangkeeper.io/gang"
-COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
-VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
 DEFAULT_SCHEDULER = "default-scheduler"
 
 #: Keys by which other gang systems mark their pods: (system, where, key or prefix).
@@ -56,13 +54,13 @@ DEFAULT_SCHEDULER = "default-scheduler"
 FOREIGN_KEYS: tuple[tuple[str, str, str], ...] = (
     ("Kueue", "label", "kueue.x-k8s.io/pod-group-name"),
     ("Kueue", "annotation", "kueue.x-k8s.io/pod-group-total-count"),
-    ("Volcano", "annotation", VOLCANO_ANNOTATION),
-    ("Volcano", "label", VOLCANO_ANNOTATION),
+    ("Volcano", "annotation", VOLCANO_GROUP_ANNOTATION),
+    ("Volcano", "label", VOLCANO_GROUP_ANNOTATION),
     ("Volcano", "annotation", "volcano.sh/"),
     ("Volcano", "label", "volcano.sh/"),
     ("Volcano", "annotation", "scheduling.volcano.sh/"),
     ("Volcano", "label", "scheduling.volcano.sh/"),
-    ("scheduler-plugins", "label", COSCHEDULING_LABEL),
+    ("scheduler-plugins", "label", COSCHEDULING_GROUP_LABEL),
     ("scheduler-plugins", "label", "pod-group.scheduling.sigs.k8s.io"),
     ("YuniKorn", "annotation", "yunikorn.apache.org/task-group-name"),
     ("YuniKorn", "annotation", "yunikorn.apache.org/task-groups"),
@@ -99,9 +97,6 @@ def _shortened(name: str, invalid: str, ends: str) -> str:
     return f"{prefix}-{digest}" if prefix else digest
 
 
-# Gang and role names repeat for every pod of a gang; the regex checks and hashing
-# are pure functions of the name, so recent answers are remembered (bounded).
-@lru_cache(maxsize=4096)
 def label_value(name: str) -> str:
     """`name` if it is a valid label value, else a stable shortened form that is."""
     if len(name) <= _MAX_LABEL and _LABEL_VALUE.fullmatch(name):
@@ -109,7 +104,6 @@ def label_value(name: str) -> str:
     return _shortened(name, r"[^-A-Za-z0-9_.]", "A-Za-z0-9")
 
 
-@lru_cache(maxsize=4096)
 def group_name(name: str) -> str:
     """The gang's label value and PodGroup name: a valid label value that is also a
     lowercase DNS subdomain (as PodGroup names must be), shortened with a stable hash
@@ -325,12 +319,9 @@ def later_json(gang: Gang) -> str:
 
 
 def _owner_json(membership: PodMembership) -> str:
-    return _source_json(membership.gang.source)
-
-
-@lru_cache(maxsize=4096)
-def _source_json(source: Source) -> str:
-    """The owner annotation's JSON; the same for every pod of a gang, so remembered."""
+    """The owner annotation's JSON (the same for every pod of a gang: plans are
+    remembered per pod shape by the decider's `PlanMemo`)."""
+    source = membership.gang.source
     return json.dumps(
         {
             "apiVersion": source.api_version,
@@ -360,9 +351,9 @@ def plan_pod(
 
     ours: dict[tuple[str, str], str] = {}
     if backend == "coscheduling":
-        ours[("label", COSCHEDULING_LABEL)] = group
+        ours[("label", COSCHEDULING_GROUP_LABEL)] = group
     elif backend == "volcano":
-        ours[("annotation", VOLCANO_ANNOTATION)] = group
+        ours[("annotation", VOLCANO_GROUP_ANNOTATION)] = group
     elif backend == "native":
         ours[("spec", "schedulingGroup")] = group
 
@@ -405,9 +396,9 @@ def plan_pod(
     if gang.later_members:
         wanted_annotations[LATER_ANNOTATION] = later_json(gang)
     if backend == "coscheduling":
-        wanted_labels[COSCHEDULING_LABEL] = group
+        wanted_labels[COSCHEDULING_GROUP_LABEL] = group
     elif backend == "volcano":
-        wanted_annotations[VOLCANO_ANNOTATION] = group
+        wanted_annotations[VOLCANO_GROUP_ANNOTATION] = group
     # Any key already present is the user's (or ours from before): never overwrite it,
     # even when its value is not a string.
     raw_labels, raw_annotations = metadata.get("labels"), metadata.get("annotations")

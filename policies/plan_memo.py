@@ -18,16 +18,17 @@ map, a label value that is not hashable, ...) gets no key and is planned afresh.
 property tests feed arbitrary sequences of pods through the memo and compare every
 answer with fresh planning.
 
-Pure memory: bounded, safe across threads. Answers are shared: read only.
+Pure memory: a `BoundedMemo` (4,096 shapes unless told otherwise), owned by whoever
+decides (the server's `decision.Memos`). Answers are shared: read only.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Hashable
 from typing import Any
 
 from .config import Config
+from .memo import BoundedMemo
 from .model import KubeObject, PodMembership
 from .mutation import MutationPlan, has_gate, plan_pod
 
@@ -105,12 +106,12 @@ def shape_key(
 
 
 class PlanMemo:
-    """plan_pod and json_patch answers by `shape_key`; bounded, oldest dropped first."""
+    """plan_pod and json_patch answers by `shape_key`, at most `size` of them."""
 
     def __init__(self, size: int = 4096) -> None:
-        self._size = size
-        self._entries: dict[tuple[Hashable, ...], tuple[Config, MutationPlan, list[Any]]] = {}
-        self._lock = threading.Lock()
+        self._entries: BoundedMemo[
+            tuple[Hashable, ...], tuple[Config, MutationPlan, list[Any]]
+        ] = BoundedMemo(size)
 
     def plan(
         self, pod: KubeObject, membership: PodMembership, config: Config, namespace: str
@@ -118,20 +119,12 @@ class PlanMemo:
         """The plan for `pod` and the JSONPatch that carries it out (shared: read only)."""
         key = shape_key(pod, membership, config, namespace)
         if key is not None:
-            with self._lock:
-                hit = self._entries.get(key)
+            hit = self._entries.get(key)
             # The entry keeps the config, so its id is not reused while it lives.
             if hit is not None and hit[0] is config:
                 return hit[1], hit[2]
         plan = plan_pod(pod, membership, config, namespace)
         ops = plan.json_patch(pod)
         if key is not None:
-            with self._lock:
-                if len(self._entries) >= self._size:
-                    del self._entries[next(iter(self._entries))]
-                self._entries[key] = (config, plan, ops)
+            self._entries.put(key, (config, plan, ops))
         return plan, ops
-
-
-#: The memo the webhook's decisions share.
-DEFAULT_MEMO = PlanMemo()

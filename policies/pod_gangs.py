@@ -28,8 +28,9 @@ from .config import Config
 from .errors import PolicyError
 from .feasibility import MAX_WARNING, check_gang
 from .model import JSON_OBJECT, Gang, KubeObject, Placement, PodMembership, PodsLookup, Role
+from .names import GANG_NAME_ANNOTATION as GANG_NAME
 from .podspec import placement_of, pod_demand
-from .recognizers.common import GANG_NAME, UNSEEN_ROLE
+from .recognizers.common import UNSEEN_ROLE
 from .recognizers.kueue import GROUP_LABEL as KUEUE_GROUP_LABEL
 
 #: Registry names of the recognisers whose gangs are known from pods alone.

@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role, Source
+from ..names import GANG_NAME_ANNOTATION as GANG_NAME
+from ..names import MIN_MEMBER_ANNOTATION as MIN_MEMBER
 from ..podspec import as_mapping, field_path, placement_of, pod_demand
 from .base import ResourceRule
 from .common import (
-    GANG_NAME,
-    MIN_MEMBER,
     count,
     explicit_keys,
     owner_chain,

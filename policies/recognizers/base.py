@@ -2,13 +2,16 @@
 
 A recogniser turns one kind of object into gangs (`recognize_object`) and tells
 whether a pod belongs to a gang of its kind (`recognize_pod`), using an owner-lookup
-function the caller supplies. Registration is explicit data on a `Registry` instance
-(see `registry.py`), which refuses duplicate names. Pure: no I/O beyond the lookup.
+function the caller supplies. One capability is optional: a recogniser that can say
+from a pod's `PodSignals` alone that it would decline the pod (`ScreensPods`) is not
+asked about pods it rules out. Registration is explicit data on a `Registry`
+instance (see `registry.py`), which refuses duplicate names. Pure: no I/O beyond the
+lookup.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -56,6 +59,27 @@ class Recognizer(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class PodSignals:
+    """What a pod shows cheaply, read once per pod for every screening recogniser."""
+
+    #: (group, kind) of every controller owner up the pod's chain (as far as known).
+    owners: frozenset[tuple[str, str]]
+    labels: Mapping[str, str]
+
+
+class ScreensPods(Protocol):
+    """Optional: a recogniser that can rule a pod out from its signals alone."""
+
+    def may_claim(self, signals: PodSignals) -> bool:
+        """False only when `recognize_pod` would return None at its first test, before
+        any further lookup or error, so skipping it changes no answer."""
+        ...
+
+
+Screen = Callable[[PodSignals], bool]
+
+
 class DuplicateRecognizer(ValueError):
     pass
 
@@ -65,11 +89,18 @@ class Registry:
 
     def __init__(self) -> None:
         self._by_name: dict[str, Recognizer] = {}
+        self._screened: list[tuple[Recognizer, Screen | None]] = []
 
     def register(self, recognizer: Recognizer) -> None:
         if recognizer.name in self._by_name:
             raise DuplicateRecognizer(f"recogniser {recognizer.name!r} registered twice")
         self._by_name[recognizer.name] = recognizer
+        screen: Screen | None = getattr(recognizer, "may_claim", None)
+        self._screened.append((recognizer, screen))
+
+    def screened(self) -> list[tuple[Recognizer, Screen | None]]:
+        """Every recogniser in order, with its `may_claim` when it has one."""
+        return self._screened
 
     def __iter__(self) -> Iterator[Recognizer]:
         return iter(self._by_name.values())

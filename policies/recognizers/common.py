@@ -6,17 +6,13 @@ cut across kinds live here once: explicit `gangkeeper.io/*` annotations win over
 the workload says, counts are whole and sane, and pods find their top-level owner by
 following controller ownerReferences through the caller's lookup (`owner_chain`).
 
-Pure: reads plain dicts and calls the lookup; no I/O of its own (pickle is used only
-to fingerprint an object in memory, never to load anything).
+Pure: reads plain dicts and calls the lookup; no I/O of its own.
 """
 
 from __future__ import annotations
 
-import pickle
 import re
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -25,10 +21,10 @@ from typing import Any
 from ..config import Config
 from ..errors import InvalidObject
 from ..model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, Placement, Role, Source
+from ..names import GANG_NAME_ANNOTATION as GANG_NAME
+from ..names import MIN_MEMBER_ANNOTATION as MIN_MEMBER
 from ..podspec import as_list, as_mapping, as_str, field_path, placement_of, pod_demand
-
-GANG_NAME = "gangkeeper.io/gang-name"
-MIN_MEMBER = "gangkeeper.io/min-member"
+from .owner_gangs import OwnerGangs
 
 #: More members than this is a typo, not a gang; refusing it keeps arithmetic small.
 MAX_MEMBERS = 1_000_000
@@ -113,18 +109,23 @@ def _string_map(value: object, path: str) -> Mapping[str, str]:
 _MEMO: ContextVar[dict[tuple[str, int], tuple[Any, Any]] | None] = ContextVar(
     "gangkeeper_recognizer_memo", default=None
 )
+#: The owners' gangs memo of the decider running the current call (`one_call`).
+_OWNERS: ContextVar[OwnerGangs | None] = ContextVar("gangkeeper_owner_gangs", default=None)
 
 
 @contextmanager
-def one_call() -> Iterator[None]:
-    """Share metadata and owner chains between recognisers for the length of a call."""
+def one_call(owners: OwnerGangs | None = None) -> Iterator[None]:
+    """Share metadata and owner chains between recognisers for the length of a call,
+    and remember owners' gangs in `owners` (the caller's memo) when given."""
     if _MEMO.get() is not None:
         yield
         return
     token = _MEMO.set({})
+    owners_token = _OWNERS.set(owners)
     try:
         yield
     finally:
+        _OWNERS.reset(owners_token)
         _MEMO.reset(token)
 
 
@@ -424,91 +425,19 @@ def items_of(value: object, path: str) -> list[tuple[str, Any]]:
     return [(field_path(path, i), item) for i, item in enumerate(as_list(value, path))]
 
 
-# --- gangs of owners, remembered across calls --------------------------------------
-
-
-def _fingerprint(obj: KubeObject) -> bytes | None:
-    """The object's whole content as bytes, or None when it cannot be taken.
-
-    pickle keeps every type apart (True, 1 and 1.0; "1" and 1 as keys), so equal
-    fingerprints mean equal content as the recognisers read it; it runs in C at a
-    few µs for a typical workload, where reading its templates takes ~100 µs.
-    """
-    try:
-        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # junk that does not pickle is simply read afresh every time
-        return None
-
-
-class _OwnerGangs:
-    """The gangs of recently seen owner objects.
-
-    Every pod of a 64-pod Job asks for the same Job's gang, and a watch-fed cache
-    answers with the same object until it changes. An entry is used only for that
-    very object (identity, kept alive by the entry) and the same config:
-
-    - an API object (uid and resourceVersion) at the same resourceVersion: a new
-      version, a copy, or a hand-built object with a reused uid is read afresh;
-    - any other object (from files, hand-built, no resourceVersion) only while its
-      whole content is unchanged (`_fingerprint`), so editing it in place between
-      calls is seen; one that cannot be fingerprinted is never remembered.
-
-    Pure memory, bounded, safe across threads.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._entries: OrderedDict[
-            tuple[str, str, str, int, int],
-            tuple[KubeObject, Config, bytes | None, list[Gang]],
-        ] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(
-        self,
-        recognizer: str,
-        obj: KubeObject,
-        config: Config,
-        compute: Callable[[], list[Gang] | None],
-    ) -> list[Gang] | None:
-        metadata = obj.get("metadata")
-        uid = metadata.get("uid") if isinstance(metadata, JSON_OBJECT) else None
-        version = metadata.get("resourceVersion") if isinstance(metadata, JSON_OBJECT) else None
-        fingerprint: bytes | None = None
-        if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
-            fingerprint = _fingerprint(obj)
-            if fingerprint is None:
-                return compute()
-            uid = version = ""
-        key = (recognizer, uid, version, id(obj), id(config))
-        with self._lock:
-            hit = self._entries.get(key)
-            # The object and config are kept in the entry, so their ids cannot be
-            # reused by others meanwhile.
-            if hit is not None and hit[0] is obj and hit[1] is config and hit[2] == fingerprint:
-                self._entries.move_to_end(key)
-                return list(hit[3])
-        gangs = compute()
-        if gangs is not None:
-            with self._lock:
-                self._entries[key] = (obj, config, fingerprint, list(gangs))
-                self._entries.move_to_end(key)
-                while len(self._entries) > self._size:
-                    self._entries.popitem(last=False)
-        return gangs
-
-
-OWNER_GANGS = _OwnerGangs(4096)
-
-
 def owner_gangs(
     recognizer: Any, obj: KubeObject, lookup: OwnerLookup, config: Config
 ) -> list[Gang] | None:
-    """`recognizer.recognize_object(obj)`, remembered for API objects (see _OwnerGangs).
+    """`recognizer.recognize_object(obj)`, remembered in the call's `OwnerGangs`.
 
     Only for kinds whose gangs depend on the object alone (not on other objects
     found through the lookup).
     """
-    return OWNER_GANGS.get(
-        recognizer.name, obj, config, lambda: recognizer.recognize_object(obj, lookup, config)
-    )
+    def compute() -> list[Gang] | None:
+        gangs: list[Gang] | None = recognizer.recognize_object(obj, lookup, config)
+        return gangs
+
+    owners = _OWNERS.get()
+    if owners is None:
+        return compute()
+    return owners.get(recognizer.name, obj, config, compute)

@@ -20,7 +20,7 @@ from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_mapping, field_path
-from .base import ResourceRule
+from .base import PodSignals, ResourceRule
 from .common import (
     build_gang,
     claims,
@@ -75,6 +75,9 @@ class JobRecognizer:
         )
         gang = build_gang(meta, meta.name, [part], self.name, _kueue_minimum(meta.annotations))
         return [gang] if gang is not None else []
+
+    def may_claim(self, signals: PodSignals) -> bool:
+        return JOB in signals.owners
 
     def recognize_pod(
         self, pod: KubeObject, lookup: OwnerLookup, config: Config

@@ -31,7 +31,7 @@ from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_mapping, as_str, field_path
-from .base import ResourceRule
+from .base import PodSignals, ResourceRule
 from .common import (
     Link,
     TemplateRole,
@@ -190,6 +190,9 @@ class JobSetRecognizer:
         parts = replicated_job_parts(spec, "spec", config, annotations=meta.annotations)
         gang = build_gang(meta, meta.name, parts, self.name)
         return [gang] if gang is not None else []
+
+    def may_claim(self, signals: PodSignals) -> bool:
+        return JOBSET in signals.owners or bool(signals.labels.get(JOBSET_NAME_LABEL))
 
     def recognize_pod(
         self, pod: KubeObject, lookup: OwnerLookup, config: Config

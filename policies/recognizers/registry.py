@@ -10,13 +10,12 @@ Kubernetes object, or of a kind nobody knows, is simply not a gang ([] / None).
 InvalidObject is raised only for an object of a known kind with a malformed field.
 
 Pure: the only outside call is the caller's lookup, memoised per call, as are the
-metadata and owner chain every recogniser reads (`common.one_call`). Workload
-recognisers a pod's owner chain rules out are skipped, not asked (`_ruled_out`).
+metadata and owner chain every recogniser reads (`common.one_call`). Recognisers
+that screen pods (`base.ScreensPods`) are skipped, not asked, for pods they rule out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from ..config import Config
@@ -24,15 +23,14 @@ from ..model import Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup
 from ..pod_gangs import POD_BASED, summed
 from . import jaxjob, mpijob, paddlejob, pytorchjob, tfjob, xgboostjob
 from .annotations import AnnotationsRecognizer
-from .base import Recognizer, Registry
+from .base import PodSignals, Recognizer, Registry
 from .common import one_call, owner_chain, read_meta, type_of
-from .job import JOB, JobRecognizer
-from .jobset import JOBSET, JOBSET_NAME_LABEL, TRAINJOB, JobSetRecognizer
+from .job import JobRecognizer
+from .jobset import JobSetRecognizer
 from .kueue import KueuePodGroupRecognizer
 from .leaderworkerset import LeaderWorkerSetRecognizer
+from .owner_gangs import OwnerGangs
 from .podgroup import COSCHEDULING, VOLCANO
-from .trainingoperator import GROUP as TRAINING_OPERATOR_GROUP
-from .trainingoperator import TrainingOperatorRecognizer
 from .trainjob import TrainJobRecognizer
 
 
@@ -77,52 +75,13 @@ def _memoised(lookup: OwnerLookup) -> OwnerLookup:
     return ask
 
 
-@dataclass(frozen=True)
-class _Signals:
-    """What a pod shows cheaply: the (group, kind) of every controller owner up its
-    chain, and whether it names a JobSet by label."""
-
-    owners: frozenset[tuple[str, str]]
-    jobset_label: bool
-
-
-def _signals(pod: KubeObject, ask: OwnerLookup) -> _Signals:
+def _signals(pod: KubeObject, ask: OwnerLookup) -> PodSignals:
     # The very first steps of every workload recogniser (read_meta, then owner_chain
     # with the pod's namespace), memoised for the call, so they raise the same
     # errors and make the same lookups the recognisers would.
     meta = read_meta(pod)
     chain = owner_chain(pod, meta.namespace, ask)
-    return _Signals(
-        frozenset((link.group, link.kind) for link in chain),
-        bool(meta.labels.get(JOBSET_NAME_LABEL, "")),
-    )
-
-
-#: The shipped recognisers whose first test `_ruled_out` restates.
-_SCREENED = (TrainJobRecognizer, JobSetRecognizer, JobRecognizer, TrainingOperatorRecognizer)
-
-
-def _ruled_out(recognizer: Recognizer, signals: _Signals) -> bool:
-    """Whether `recognizer` (one of the _SCREENED kinds) would decline the pod at once.
-
-    Each test restates the recogniser's own first test, so skipping it when the test
-    says so changes nothing: it would have returned None before reading anything
-    else (no lookups, no errors). The order of the registry, and with it every
-    precedence (explicit annotations, TrainJob > JobSet > Job), is untouched. Only the
-    exact shipped classes are screened; anything else is always asked.
-    """
-    kind = type(recognizer)
-    owners = signals.owners
-    if kind is TrainJobRecognizer:
-        # Its TrainJob is an owner, or the owner of the pod's JobSet (an owner or
-        # named by label).
-        return not (TRAINJOB in owners or JOBSET in owners or signals.jobset_label)
-    if kind is JobSetRecognizer:
-        return not (JOBSET in owners or signals.jobset_label)
-    if kind is JobRecognizer:
-        return JOB not in owners
-    owner = (TRAINING_OPERATOR_GROUP, recognizer.kind)  # type: ignore[attr-defined]
-    return owner not in owners
+    return PodSignals(frozenset((link.group, link.kind) for link in chain), meta.labels)
 
 
 def _summed(
@@ -142,32 +101,33 @@ def _summed(
 
 
 def recognize_pod(
-    pod: KubeObject,
-    lookup: OwnerLookup,
-    config: Config,
-    registry: Registry | None = None,
-    siblings: PodsLookup | None = None,
+    pod: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None,
+    siblings: PodsLookup | None = None, *, owners: OwnerGangs | None = None,
 ) -> PodMembership | None:
     """The gang and role of a pod, or None when it belongs to no gang we can size.
 
     A pod-based gang (`pod_gangs.POD_BASED`) is summed over the pod and the siblings
-    `siblings` knows that the same recogniser puts in the same gang.
+    `siblings` knows that the same recogniser puts in the same gang. Owners' gangs are
+    remembered in `owners` (the decider's memo) when given.
 
-    Recognisers are asked in registry order; a workload recogniser whose kind is
-    nowhere in the pod's owner chain (nor named by its labels) is skipped without
-    being asked (`_ruled_out`): the TrainJob recogniser comes first but most pods
-    are not a TrainJob's, and asking it cost every pod about a tenth of /mutate.
+    Recognisers are asked in registry order; one that screens pods (`may_claim`,
+    e.g. a workload recogniser whose kind is nowhere in the pod's owner chain nor
+    named by its labels) is skipped when its screen rules the pod out: the TrainJob
+    recogniser comes first but most pods are not a TrainJob's, and asking it cost
+    every pod about a tenth of /mutate. The order of the registry, and with it every
+    precedence (explicit annotations, TrainJob > JobSet > Job), is untouched.
     """
     if type_of(pod) != ("", "Pod"):
         return None
     ask = _memoised(lookup)
-    signals: _Signals | None = None
-    with one_call():
-        for recognizer in registry if registry is not None else default_registry():
-            if type(recognizer) in _SCREENED:
+    signals: PodSignals | None = None
+    with one_call(owners):
+        chosen = registry if registry is not None else default_registry()
+        for recognizer, may_claim in chosen.screened():
+            if may_claim is not None:
                 if signals is None:
                     signals = _signals(pod, ask)
-                if _ruled_out(recognizer, signals):
+                if not may_claim(signals):
                     continue
             membership = recognizer.recognize_pod(pod, ask, config)
             if membership is not None:
@@ -180,21 +140,18 @@ def recognize_pod(
 
 
 def recognize_object(
-    obj: KubeObject,
-    lookup: OwnerLookup,
-    config: Config,
-    registry: Registry | None = None,
-    siblings: PodsLookup | None = None,
+    obj: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None,
+    siblings: PodsLookup | None = None, *, owners: OwnerGangs | None = None,
 ) -> list[Gang]:
     """The gangs a workload object (or a pod) makes; [] when it is not a gang."""
     kind = type_of(obj)
     if kind is None:
         return []
     if kind == ("", "Pod"):
-        membership = recognize_pod(obj, lookup, config, registry, siblings)
+        membership = recognize_pod(obj, lookup, config, registry, siblings, owners=owners)
         return [membership.gang] if membership is not None else []
     ask = _memoised(lookup)
-    with one_call():
+    with one_call(owners):
         for recognizer in registry if registry is not None else default_registry():
             gangs = recognizer.recognize_object(obj, ask, config)
             if gangs is not None:

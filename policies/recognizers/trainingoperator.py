@@ -26,7 +26,7 @@ from typing import Any
 from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_mapping, field_path
-from .base import ResourceRule
+from .base import PodSignals, ResourceRule
 from .common import (
     build_gang,
     claims,
@@ -110,6 +110,9 @@ class TrainingOperatorRecognizer:
             min_member = _elastic_minimum(spec, replica_specs)
         gang = build_gang(meta, meta.name, parts, self.name, min_member)
         return [gang] if gang is not None else []
+
+    def may_claim(self, signals: PodSignals) -> bool:
+        return (GROUP, self.kind) in signals.owners
 
     def recognize_pod(
         self, pod: KubeObject, lookup: OwnerLookup, config: Config

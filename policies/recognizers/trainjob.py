@@ -35,7 +35,7 @@ from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_list, as_mapping, as_str, field_path
 from ..quantity import gpu_count
-from .base import ResourceRule
+from .base import PodSignals, ResourceRule
 from .common import (
     build_gang,
     claims,
@@ -49,7 +49,7 @@ from .common import (
     topmost,
     type_of,
 )
-from .jobset import jobset_of_pod, member_of, replicated_job_parts
+from .jobset import JOBSET, JOBSET_NAME_LABEL, jobset_of_pod, member_of, replicated_job_parts
 
 TRAINJOB = ("trainer.kubeflow.org", "TrainJob")
 TRAINER_VERSION = "v1alpha1"
@@ -279,6 +279,12 @@ class TrainJobRecognizer:
         )
         gang = build_gang(meta, meta.name, parts, self.name)
         return [gang] if gang is not None else []
+
+    def may_claim(self, signals: PodSignals) -> bool:
+        # Its TrainJob is an owner, or the owner of the pod's JobSet (an owner or
+        # named by label).
+        owners = signals.owners
+        return TRAINJOB in owners or JOBSET in owners or bool(signals.labels.get(JOBSET_NAME_LABEL))
 
     def recognize_pod(
         self, pod: KubeObject, lookup: OwnerLookup, config: Config

@@ -24,7 +24,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from gangkeeper.certs import ClientCalls, SelfManagedCerts
-from gangkeeper.webhook.manifests import render_manifests
+from gangkeeper.webhook.install import render_manifests
 
 pytestmark = pytest.mark.e2e
 

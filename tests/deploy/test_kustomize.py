@@ -15,7 +15,7 @@ import pytest
 import yaml
 from deploy_support import REPO, run_kubectl
 
-from gangkeeper.webhook.manifests import render_manifests
+from gangkeeper.webhook.install import render_manifests
 
 
 def key(obj: dict[str, Any]) -> tuple[str, str, str]:

@@ -24,7 +24,8 @@ from deploy_support import REPO, ControlPlane
 
 from gangkeeper.certs import ClientCalls
 from gangkeeper.certs.incluster import WebhookKind
-from gangkeeper.webhook.manifests import CERT_DIR, SECRET_NAME, render_manifests
+from gangkeeper.policies.names import SECRET_NAME
+from gangkeeper.webhook.install import CERT_DIR, render_manifests
 from gangkeeper.webhook.sandbox.processes import free_port
 
 pytestmark = pytest.mark.e2e

@@ -26,11 +26,12 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from e2e_objects import GATE, POOL_LABEL, gang_pod, indexed_job, pod_spec, unique
+from builders.cluster import POOL_LABEL, gang_pod, indexed_job, pod_spec, unique
 from kubernetes import client, watch
 from kubernetes import config as kube_config
 
 from gangkeeper.policies.config import load_config
+from gangkeeper.policies.names import GATE
 from gangkeeper.webhook.controller import GangController
 
 GANG_LABEL = "gangkeeper.io/gang"

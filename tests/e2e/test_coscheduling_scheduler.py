@@ -14,7 +14,7 @@ story.
 
 Freeing GPUs (a pod deleted) is no event Coscheduling registers, so without help the
 gang's pods stay parked until the scheduler's 5-minute flush; gangkeeper's controller
-touches the PodGroup when GPUs free up (`webhook/controller/requeue.py`). Both are
+touches the PodGroup when GPUs free up (`policies/release/requeue.py`). Both are
 measured in the same run: first with the controller nudging, then with gangkeeper
 stopped, which is what the controller did before (it never touched a released gang).
 `GANGKEEPER_E2E_BASELINE_SECONDS` (default 30) sets how long the baseline is watched;
@@ -30,7 +30,9 @@ import uuid
 from typing import Any
 
 import pytest
-from e2e_objects import GATE, POOL_LABEL, unique
+from builders.cluster import POOL_LABEL, unique
+
+from gangkeeper.policies.names import GATE
 
 BACKEND = "coscheduling"
 SCHEDULER = "scheduler-plugins-scheduler"

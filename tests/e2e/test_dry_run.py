@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_objects import POOL_LABEL, indexed_job, jobset, pytorchjob, unique
+from builders.cluster import POOL_LABEL, indexed_job, jobset, pytorchjob, unique
 
 NODES, GPUS_PER_NODE = 2, 4
 KINDS: list[tuple[str, Callable[..., dict[str, Any]]]] = [

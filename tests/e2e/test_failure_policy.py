@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from e2e_objects import POOL_LABEL, gang_pod, unique
+from builders.cluster import POOL_LABEL, gang_pod, unique
 from kubernetes.client.exceptions import ApiException
 
 POD_WEBHOOKS = ("pods.mutate.gangkeeper.io", "pods.validate.gangkeeper.io")

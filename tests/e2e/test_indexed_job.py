@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from e2e_objects import GATE, POOL_LABEL, indexed_job, unique
+from builders.cluster import POOL_LABEL, indexed_job, unique
 from kubernetes import watch
+
+from gangkeeper.policies.names import GATE
 
 WORKERS = 3
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from e2e_objects import POOL_LABEL, unique
-from workloads import (
+from builders.cluster import POOL_LABEL, unique
+from builders.controllers import (
     LWS_NAME_LABEL,
     gpu_template,
     is_ready,

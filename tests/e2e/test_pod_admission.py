@@ -10,8 +10,10 @@ import contextlib
 from typing import Any
 
 import pytest
-from e2e_objects import GATE, POOL_LABEL, gang_pod, unique
+from builders.cluster import POOL_LABEL, gang_pod, unique
 from kubernetes.client.exceptions import ApiException
+
+from gangkeeper.policies.names import GATE
 
 
 def _pod(cluster: Any, namespace: str, name: str) -> dict[str, Any]:
@@ -32,7 +34,7 @@ def _gangkeeper_keys(pod: dict[str, Any]) -> dict[str, str]:
 
 
 #: backend -> (schedulerName the pod must get, where the PodGroup name must appear).
-#: Scheduler names are the documented defaults (DESIGN.md, backends table).
+#: Scheduler names are the documented defaults (README, backends table).
 BACKENDS = {
     "gate": ("default-scheduler", None),
     "coscheduling": ("scheduler-plugins-scheduler", ("label", "scheduling.x-k8s.io/pod-group")),

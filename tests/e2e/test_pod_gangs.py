@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 import yaml
-from e2e_objects import GATE, POOL_LABEL, gang_pod, unique
+from builders.cluster import POOL_LABEL, gang_pod, unique
 from kubernetes import client
 from kubernetes import config as kube_config
 
 from gangkeeper.policies.config import load_config
+from gangkeeper.policies.names import GATE
 from gangkeeper.webhook.controller import GangController
 
 WARNING = (

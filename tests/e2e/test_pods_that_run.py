@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from e2e_objects import POOL_LABEL, unique
-from workloads import (
+from builders.cluster import POOL_LABEL, unique
+from builders.controllers import (
     JOBSET_NAME_LABEL,
     condition,
     gpu_template,

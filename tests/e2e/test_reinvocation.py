@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_objects import GATE, POOL_LABEL, gang_pod, unique
+from builders.cluster import POOL_LABEL, gang_pod, unique
 
 from gangkeeper.certs import ensure_local
+from gangkeeper.policies.names import GATE
 
 SECOND = "zz-e2e-relabel"
 REQUESTS = re.compile(r"^gangkeeper_admission_requests_total\{([^}]*)\} (\S+)$", re.M)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_objects import GPU, POOL_LABEL, unique
-from workloads import JOBSET_NAME_LABEL, RUN_FOR, condition, is_ready, recording
+from builders.cluster import GPU, POOL_LABEL, unique
+from builders.controllers import JOBSET_NAME_LABEL, RUN_FOR, condition, is_ready, recording
 
 GROUP, VERSION, PLURAL = "trainer.kubeflow.org", "v1alpha1", "trainjobs"
 RUN_SECONDS = "4s"

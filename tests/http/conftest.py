@@ -2,7 +2,7 @@
 
 `served` (session) starts `python -m gangkeeper.webhook.cli serve` on a free loopback
 port with `--nodes examples/fleet.yaml`, every example manifest (plus the objects a
-controller would create in between, see `http_workloads.children_for`) as owners, and
+controller would create in between, see `builders.reviews.children_for`) as owners, and
 certificates issued into a temporary directory; it waits for /readyz. `client` is an
 httpx client trusting that CA. `start_server` starts further servers for tests that
 need their own (certificate renewal).
@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from builders.reviews import children_for
 from http_support import FLEET, Served, example_documents, example_files, free_port, wait_ready
-from http_workloads import children_for
 
 
 @pytest.fixture(scope="session")

@@ -1,33 +1,24 @@
 """The server's watch-fed cluster view: list, watch, re-list on 410, reconnect, owner misses.
 
-The view's HTTP calls go through a `Transport`; here a scripted in-memory API stands
-in for it, so the caching logic (what is counted, forgotten, fetched and when the view
-says it is synced) is tested without timing games. The real API server is exercised by
-the end-to-end tests (tests/e2e), which run `gangkeeper serve --kubeconfig`.
+The view reads the API through the process's informers; here they run over the
+in-memory `FakeApi`, so the caching logic (what is counted, forgotten, fetched and when
+the view says it is synced) is tested without timing games. The real API server is
+exercised by the end-to-end tests (tests/e2e), which run `gangkeeper serve --kubeconfig`.
 """
 
 from __future__ import annotations
 
-import copy
-import json
-import queue
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
 
 from gangkeeper.policies.config import Config
-from gangkeeper.webhook.cluster import (
-    BOUND_PODS,
-    GANG_PODS,
-    KUEUE_GROUP_PODS,
-    NODES,
-    ApiError,
-    Resource,
-    WatchClusterView,
-)
+from gangkeeper.webhook.kube.fake import FakeApi
+from gangkeeper.webhook.kube.informer import Informers
+from gangkeeper.webhook.kube.resources import NODES, PODS, Resource
+from gangkeeper.webhook.server.cluster_view import WatchClusterView
 
 JOBS = Resource("batch", "v1", "jobs", "Job")
 JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
@@ -52,80 +43,6 @@ def job(name: str) -> dict[str, Any]:
             "spec": {"parallelism": 2}}
 
 
-class FakeApi:
-    """Collections with a resourceVersion, watch streams fed by `emit`."""
-
-    def __init__(self) -> None:
-        self.objects: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-        self.streams: dict[str, queue.Queue[object]] = defaultdict(queue.Queue)
-        self.absent: set[str] = set()
-        self.calls: list[tuple[str, str]] = []
-        self.rv = 1
-        self.closed = False
-
-    @staticmethod
-    def _where(path: str, query: Sequence[tuple[str, str]] = ()) -> str:
-        """A collection per path and label selector (several watches share /pods)."""
-        selector = dict(query).get("labelSelector", "")
-        return f"{path}?{selector}" if selector else path
-
-    @classmethod
-    def _of(cls, resource: Resource) -> str:
-        return cls._where(resource.path, [("labelSelector", resource.label_selector)])
-
-    def seed(self, resource: Resource, *objects: dict[str, Any]) -> None:
-        for obj in objects:
-            self.objects[self._of(resource)][self._name(obj)] = obj
-
-    @staticmethod
-    def _name(obj: dict[str, Any]) -> str:
-        meta = obj["metadata"]
-        return f"{meta.get('namespace', '')}/{meta['name']}"
-
-    def emit(self, resource: Resource, kind: str, obj: dict[str, Any]) -> None:
-        self.rv += 1
-        obj = copy.deepcopy(obj)
-        obj["metadata"]["resourceVersion"] = str(self.rv)
-        if kind == "DELETED":
-            self.objects[self._of(resource)].pop(self._name(obj), None)
-        else:
-            self.objects[self._of(resource)][self._name(obj)] = obj
-        self.streams[self._of(resource)].put({"type": kind, "object": obj})
-
-    def break_stream(self, resource: Resource, what: object) -> None:
-        self.streams[self._of(resource)].put(what)
-
-    def get_json(self, path: str, query: Sequence[tuple[str, str]] = (), *,
-                 timeout: float) -> Any:
-        self.calls.append(("get", path))
-        if "/namespaces/" in path:
-            # A single object: /apis/batch/v1/namespaces/ns/jobs/name
-            parts = path.split("/")
-            namespace, name = parts[-3], parts[-1]
-            base = "/".join(parts[:-4]) + "/" + parts[-2]
-            found = self.objects.get(base, {}).get(f"{namespace}/{name}")
-            if found is None:
-                raise ApiError(404, "not found")
-            return copy.deepcopy(found)
-        if path in self.absent:
-            raise ApiError(404, "the server could not find the requested resource")
-        items = copy.deepcopy(list(self.objects[self._where(path, query)].values()))
-        return {"items": items, "metadata": {"resourceVersion": str(self.rv)}}
-
-    def watch_lines(self, path: str, query: Sequence[tuple[str, str]], *,
-                    timeout: float) -> Iterator[bytes]:
-        self.calls.append(("watch", path))
-        stream = self.streams[self._where(path, query)]
-        while not self.closed:
-            try:
-                item = stream.get(timeout=0.05)
-            except queue.Empty:
-                continue
-            if isinstance(item, Exception):
-                raise item
-            yield json.dumps(item).encode()
-
-
 def eventually(check: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
@@ -133,29 +50,31 @@ def eventually(check: Callable[[], bool], what: str, timeout: float = 5.0) -> No
         time.sleep(0.02)
 
 
+def gets(api: FakeApi) -> list[tuple[str, str]]:
+    return [("get", path) for method, path, _ in api.calls if method == "GET"]
+
+
 @pytest.fixture
-def api() -> Iterator[FakeApi]:
-    fake = FakeApi()
-    yield fake
-    fake.closed = True
+def api() -> FakeApi:
+    return FakeApi()
 
 
 @pytest.fixture
 def start(api: FakeApi) -> Iterator[Callable[..., WatchClusterView]]:
-    views: list[WatchClusterView] = []
+    started: list[Informers] = []
 
     def make(owners: Sequence[Resource] = (JOBS,),
              on_synced: Callable[[str, bool], None] | None = None) -> WatchClusterView:
-        view = WatchClusterView(None, Config(), owners=owners, on_synced=on_synced,
-                                transport=api)  # type: ignore[arg-type]
-        views.append(view)
-        view.start()
+        informers = Informers(api)
+        view = WatchClusterView(informers, Config(), owners=owners, on_synced=on_synced)
+        started.append(informers)
+        informers.start()
         assert view.wait_synced(5.0)
         return view
 
     yield make
-    for view in views:
-        view.stop()
+    for informers in started:
+        informers.stop()
 
 
 def test_the_view_is_synced_once_every_resource_listed_and_a_missing_crd_counts_as_listed(
@@ -165,21 +84,21 @@ def test_the_view_is_synced_once_every_resource_listed_and_a_missing_crd_counts_
     states: dict[str, bool] = {}
     view = start(owners=(JOBS, JOBSETS), on_synced=states.__setitem__)
     assert view.synced
-    assert states == {NODES.label: True, BOUND_PODS.label: True, GANG_PODS.label: True,
-                      KUEUE_GROUP_PODS.label: True, JOBS.label: True, JOBSETS.label: True}
+    assert states == {NODES.label: True, PODS.label: True, JOBS.label: True,
+                      JOBSETS.label: True}
     assert view.lookup("jobset.x-k8s.io/v1alpha2", "JobSet", "ns", "x") is None
-    assert ("get", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/x") not in api.calls
+    assert ("get", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/x") not in gets(api)
 
 
 def test_node_events_keep_the_capacity_current(
     api: FakeApi, start: Callable[..., WatchClusterView]
 ) -> None:
-    api.seed(NODES, node("a"), node("b"))
+    api.seed(NODES.path, node("a"), node("b"))
     view = start()
     assert view.capacity.describe()["nodes"] == 2
-    api.emit(NODES, "ADDED", node("c"))
+    api.emit(NODES.path, "ADDED", node("c"))
     eventually(lambda: view.capacity.describe()["nodes"] == 3, "node c counted")
-    api.emit(NODES, "DELETED", node("a"))
+    api.emit(NODES.path, "DELETED", node("a"))
     eventually(lambda: view.capacity.describe()["nodes"] == 2, "node a forgotten")
 
 
@@ -189,69 +108,68 @@ def test_a_malformed_node_is_left_out_without_stopping_the_watch(
     view = start()
     broken = node("bad")
     broken["status"]["allocatable"]["nvidia.com/gpu"] = "lots"
-    api.emit(NODES, "ADDED", broken)
-    api.emit(NODES, "ADDED", node("good"))
+    api.emit(NODES.path, "ADDED", broken)
+    api.emit(NODES.path, "ADDED", node("good"))
     eventually(lambda: view.capacity.describe()["nodes"] == 1, "the good node counted")
 
 
 def test_410_gone_relists_and_forgets_what_was_deleted_meanwhile(
     api: FakeApi, start: Callable[..., WatchClusterView]
 ) -> None:
-    api.seed(NODES, node("a"), node("b"))
+    api.seed(NODES.path, node("a"), node("b"))
     view = start()
-    del api.objects[NODES.path]["/b"]  # deleted while our watch was not looking
-    api.break_stream(NODES, {"type": "ERROR", "object": {"kind": "Status", "code": 410,
+    api.forget(NODES.path, node("b"))  # deleted while our watch was not looking
+    api.break_watch(NODES.path, {"type": "ERROR", "object": {"kind": "Status", "code": 410,
                                                          "message": "too old resource version"}})
     eventually(lambda: view.capacity.describe()["nodes"] == 1, "b forgotten after re-list")
-    assert api.calls.count(("get", NODES.path)) == 2
+    assert gets(api).count(("get", NODES.path)) == 2
 
 
 def test_a_broken_connection_reconnects_and_lists_again(
     api: FakeApi, start: Callable[..., WatchClusterView]
 ) -> None:
     view = start()
-    api.break_stream(NODES, OSError("connection reset by peer"))
-    api.seed(NODES, node("late"))
+    api.break_watch(NODES.path, OSError("connection reset by peer"))
+    api.seed(NODES.path, node("late"))
     eventually(lambda: view.capacity.describe()["nodes"] == 1, "listed again after reconnect")
-    api.emit(NODES, "ADDED", node("later"))
+    api.emit(NODES.path, "ADDED", node("later"))
     eventually(lambda: view.capacity.describe()["nodes"] == 2, "watching again")
 
 
 def test_bound_gpu_pods_are_counted_until_they_finish(
     api: FakeApi, start: Callable[..., WatchClusterView]
 ) -> None:
-    api.seed(NODES, node("a"))
+    api.seed(NODES.path, node("a"))
     view = start()
-    api.emit(BOUND_PODS, "ADDED", pod("p", "a", 4))
-    api.emit(BOUND_PODS, "ADDED", pod("cpu-only", "a", 0))
+    api.emit(PODS.path, "ADDED", pod("p", "a", 4))
+    api.emit(PODS.path, "ADDED", pod("cpu-only", "a", 0))
     eventually(lambda: view.capacity.describe()["boundPods"] == 1, "the GPU pod counted")
-    api.emit(BOUND_PODS, "MODIFIED", pod("p", "a", 4, phase="Succeeded"))
+    api.emit(PODS.path, "MODIFIED", pod("p", "a", 4, phase="Succeeded"))
     eventually(lambda: view.capacity.describe()["boundPods"] == 0, "the finished pod released")
 
 
 def test_owners_come_from_the_cache_and_a_miss_costs_one_get(
     api: FakeApi, start: Callable[..., WatchClusterView]
 ) -> None:
-    api.seed(JOBS, job("cached"))
+    api.seed(JOBS.path, job("cached"))
     view = start()
     found = view.lookup("batch/v1", "Job", "ns", "cached")
     assert found is not None and found["spec"] == {"parallelism": 2}
     assert "managedFields" not in found["metadata"], "managedFields are not kept in memory"
-    gets_before = len([c for c in api.calls if c[0] == "get"])
+    gets_before = len(gets(api))
     assert view.lookup("batch/v1", "Job", "ns", "unknown") is None
     assert view.lookup("batch/v1", "Job", "ns", "unknown") is None
-    gets = [c for c in api.calls if c[0] == "get"][gets_before:]
-    assert gets == [("get", "/apis/batch/v1/namespaces/ns/jobs/unknown")]
+    assert gets(api)[gets_before:] == [("get", "/apis/batch/v1/namespaces/ns/jobs/unknown")]
 
 
 def test_an_owner_created_a_moment_ago_is_fetched_on_a_miss(
     api: FakeApi, start: Callable[..., WatchClusterView]
 ) -> None:
     view = start()
-    api.seed(JOBS, job("just-created"))  # in the API, not yet seen by our watch
+    api.seed(JOBS.path, job("just-created"))  # in the API, not yet seen by our watch
     found = view.lookup("batch/v1", "Job", "ns", "just-created")
     assert found is not None and found["metadata"]["name"] == "just-created"
-    api.emit(JOBS, "DELETED", job("just-created"))
+    api.emit(JOBS.path, "DELETED", job("just-created"))
     eventually(lambda: view.lookup("batch/v1", "Job", "ns", "just-created") is None,
                "deleted owner forgotten")
 
@@ -259,11 +177,11 @@ def test_an_owner_created_a_moment_ago_is_fetched_on_a_miss(
 def test_a_relist_forgets_owners_deleted_meanwhile_and_keeps_the_others(
     api: FakeApi, start: Callable[..., WatchClusterView]
 ) -> None:
-    api.seed(JOBS, job("kept"), job("gone"))
+    api.seed(JOBS.path, job("kept"), job("gone"))
     view = start()
-    del api.objects[JOBS.path]["ns/gone"]
-    api.break_stream(JOBS, {"type": "ERROR", "object": {"kind": "Status", "code": 410}})
-    eventually(lambda: api.calls.count(("get", JOBS.path)) == 2, "listed again")
+    api.forget(JOBS.path, job("gone"))
+    api.break_watch(JOBS.path, {"type": "ERROR", "object": {"kind": "Status", "code": 410}})
+    eventually(lambda: gets(api).count(("get", JOBS.path)) == 2, "listed again")
     eventually(lambda: view.lookup("batch/v1", "Job", "ns", "gone") is None, "gone forgotten")
     assert view.lookup("batch/v1", "Job", "ns", "kept") is not None
 
@@ -282,21 +200,21 @@ def test_gated_members_of_pod_based_gangs_are_cached_by_gang_name(
     api: FakeApi, start: Callable[..., WatchClusterView]
 ) -> None:
     """The siblings the webhook sums a pod-based gang over: gangkeeper's gang pods by
-    their gang-name annotation, Kueue pod-group pods by their group label, through
-    label-selected watches; finished and deleted ones leave the cache."""
-    api.seed(GANG_PODS, _member("a", "g"))
+    their gang-name annotation, Kueue pod-group pods by their group label, picked
+    from the one Pod watch; finished and deleted ones leave the cache."""
+    api.seed(PODS.path, _member("a", "g"))
     view = start()
     assert [p["metadata"]["name"] for p in view.siblings("ns", "g")] == ["a"]
-    api.emit(GANG_PODS, "ADDED", _member("b", "g"))
-    api.emit(KUEUE_GROUP_PODS, "ADDED", _member("k", "g", kueue=True))
+    api.emit(PODS.path, "ADDED", _member("b", "g"))
+    api.emit(PODS.path, "ADDED", _member("k", "g", kueue=True))
     eventually(lambda: len(view.siblings("ns", "g")) == 3, "three members cached")
     done = _member("b", "g")
     done["status"]["phase"] = "Succeeded"
-    api.emit(GANG_PODS, "MODIFIED", done)
-    api.emit(KUEUE_GROUP_PODS, "DELETED", _member("k", "g", kueue=True))
+    api.emit(PODS.path, "MODIFIED", done)
+    api.emit(PODS.path, "DELETED", _member("k", "g", kueue=True))
     eventually(lambda: len(view.siblings("ns", "g")) == 1, "finished and deleted gone")
     assert view.siblings("other", "g") == []
-    assert ("watch", "/api/v1/pods") in api.calls
+    assert [p for m, p, _ in api.calls if m == "WATCH"].count("/api/v1/pods") == 1
 
 
 def test_a_cached_member_keeps_exactly_what_its_demand_and_placement_are_read_from(
@@ -319,7 +237,7 @@ def test_a_cached_member_keeps_exactly_what_its_demand_and_placement_are_read_fr
             "podAntiAffinity": {"x": 1}},
         "volumes": [{"name": "data", "emptyDir": {}}],
     }
-    api.seed(GANG_PODS, member)
+    api.seed(PODS.path, member)
     view = start()
     [cached] = view.siblings("ns", "g")
     config = Config()

@@ -18,13 +18,13 @@ from typing import Any
 import httpx
 import jsonpatch
 import pytest
+from builders.reviews import admission_review, children_for, pods_for
 from http_support import EXAMPLES, FLEET, Served, example_documents, example_files
-from http_workloads import admission_review, children_for, pods_for
 
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.decision import decide_pod, validate_object
-from gangkeeper.webhook.manifests_io import load_nodes
+from gangkeeper.webhook.files.manifests import load_nodes
 
 FITS = [p for p in example_files() if p.name.endswith("-fits.yaml")]
 TOO_BIG = [p for p in example_files() if p.name.endswith("-too-big.yaml")]

@@ -11,15 +11,15 @@ import warnings
 from dataclasses import dataclass, field
 
 import pytest
-from http_workloads import admission_review
+from builders.reviews import admission_review
 
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.model import KubeObject
-from gangkeeper.webhook import admission
-from gangkeeper.webhook.app import Server, create_app, get_policy
-from gangkeeper.webhook.cluster import StaticClusterView
-from gangkeeper.webhook.tls import ReloadingTLS
+from gangkeeper.webhook.server import admission
+from gangkeeper.webhook.server.app import Server, create_app, get_policy
+from gangkeeper.webhook.server.cluster_view import StaticClusterView
+from gangkeeper.webhook.server.tls import ReloadingTLS
 
 with warnings.catch_warnings():
     # Starlette asks for its httpx fork; the httpx it finds works for these tests.

@@ -1,6 +1,6 @@
 """POST /mutate and /validate skip FastAPI's routing, and answer exactly as the routes do.
 
-The fast path (`webhook.app.AdmissionFastPath`) exists for latency only; these tests pin
+The fast path (`webhook.server.app.AdmissionFastPath`) exists for latency only; these tests pin
 that it changes nothing a caller sees: same reviews, same body limit, same metrics, and
 every other request still routed.
 """
@@ -11,13 +11,13 @@ import warnings
 from typing import Any
 
 import pytest
-from http_workloads import admission_review
+from builders.reviews import admission_review
 
 from gangkeeper.policies.config import Config
-from gangkeeper.webhook import admission
-from gangkeeper.webhook.app import Server, create_app, get_policy
-from gangkeeper.webhook.cluster import StaticClusterView
-from gangkeeper.webhook.tls import ReloadingTLS
+from gangkeeper.webhook.server import admission
+from gangkeeper.webhook.server.app import Server, create_app, get_policy
+from gangkeeper.webhook.server.cluster_view import StaticClusterView
+from gangkeeper.webhook.server.tls import ReloadingTLS
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from builders.reviews import admission_review
 from http_support import Served
-from http_workloads import admission_review
 
 from gangkeeper.certs import certificate_not_after, ensure_local
 

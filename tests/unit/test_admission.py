@@ -24,8 +24,8 @@ from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config, load_config
 from gangkeeper.policies.decision import decide_pod
 from gangkeeper.policies.model import KubeObject
-from gangkeeper.webhook import admission
-from gangkeeper.webhook.admission import BadReview, Policy, parse_review
+from gangkeeper.webhook.server import admission
+from gangkeeper.webhook.server.admission import BadReview, Policy, parse_review
 
 GPU = "nvidia.com/gpu"
 

@@ -31,7 +31,7 @@ from gangkeeper.certs import (
     ensure_local,
 )
 from gangkeeper.certs.incluster import Conflict, WebhookKind
-from gangkeeper.webhook.commands import certs as certs_command
+from gangkeeper.webhook.cli import certs as certs_command
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NAMES = ["gangkeeper", "gangkeeper.gangkeeper-system", "gangkeeper.gangkeeper-system.svc"]

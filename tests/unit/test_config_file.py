@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gangkeeper.webhook.config_file import ConfigFileError, load_config_file
+from gangkeeper.webhook.files.config import ConfigFileError, load_config_file
 
 
 def test_no_path_gives_the_defaults() -> None:

@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes.client import Configuration
 
-from gangkeeper.webhook.direct import DirectTransport
-from gangkeeper.webhook.rest import ApiError, Rest
+from gangkeeper.webhook.kube.api import ApiError
+from gangkeeper.webhook.kube.direct import DirectTransport
+from gangkeeper.webhook.kube.rest import Rest
 
 
 class Recorder(http.server.BaseHTTPRequestHandler):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gangkeeper.webhook.manifests import RUN_AS, render_manifests
+from gangkeeper.webhook.install import RUN_AS, render_manifests
 
 REPO = Path(__file__).resolve().parents[2]
 

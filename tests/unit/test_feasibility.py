@@ -1,6 +1,6 @@
 """Feasibility: reject only the proven impossible, with the numbers; warn when it must wait."""
 
-# Messages use the multiplication sign on purpose (DESIGN.md message contract).
+# Messages use the multiplication sign on purpose (the README quotes them: they name the numbers).
 # ruff: noqa: RUF001, RUF003
 
 from __future__ import annotations

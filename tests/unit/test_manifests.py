@@ -20,8 +20,8 @@ import yaml
 from gangkeeper.certs import ensure_local
 from gangkeeper.policies.config import load_config
 from gangkeeper.policies.recognizers.registry import default_registry
-from gangkeeper.webhook.commands import manifests as manifests_command
-from gangkeeper.webhook.manifests import (
+from gangkeeper.webhook.cli import manifests as manifests_command
+from gangkeeper.webhook.install import (
     BACKENDS,
     Manifest,
     dump_yaml,

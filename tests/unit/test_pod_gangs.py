@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from builders import gang_annotations, gpu_spec, no_lookup, pod
+from builders.workloads import gang_annotations, gpu_spec, no_lookup, pod
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import GPU, container, pod_spec
+from builders.workloads import GPU, container, pod_spec
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -1,21 +1,15 @@
-"""The gang controller: lifts the gates of whole gangs at once (issue 5).
+"""The gang controller: lifts the gates of whole gangs at once.
 
-Layout, pure modules first:
-- `keys`: the label/annotation/gate names gang pods carry;
-- `observe`: pods → `PodInfo` → `GangObservation` (state read back from the API);
-- `fleet`: per-node free GPUs for one planning pass, mirrored into `Capacity`;
-- `plan`: the release decision and the per-gang report (`gangkeeper status`);
-- `election`: the Lease acquire/renew decision (client-go semantics);
-- `podgroups`: the PodGroup object each scheduler backend needs;
-and the I/O around them:
-- `rest`: JSON requests and watches over the kubernetes `ApiClient`;
-- `informer`: list+watch into a store, re-list on 410;
-- `controller`: `GangController` (threads: elector, informers, reconciler).
+`controller.GangController` holds the loops (leader election through `kube.lease`, the
+informers' stores, the reconciler) and the writes (gate removal, PodGroups, Events).
+What to release, and why the others wait, is planned by the pure
+`gangkeeper.policies.release` (observe, fleet, plan, groups, status).
 """
 
 from __future__ import annotations
 
+from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
+
 from .controller import GangController
-from .plan import GangReport, Plan, Release, plan
 
 __all__ = ["GangController", "GangReport", "Plan", "Release", "plan"]

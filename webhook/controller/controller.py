@@ -1,14 +1,15 @@
 """`GangController`: the thin I/O loop around the pure plan.
 
 Threads (all daemons, all stopped by `stop()`):
-- **elector**: acquire/renew the Lease `gangkeeper-controller` (election.py decides);
-  only while it holds the lease does the controller write anything.
-- **informers**: list+watch every pod and every node (informer.py); pods are kept
-  reduced to `PodInfo`s, and only those a plan can depend on: gang members and pods
+- **elector**: acquire/renew the Lease `gangkeeper-controller` (`kube.lease`); only
+  while it holds the lease does the controller write anything.
+- **informers**: list+watch every pod and every node (`kube.informer`: the server's,
+  shared with its cluster view, or the controller's own when it runs alone); pods are
+  kept reduced to `PodInfo`s, and only those a plan can depend on: gang members and pods
   that want GPUs (bound and in-flight GPU pods are what make GPUs used; any other pod
   is dropped at ingestion). Nodes are kept as the few fields planning reads, and only
   nodes that offer GPUs.
-- **reconciler**: after changes settle (a few milliseconds), run `plan.plan(...)` on
+- **reconciler**: after changes settle (a few milliseconds), run `release.plan(...)` on
   the caches; as leader, perform its releases: ensure the group object (create;
   "already exists" is fine), then remove gangkeeper's gate from every gated member in
   one burst of concurrent JSON patches. Each patch `test`s the gate list it read, so a
@@ -21,7 +22,8 @@ Threads (all daemons, all stopped by `stop()`):
 Nothing is remembered that the API does not hold: a new leader re-reads pods, gates
 and group objects and finishes whatever a previous leader left half done.
 
-May do API I/O; decides nothing itself (see plan.py, election.py).
+May do API I/O; decides nothing itself (see `gangkeeper.policies.release`,
+`kube.election`).
 """
 
 from __future__ import annotations
@@ -31,22 +33,16 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import replace
 from typing import Any
 
 from kubernetes.client import ApiClient
 
 from gangkeeper.policies.config import Config
-
-from ..rest import ApiError, Rest
-from .election import LeaseStep, Observation, micro_time, next_lease, released_lease
-from .informer import Informer
-from .keys import EVENT_SOURCE, GATE, LEASE_NAME
-from .observe import GangObservation, PodInfo, is_live, matters, pod_info
-from .plan import GangReport, Plan, Release, plan
-from .podgroups import (
+from gangkeeper.policies.names import EVENT_SOURCE, FIELD_MANAGER, GATE, LEASE_NAME
+from gangkeeper.policies.nodes import gpu_node_fields
+from gangkeeper.policies.release.groups import (
     COSCHEDULING,
     NATIVE_VERSIONS,
     VOLCANO,
@@ -54,7 +50,29 @@ from .podgroups import (
     group_object,
     native_resource,
 )
-from .requeue import capacity_rose, free_gpus, groups_to_nudge, requeue_patch
+from gangkeeper.policies.release.observe import (
+    GangObservation,
+    PodInfo,
+    SharedParts,
+    is_live,
+    matters,
+    pod_info,
+    same_for_planning,
+)
+from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
+from gangkeeper.policies.release.requeue import (
+    capacity_rose,
+    free_gpus,
+    groups_to_nudge,
+    requeue_patch,
+)
+
+from ..kube.api import ApiError
+from ..kube.election import micro_time
+from ..kube.informer import Informer, Informers, Store
+from ..kube.lease import LeaderElector
+from ..kube.resources import NODES, PODS
+from ..kube.rest import Rest
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +83,8 @@ Sample = tuple[str, tuple[tuple[str, str], ...]]
 REQUEUE_AGAIN_SECONDS = 2.0
 #: Concurrent gate-removal patches in one release burst (the default of `workers`).
 PATCH_WORKERS = 32
+#: Every write names gangkeeper as its field manager (managedFields say who wrote what).
+WRITE_QUERY = (("fieldManager", FIELD_MANAGER),)
 
 
 def gate_removal_patch(gates: Sequence[str], gate: str = GATE) -> list[dict[str, Any]]:
@@ -104,40 +124,6 @@ def event_body(
     }
 
 
-def same_for_planning(old: PodInfo, new: PodInfo) -> bool:
-    """Equal but for resourceVersion: no plan can differ, so no re-plan is needed.
-
-    Most pod updates are status-only (the scheduler's conditions on a gated or pending
-    pod, the kubelet's container states): they change nothing `PodInfo` keeps.
-    """
-    return old == replace(new, resource_version=old.resource_version)
-
-
-def gpu_node_fields(node: Mapping[str, Any], config: Config) -> dict[str, Any] | None:
-    """The parts of a Node planning reads (fleet.py, Capacity), or None without GPUs.
-
-    A real Node carries images, conditions and managedFields worth kilobytes; the
-    planner needs name, labels, taints, cordon and allocatable. A node that lists no
-    GPU resource is never a place for a gang, so it is not kept at all.
-    """
-    status = node.get("status")
-    allocatable = status.get("allocatable") if isinstance(status, Mapping) else None
-    if not isinstance(allocatable, Mapping) or not any(
-        config.is_gpu_resource(str(r)) for r in allocatable
-    ):
-        return None
-    meta = node.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    spec = node.get("spec")
-    spec = spec if isinstance(spec, Mapping) else {}
-    slim_meta: dict[str, Any] = {"name": meta.get("name"), "labels": meta.get("labels") or {}}
-    slim_spec: dict[str, Any] = {}
-    for key in ("taints", "unschedulable"):
-        if key in spec:
-            slim_spec[key] = spec[key]
-    return {"metadata": slim_meta, "spec": slim_spec, "status": {"allocatable": allocatable}}
-
-
 #: Event reason per wait cause.
 EVENT_REASONS = {
     "incomplete": "GangIncomplete",
@@ -165,13 +151,13 @@ class GangController:
         workers: int = PATCH_WORKERS,
         settle_seconds: float = 0.02,
         resync_seconds: float = 10.0,
+        informers: Informers | None = None,
     ) -> None:
+        """`informers`: the process's shared ones (the server's); None: the controller
+        lists and watches Pods and Nodes on its own client, started and stopped with it."""
         self.config = config
         self.namespace = namespace
         self.identity = identity or f"gangkeeper-{uuid.uuid4().hex[:8]}"
-        self._lease_duration = lease_duration
-        self._renew_deadline = renew_deadline
-        self._retry_period = retry_period
         self._settle = settle_seconds
         self._resync = resync_seconds
         self._workers = workers
@@ -183,13 +169,23 @@ class GangController:
             configuration.connection_pool_maxsize or 0, workers + 8
         )
         self.rest = Rest(ApiClient(configuration))
-        self._stop = threading.Event()
         self._dirty = threading.Event()
-        self._leader = threading.Event()
+        self.elector = LeaderElector(
+            self.rest,
+            namespace=namespace,
+            name=LEASE_NAME,
+            identity=self.identity,
+            lease_duration=lease_duration,
+            renew_deadline=renew_deadline,
+            retry_period=retry_period,
+            write_query=WRITE_QUERY,
+            # A new leader plans at once: a predecessor may have left a release half done.
+            on_elected=self._elected,
+        )
+        self._stop = threading.Event()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._pool: ThreadPoolExecutor | None = None
-        self._lease: Mapping[str, Any] | None = None
         self._native: GroupResource | None = None
         self._native_checked = False
         self._evented: set[tuple[str, str, float, str]] = set()
@@ -199,18 +195,26 @@ class GangController:
         self._renudge_at: float | None = None
         self._plan_seconds = 0.0
         self._counters: dict[Sample, float] = {}
-        self.pods: Informer[PodInfo] = Informer(
-            self.rest, "/api/v1/pods", self._pod, self._dirty.set, name="pods",
-            same=same_for_planning,
-        )
-        self.nodes: Informer[Mapping[str, Any]] = Informer(
-            self.rest, "/api/v1/nodes", self._node, self._dirty.set, name="nodes"
-        )
+        #: Equal demands and placements of the pods kept are one object each.
+        self._shared = SharedParts()
+        self._own_informers = informers is None
+        self._informers = Informers(self.rest) if informers is None else informers
+        self.pods: Store[PodInfo] = Store(self._pod, self._dirty.set, same=same_for_planning)
+        self.nodes: Store[Mapping[str, Any]] = Store(self._node, self._dirty.set)
+        self._watched: dict[str, Informer] = {
+            "pods": self._informers.subscribe(PODS, self.pods),
+            "nodes": self._informers.subscribe(NODES, self.nodes),
+        }
+
+    def _elected(self) -> None:
+        # What changed while no one led is unknown: nudge PodGroups once.
+        self._free = None
+        self._dirty.set()
 
     def _pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
         if not is_live(raw):
             return None
-        info = pod_info(raw, self.config)
+        info = pod_info(raw, self.config, self._shared)
         return info if matters(info) else None
 
     def _node(self, raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -221,9 +225,13 @@ class GangController:
     def start(self) -> None:
         """Start the watches, the elector and the reconciler (returns at once)."""
         self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="gang-release")
-        self.pods.start()
-        self.nodes.start()
-        for target, name in ((self._elect, "elector"), (self._reconcile_loop, "reconciler")):
+        if self._own_informers:
+            self._informers.start()
+        threads = (
+            (lambda: self.elector.run(self._stop), "elector"),
+            (self._reconcile_loop, "reconciler"),
+        )
+        for target, name in threads:
             thread = threading.Thread(target=target, name=f"gang-{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -232,100 +240,27 @@ class GangController:
         """Stop every thread and give the lease up so another replica takes over at once."""
         self._stop.set()
         self._dirty.set()
-        self.pods.stop()
-        self.nodes.stop()
         for thread in self._threads:
             thread.join(timeout=5.0)
-        if self._leader.is_set():
-            self._leader.clear()
-            self._give_up_lease()
+        self.elector.release()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
-        # Watches block in a socket read; dropping the pool's connections ends them.
-        self.rest.close_all()
-        self.pods.join(2.0)
-        self.nodes.join(2.0)
+        if self._own_informers:
+            self._informers.stop()  # which closes self.rest, their client
+        else:
+            self.rest.close_all()
 
     @property
     def is_leader(self) -> bool:
-        return self._leader.is_set()
+        return self.elector.is_leader
 
     @property
     def synced(self) -> bool:
-        return self.pods.synced.is_set() and self.nodes.synced.is_set()
+        return all(informer.synced.is_set() for informer in self._watched.values())
 
     def reports(self) -> tuple[GangReport, ...]:
         """The last pass's view of every gang (what `gangkeeper status` computes)."""
         return self._last_plan.reports
-
-    # -- leader election -------------------------------------------------------------------
-
-    def _lease_path(self, name: str = "") -> str:
-        base = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
-        return f"{base}/{name}" if name else base
-
-    def _try_lease(self, observed: Observation | None) -> tuple[bool, Observation | None]:
-        try:
-            lease: Mapping[str, Any] | None = self.rest.get(self._lease_path(LEASE_NAME))
-        except ApiError as err:
-            if err.status != 404:
-                raise
-            lease = None
-        step: LeaseStep = next_lease(
-            lease,
-            name=LEASE_NAME,
-            namespace=self.namespace,
-            identity=self.identity,
-            duration_seconds=max(1, round(self._lease_duration)),
-            wall=time.time(),
-            monotonic=time.monotonic(),
-            observed=observed,
-        )
-        if step.action == "wait":
-            return False, step.observation
-        try:
-            if step.action == "create":
-                written = self.rest.request("POST", self._lease_path(), body=step.body)
-            else:
-                written = self.rest.request("PUT", self._lease_path(LEASE_NAME), body=step.body)
-        except ApiError as err:
-            if err.status in (409, 422):  # someone else wrote first: not ours this round
-                return False, step.observation
-            raise
-        self._lease = written
-        return True, step.observation
-
-    def _elect(self) -> None:
-        observed: Observation | None = None
-        last_renew = 0.0
-        while not self._stop.is_set():
-            try:
-                ok, observed = self._try_lease(observed)
-            except ApiError as err:
-                log.warning("lease %s/%s: %s", self.namespace, LEASE_NAME, err)
-                ok = False
-            now = time.monotonic()
-            if ok:
-                last_renew = now
-                if not self._leader.is_set():
-                    log.info("%s became the gang controller leader", self.identity)
-                    # What changed while no one led is unknown: nudge once.
-                    self._free = None
-                    self._leader.set()
-                    self._dirty.set()
-            elif self._leader.is_set() and now - last_renew > self._renew_deadline:
-                log.warning("%s lost the gang controller lease", self.identity)
-                self._leader.clear()
-            self._stop.wait(self._retry_period)
-
-    def _give_up_lease(self) -> None:
-        try:
-            lease = self.rest.get(self._lease_path(LEASE_NAME))
-            body = released_lease(lease, self.identity)
-            if body is not None:
-                self.rest.request("PUT", self._lease_path(LEASE_NAME), body=body)
-        except ApiError as err:
-            log.info("could not release lease: %s", err)
 
     # -- reconcile ---------------------------------------------------------------------------
 
@@ -354,7 +289,7 @@ class GangController:
         result = plan(self.pods.items(), self.nodes.items(), self.config, time.time())
         self._plan_seconds = time.monotonic() - started
         self._last_plan = result
-        if not self._leader.is_set() or self._stop.is_set():
+        if not self.is_leader or self._stop.is_set():
             return result
         if result.releases:
             started = time.monotonic()
@@ -438,7 +373,8 @@ class GangController:
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
         try:
             answer = self.rest.request(
-                "PATCH", path, body=ungate_patch(pod), content_type="application/json-patch+json"
+                "PATCH", path, WRITE_QUERY, body=ungate_patch(pod),
+                content_type="application/json-patch+json",
             )
         except ApiError as err:
             # 422: the gates changed since we read them (test op); 404: pod gone;
@@ -485,7 +421,7 @@ class GangController:
         body = group_object(gang, resource)
         path = f"/apis/{resource.api_version}/namespaces/{gang.namespace}/{resource.plural}"
         try:
-            self.rest.request("POST", path, body=body)
+            self.rest.request("POST", path, WRITE_QUERY, body=body)
             self._count("gangkeeper_gang_groups_created_total", (("backend", gang.backend),))
         except ApiError as err:
             if err.status != 409:  # 409: exists already (a previous leader made it)
@@ -542,7 +478,7 @@ class GangController:
 
     def _post_event(self, path: str, body: dict[str, Any]) -> None:
         try:
-            self.rest.request("POST", path, body=body)
+            self.rest.request("POST", path, WRITE_QUERY, body=body)
         except ApiError as err:
             log.warning("event for %s: %s", body["regarding"].get("name"), err)
 
@@ -566,12 +502,9 @@ class GangController:
                 samples[key] = samples.get(key, 0.0) + 1
             stuck += 1 if report.stuck else 0
         samples[("gangkeeper_gangs_stuck", ())] = stuck
-        samples[("gangkeeper_controller_relists_total", (("resource", "pods"),))] = float(
-            self.pods.relists
-        )
-        samples[("gangkeeper_controller_relists_total", (("resource", "nodes"),))] = float(
-            self.nodes.relists
-        )
+        for resource, informer in self._watched.items():
+            key = ("gangkeeper_controller_relists_total", (("resource", resource),))
+            samples[key] = float(informer.relists)
         with self._lock:
             samples.update(self._counters)
         return samples
@@ -590,7 +523,3 @@ class GangController:
             flat[key] = flat.get(key, 0.0) + value
         return flat
 
-
-def metrics_collector(controller: GangController) -> Callable[[], dict[Sample, float]]:
-    """What the server can register with `Metrics.add_collector` (labelled samples)."""
-    return controller.metric_samples

@@ -33,6 +33,15 @@ from typing import Any
 
 import yaml
 
+from gangkeeper.policies.names import (
+    APP_NAME,
+    DEFAULT_NAMESPACE,
+    ENABLED_LABEL,
+    GANG_NAME_ANNOTATION,
+    GATE,
+    MIN_MEMBER_ANNOTATION,
+)
+
 from . import neighbours
 from .binaries import Binaries, find_binaries
 from .control_plane import SERVICE_IP, ControlPlane, Ports
@@ -62,10 +71,10 @@ CRD_DIR = Path(str(_DATA / "crds"))
 DEFAULT_FEATURE_GATES: Mapping[str, bool] = {"GenericWorkload": True}
 #: Opted in so that `kubectl apply -f examples/...` (namespace default) is gang-checked.
 OPTED_IN_NAMESPACE = "default"
-GANGKEEPER_NAMESPACE = "gangkeeper-system"
-#: The ServiceAccount gangkeeper's install manifests create and bind (its identity here).
-GANGKEEPER_ACCOUNT = "gangkeeper"
-ENABLED_LABEL = "gangkeeper.io/enabled"
+#: gangkeeper's own namespace, and the ServiceAccount its install manifests create and
+#: bind there (its identity here).
+GANGKEEPER_NAMESPACE = DEFAULT_NAMESPACE
+GANGKEEPER_ACCOUNT = APP_NAME
 STATE_FILE = "sandbox.json"
 PORT_ATTEMPTS = 3
 WEBHOOK_PROBE_SECONDS = 30.0
@@ -544,8 +553,8 @@ class Sandbox:
             "metadata": {
                 "name": "gangkeeper-sandbox-probe",
                 "annotations": {
-                    "gangkeeper.io/gang-name": "probe",
-                    "gangkeeper.io/min-member": "1",
+                    GANG_NAME_ANNOTATION: "probe",
+                    MIN_MEMBER_ANNOTATION: "1",
                 },
             },
             "spec": {
@@ -565,7 +574,7 @@ class Sandbox:
         if done.returncode != 0:
             return "gangkeeper.io" in done.stderr
         gates = json.loads(done.stdout)["spec"].get("schedulingGates") or []
-        return any(g.get("name") == "gangkeeper.io/gang" for g in gates)
+        return any(g.get("name") == GATE for g in gates)
 
     def _install_rbac(self, backend: str | None) -> None:
         """The namespace, ServiceAccount and RBAC of gangkeeper's install manifests:
@@ -646,7 +655,7 @@ class Sandbox:
 
 
 def _load_fleet(path: Path) -> list[Mapping[str, Any]]:
-    from gangkeeper.webhook.manifests_io import ManifestError, load_nodes
+    from gangkeeper.webhook.files.manifests import ManifestError, load_nodes
 
     try:
         return load_nodes(path)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gangkeeper.webhook.controller.election import (
+from gangkeeper.webhook.kube.election import (
     Observation,
     next_lease,
     released_lease,

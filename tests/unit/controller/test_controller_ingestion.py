@@ -7,22 +7,20 @@ kept", and to waking the planner only for changes a plan can see.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
-from gang_builders import T0, members, node, pod
+from builders.gangs import T0, members, node, pod
 from kubernetes.client import ApiClient
 
 from gangkeeper.policies.config import Config
-from gangkeeper.webhook.controller.controller import (
-    GangController,
-    gpu_node_fields,
-    same_for_planning,
-)
-from gangkeeper.webhook.controller.informer import Informer
-from gangkeeper.webhook.controller.observe import PodInfo, is_live, pod_info
-from gangkeeper.webhook.controller.plan import plan
+from gangkeeper.policies.nodes import gpu_node_fields
+from gangkeeper.policies.release.observe import PodInfo, is_live, pod_info, same_for_planning
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.webhook.controller.controller import GangController
+from gangkeeper.webhook.kube.fake import FakeApi
+from gangkeeper.webhook.kube.informer import Informer, Store
+from gangkeeper.webhook.kube.resources import PODS
 
 CFG = Config()
 
@@ -115,22 +113,6 @@ def test_updates_that_change_only_the_version_need_no_new_plan(
     assert same_for_planning(info(), new) is same, what
 
 
-class OneWatch:
-    """A list of one page, then one scripted watch; then the informer is stopped."""
-
-    def __init__(self, items: list[Any], events: list[Mapping[str, Any]]) -> None:
-        self.items, self.events = items, events
-        self.watched = 0
-
-    def get(self, path: str, query: Any = ()) -> dict[str, Any]:
-        return {"metadata": {"resourceVersion": "1"}, "items": self.items}
-
-    def watch(self, path: str, query: Any, timeout_seconds: int) -> Iterator[Mapping[str, Any]]:
-        self.watched += 1
-        if self.watched == 1:
-            yield from self.events
-
-
 def test_the_planner_is_woken_only_by_events_that_change_what_is_kept(
     controller: GangController,
 ) -> None:
@@ -147,15 +129,18 @@ def test_the_planner_is_woken_only_by_events_that_change_what_is_kept(
         {"type": "DELETED", "object": web},          # was never kept
         {"type": "MODIFIED", "object": bound},       # a real change
     ]
-    api = OneWatch([member], events)
+    api = FakeApi()
+    api.seed(PODS.path, member)
     wakes: list[int] = []
-    informer: Informer[PodInfo] = Informer(
-        api, "/api/v1/pods", controller._pod, lambda: wakes.append(1),  # type: ignore[arg-type]
-        same=same_for_planning,
-    )
-    informer._list()
+    store: Store[PodInfo] = Store(controller._pod, lambda: wakes.append(1), same_for_planning)
+    informer = Informer(api, PODS)
+    informer.subscribe(store)
+    informer.list_once()
     assert len(wakes) == 1  # the list itself
-    informer._watch()
+    for event in events:
+        api.emit(PODS.path, event["type"], event["object"])
+    api.end_watch(PODS.path)
+    informer.watch_once()
     assert len(wakes) == 2  # only the bind
-    [stored] = informer.items()
-    assert stored.node_name == "n1" and stored.resource_version == "3"
+    [stored] = store.items()
+    assert stored.node_name == "n1" and stored.resource_version == str(api.rv)

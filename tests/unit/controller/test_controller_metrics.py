@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from gang_builders import T0, members, node
+from builders.gangs import T0, members, node
 from kubernetes.client import ApiClient, Configuration
 
 from gangkeeper.policies.config import Config
+from gangkeeper.policies.release.observe import pod_info
 from gangkeeper.webhook.controller import GangController, plan
-from gangkeeper.webhook.controller.observe import pod_info
 
 
 def idle_controller() -> GangController:

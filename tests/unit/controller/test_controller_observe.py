@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from gang_builders import GATE, T0, members, pod
+from builders.gangs import T0, members, pod
 
 from gangkeeper.policies.config import Config
-from gangkeeper.webhook.controller.observe import is_live, observe_gangs, parse_time, pod_info
+from gangkeeper.policies.names import GATE
+from gangkeeper.policies.release.observe import is_live, observe_gangs, parse_time, pod_info
 
 CFG = Config()
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gang_builders import GATE, T0, members, node, pod
+from builders.gangs import T0, members, node, pod
 
 from gangkeeper.policies.config import Config, load_config
-from gangkeeper.webhook.controller.observe import is_live, pod_info
-from gangkeeper.webhook.controller.plan import GangReport, Plan, plan
+from gangkeeper.policies.names import GATE
+from gangkeeper.policies.release.observe import is_live, pod_info
+from gangkeeper.policies.release.plan import GangReport, Plan, plan
 
 NOW = T0 + 60
 

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from gang_builders import members, pod
+from builders.gangs import members, pod
 
 from gangkeeper.policies.config import Config
-from gangkeeper.webhook.controller.controller import ungate_patch
-from gangkeeper.webhook.controller.observe import observe_gangs, pod_info
-from gangkeeper.webhook.controller.podgroups import (
+from gangkeeper.policies.release.groups import (
     COSCHEDULING,
     VOLCANO,
     group_object,
     native_resource,
 )
+from gangkeeper.policies.release.observe import observe_gangs, pod_info
+from gangkeeper.webhook.controller.controller import ungate_patch
 
 OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-uid"}
 

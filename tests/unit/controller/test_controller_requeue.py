@@ -3,12 +3,12 @@ freed (or on taking the lead), only gangs whose pods are not all bound."""
 
 from __future__ import annotations
 
-from gang_builders import node, pod
+from builders.gangs import node, pod
 
 from gangkeeper.policies.config import Config
-from gangkeeper.webhook.controller.observe import pod_info
-from gangkeeper.webhook.controller.plan import plan
-from gangkeeper.webhook.controller.requeue import (
+from gangkeeper.policies.release.observe import pod_info
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.requeue import (
     REQUEUE_ANNOTATION,
     capacity_rose,
     free_gpus,

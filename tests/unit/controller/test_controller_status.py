@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from gang_builders import T0, members, node, pod
+from builders.gangs import T0, members, node, pod
 
 from gangkeeper.policies.config import Config, load_config
-from gangkeeper.webhook.controller.status import gang_status, render_json, render_text
+from gangkeeper.policies.release.status import gang_status, render_json, render_text
 
 
 def cluster() -> tuple[list[dict[str, object]], list[dict[str, object]]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import GPU, Lookup, gang_annotations, gpu_spec, no_lookup, pod, template
+from builders.workloads import GPU, Lookup, gang_annotations, gpu_spec, no_lookup, pod, template
 
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject

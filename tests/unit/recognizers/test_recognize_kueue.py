@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from builders import GPU, gang_annotations, gpu_spec, no_lookup, pod
+from builders.workloads import GPU, gang_annotations, gpu_spec, no_lookup, pod
 
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject

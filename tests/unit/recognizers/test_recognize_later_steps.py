@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import (
+from builders.workloads import (
     GPU,
     Lookup,
     container,

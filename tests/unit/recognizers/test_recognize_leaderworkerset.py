@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import GPU, Lookup, gang_annotations, leader_worker_set, lws_pod, no_lookup
+from builders.workloads import GPU, Lookup, gang_annotations, leader_worker_set, lws_pod, no_lookup
 
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject

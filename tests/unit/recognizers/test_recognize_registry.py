@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from builders import (
+from builders.workloads import (
     Lookup,
     gang_annotations,
     job,
@@ -35,6 +35,7 @@ from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.model import PodMembership
 from gangkeeper.policies.recognizers.base import DuplicateRecognizer, Registry
 from gangkeeper.policies.recognizers.job import JobRecognizer
+from gangkeeper.policies.recognizers.owner_gangs import OwnerGangs
 from gangkeeper.policies.recognizers.registry import (
     default_registry,
     recognize_object,
@@ -265,6 +266,10 @@ def test_any_single_field_replaced_by_junk_never_crashes(data: st.DataObject, ju
         assert error.message
 
 
+#: The owners' gangs memo these tests decide with, as the server has its own.
+OWNERS = OwnerGangs()
+
+
 def _versioned_job(version: str, parallelism: int) -> Any:
     owner = job("train", parallelism=parallelism)
     owner["metadata"]["resourceVersion"] = version
@@ -274,7 +279,7 @@ def _versioned_job(version: str, parallelism: int) -> Any:
 def _member_of(owner: Any, name: str = "a") -> PodMembership | None:
     """How a pod `name` of the owner's template is recognised, the owner known."""
     return recognize_pod(pod_from(owner["spec"]["template"], name, owner=owner),
-                         Lookup(owner), CONFIG)
+                         Lookup(owner), CONFIG, owners=OWNERS)
 
 
 def test_the_gang_of_an_api_object_is_remembered_per_resource_version() -> None:
@@ -295,9 +300,9 @@ def test_a_new_resource_version_is_read_again() -> None:
 def test_objects_without_a_resource_version_are_never_remembered() -> None:
     owner = job("train", parallelism=4)
     member = pod_from(owner["spec"]["template"], "a", owner=owner)
-    first = recognize_pod(member, Lookup(owner), CONFIG)
+    first = recognize_pod(member, Lookup(owner), CONFIG, owners=OWNERS)
     owner["spec"]["parallelism"] = 5
-    second = recognize_pod(member, Lookup(owner), CONFIG)
+    second = recognize_pod(member, Lookup(owner), CONFIG, owners=OWNERS)
     assert first is not None and second is not None
     assert (first.gang.min_member, second.gang.min_member) == (4, 5)
 

@@ -1,0 +1,126 @@
+"""Reading a Node: the one place its name, labels, taints, cordon and GPUs are parsed.
+
+`read_node(node, config)` checks every field it reads and raises InvalidObject naming
+the node and field; the capacity (admission), the controller's fleet and its
+ingestion all read Nodes through here, so they agree on what a node offers.
+`gpu_node_fields` is the reduced copy the controller keeps of a Node.
+
+Pure: plain dicts in, frozen dataclasses out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import floor
+from typing import Any
+
+from .config import Config
+from .errors import InvalidObject
+from .model import KubeObject, Taint
+from .podspec import as_list, as_mapping, as_str, field_path
+from .quantity import parse_quantity
+
+#: The taint the scheduler's NodeUnschedulable filter treats a cordoned node as having.
+UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """The parts of a Node that decide where a pod may go and how many GPUs it offers."""
+
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    #: Allocatable of each GPU resource the config names, whole units, only those > 0.
+    gpus: Mapping[str, int]
+
+    @property
+    def scheduling_taints(self) -> tuple[Taint, ...]:
+        """The taints as the scheduler applies them now: a cordon is one more."""
+        return (*self.taints, UNSCHEDULABLE_TAINT) if self.unschedulable else self.taints
+
+
+def read_node(node: KubeObject, config: Config) -> NodeFacts:
+    """The facts of a Node dict; InvalidObject (naming node and field) when malformed."""
+    meta = as_mapping(
+        node.get("metadata") if isinstance(node, Mapping) else None,
+        "Node.metadata",
+        required=True,
+    )
+    name = as_str(meta.get("name"), "Node.metadata.name")
+    where = f"Node {name}"
+    labels_path = f"{where}: metadata.labels"
+    labels = {
+        as_str(k, labels_path): as_str(v, field_path(labels_path, str(k)))
+        for k, v in as_mapping(meta.get("labels"), labels_path).items()
+    }
+    spec = as_mapping(node.get("spec"), f"{where}: spec")
+    taints_path = f"{where}: spec.taints"
+    taints = []
+    for i, raw in enumerate(as_list(spec.get("taints"), taints_path)):
+        path = field_path(taints_path, i)
+        body = as_mapping(raw, path, required=True)
+        effect = as_str(body.get("effect"), field_path(path, "effect"))
+        if effect not in _EFFECTS:
+            raise InvalidObject(
+                field_path(path, "effect"),
+                f"must be one of {', '.join(_EFFECTS)}, got {effect!r}",
+            )
+        taints.append(
+            Taint(
+                key=as_str(body.get("key"), field_path(path, "key")),
+                value=as_str(body.get("value"), field_path(path, "value"), default=""),
+                effect=effect,
+            )
+        )
+    unschedulable = spec.get("unschedulable", False)
+    if unschedulable is None:
+        unschedulable = False
+    if not isinstance(unschedulable, bool):
+        raise InvalidObject(
+            f"{where}: spec.unschedulable", f"must be true or false, got {unschedulable!r}"
+        )
+    status = as_mapping(node.get("status"), f"{where}: status")
+    alloc_path = f"{where}: status.allocatable"
+    gpus: dict[str, int] = {}
+    for resource, raw_amount in as_mapping(status.get("allocatable"), alloc_path).items():
+        if not isinstance(resource, str) or not config.is_gpu_resource(resource):
+            continue
+        path = field_path(alloc_path, resource)
+        amount = parse_quantity(raw_amount, path)
+        if amount < 0:
+            raise InvalidObject(path, f"cannot be negative, got {raw_amount!r}")
+        # A pod's whole-GPU request fits while it is ≤ allocatable, so a fractional
+        # allocatable offers its floor.
+        if floor(amount) > 0:
+            gpus[resource] = floor(amount)
+    return NodeFacts(name, labels, tuple(taints), unschedulable, gpus)
+
+
+def gpu_node_fields(node: Mapping[str, Any], config: Config) -> dict[str, Any] | None:
+    """The parts of a Node `read_node` reads, or None without any GPU resource.
+
+    A real Node carries images, conditions and managedFields worth kilobytes; the
+    controller's planning needs name, labels, taints, cordon and allocatable. A node
+    that lists no GPU resource is never a place for a gang, so it is not kept at all.
+    """
+    status = node.get("status")
+    allocatable = status.get("allocatable") if isinstance(status, Mapping) else None
+    if not isinstance(allocatable, Mapping) or not any(
+        config.is_gpu_resource(str(r)) for r in allocatable
+    ):
+        return None
+    meta = node.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    spec = node.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    slim_meta: dict[str, Any] = {"name": meta.get("name"), "labels": meta.get("labels") or {}}
+    slim_spec: dict[str, Any] = {}
+    for key in ("taints", "unschedulable"):
+        if key in spec:
+            slim_spec[key] = spec[key]
+    return {"metadata": slim_meta, "spec": slim_spec, "status": {"allocatable": allocatable}}

@@ -1,0 +1,81 @@
+"""`gangkeeper status` computed from plain objects: which gangs wait, and why.
+
+`gang_status(pods, nodes, config, now)` runs the controller's own plan over raw Pod
+and Node dicts (as listed from the API), so the status shows exactly what the
+controller would decide. `render_text` / `render_json` format the reports.
+
+Pure: dicts in, strings out; the command does the listing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..config import Config
+from .observe import is_live, pod_info
+from .plan import GangReport, plan
+
+
+def gang_status(
+    pods: Iterable[Mapping[str, Any]],
+    nodes: Iterable[Mapping[str, Any]],
+    config: Config,
+    now: float,
+    namespace: str | None = None,
+) -> list[GangReport]:
+    """Reports for every gang (or those of `namespace`), oldest first.
+
+    Every pod of the cluster is needed, not only those of `namespace`: pods elsewhere
+    use the GPUs a gang is waiting for.
+    """
+    infos = [pod_info(p, config) for p in pods if is_live(p)]
+    reports = plan(infos, nodes, config, now).reports
+    return [r for r in reports if namespace is None or r.namespace == namespace]
+
+
+def _age(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h"
+
+
+def _members(report: GangReport) -> str:
+    needed = "?" if report.min_member is None else str(report.min_member)
+    return f"{report.present}/{needed}"
+
+
+def render_text(reports: Sequence[GangReport]) -> str:
+    """A kubectl-like table; WHY says what each waiting gang waits for."""
+    if not reports:
+        return "No gangs found.\n"
+    header = ("NAMESPACE", "GANG", "BACKEND", "MEMBERS", "GATED", "BOUND", "STATE", "AGE", "WHY")
+    rows = [
+        (
+            r.namespace,
+            r.name,
+            r.backend,
+            _members(r),
+            str(r.gated),
+            str(r.bound),
+            "stuck" if r.stuck else r.state,
+            _age(r.age_seconds),
+            r.reason,
+        )
+        for r in reports
+    ]
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
+    lines = []
+    for row in (header, *rows):
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def render_json(reports: Sequence[GangReport]) -> str:
+    """A JSON array, one object per gang (keys as in `GangReport.as_dict`)."""
+    return json.dumps([r.as_dict() for r in reports], indent=2) + "\n"

@@ -1,0 +1,193 @@
+"""Builders and observers for the end-to-end tests that run real workload controllers.
+
+The objects are shaped as users write them for the JobSet (v1alpha2) and
+LeaderWorkerSet (v1) controllers the sandbox runs, and every pod template carries
+`RUN_FOR`, the kwok Stage annotation after which kwok completes the pod (a training
+step's duration). Observers read pods back as the API server stores them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from kubernetes import watch
+
+from builders.cluster import GPU, POOL_LABEL
+from gangkeeper.policies.names import GATE
+
+#: kwok completes a Ready pod carrying this annotation after its value (a duration).
+RUN_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+
+
+def gpu_template(
+    pool: str, gpus: int, *, run_for: str | None = None, container: str = "trainer"
+) -> dict[str, Any]:
+    """A pod template selecting the test's nodes, `gpus` each, running `run_for`."""
+    annotations = {RUN_FOR: run_for} if run_for else {}
+    return {
+        "metadata": {"annotations": annotations},
+        "spec": {
+            "restartPolicy": "Never",
+            "nodeSelector": {POOL_LABEL: pool},
+            "containers": [
+                {
+                    "name": container,
+                    "image": "registry.invalid/e2e/trainer:1",
+                    "resources": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}},
+                }
+            ],
+        },
+    }
+
+
+def replicated_job(
+    name: str,
+    template: Mapping[str, Any],
+    *,
+    replicas: int = 1,
+    parallelism: int = 1,
+    depends_on: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    job: dict[str, Any] = {
+        "name": name,
+        "replicas": replicas,
+        "template": {
+            "spec": {
+                "completionMode": "Indexed",
+                "completions": parallelism,
+                "parallelism": parallelism,
+                "backoffLimit": 0,
+                "template": dict(template),
+            }
+        },
+    }
+    if depends_on:
+        job["dependsOn"] = depends_on
+    return job
+
+
+def jobset(
+    name: str,
+    namespace: str,
+    replicated_jobs: list[dict[str, Any]],
+    *,
+    annotations: Mapping[str, str] | None = None,
+    startup_policy: str | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"replicatedJobs": replicated_jobs}
+    if startup_policy:
+        spec["startupPolicy"] = {"startupPolicyOrder": startup_policy}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": namespace, "annotations": dict(annotations or {})},
+        "spec": spec,
+    }
+
+
+def leaderworkerset(
+    name: str,
+    namespace: str,
+    template: Mapping[str, Any],
+    *,
+    size: int,
+    replicas: int,
+    startup_policy: str | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "replicas": replicas,
+        "leaderWorkerTemplate": {"size": size, "workerTemplate": dict(template)},
+    }
+    if startup_policy:
+        spec["startupPolicy"] = startup_policy
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def is_gated(pod: Any) -> bool:
+    return any(g.name == GATE for g in pod.spec.scheduling_gates or [])
+
+
+def is_ready(pod: Any) -> bool:
+    return pod.status.phase == "Running" and any(
+        c.type == "Ready" and c.status == "True" for c in pod.status.conditions or ()
+    )
+
+
+def condition(obj: Mapping[str, Any], kind: str) -> bool:
+    return any(
+        c.get("type") == kind and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or ()
+    )
+
+
+class PodRecorder:
+    """Every pod of a namespace as the API server stored it at creation, and the
+    largest number ever bound at once while a gang was incomplete, from a watch.
+
+    Admission answers are seen in the ADDED events; a gang that was ever partly
+    bound shows in `partial`: some of `selector`'s pods bound while others existed
+    unbound (or did not exist yet, when `expected` is given).
+    """
+
+    def __init__(self, cluster: Any, namespace: str, selector: str = "") -> None:
+        self.created: dict[str, Any] = {}
+        self.nodes: dict[str, str] = {}
+        self._cluster = cluster
+        self._namespace = namespace
+        self._selector = selector
+        self._stop = threading.Event()
+        self._since = cluster.core.list_namespaced_pod(namespace).metadata.resource_version
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._lock = threading.Lock()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            stream = watch.Watch()
+            for event in stream.stream(
+                self._cluster.core.list_namespaced_pod,
+                self._namespace,
+                label_selector=self._selector,
+                resource_version=self._since,
+                timeout_seconds=5,
+            ):
+                pod = event["object"]
+                self._since = pod.metadata.resource_version
+                with self._lock:
+                    if event["type"] == "ADDED":
+                        self.created.setdefault(pod.metadata.name, pod)
+                    if pod.spec.node_name:
+                        self.nodes[pod.metadata.name] = pod.spec.node_name
+                if self._stop.is_set():
+                    stream.stop()
+                    break
+
+    def start(self) -> PodRecorder:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def gated_at_creation(self) -> dict[str, bool]:
+        with self._lock:
+            return {name: is_gated(pod) for name, pod in self.created.items()}
+
+
+@contextmanager
+def recording(cluster: Any, namespace: str, selector: str = "") -> Iterator[PodRecorder]:
+    recorder = PodRecorder(cluster, namespace, selector).start()
+    try:
+        yield recorder
+    finally:
+        recorder.stop()

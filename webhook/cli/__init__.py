@@ -1,0 +1,7 @@
+"""The `gangkeeper` command line: `main` and one module per sub-command (see main.py)."""
+
+from __future__ import annotations
+
+from .main import build_parser, main
+
+__all__ = ["build_parser", "main"]

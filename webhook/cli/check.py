@@ -1,0 +1,286 @@
+"""`gangkeeper check`: the admission policy applied to manifest files, offline.
+
+Reads the manifests and a fleet (a nodes file, or the Nodes of a cluster through a
+kubeconfig), runs the same `validate_object` the validating webhook runs, and prints
+one record per gang. Exit codes: 0 every gang admitted, 1 any rejected, 2 bad input.
+
+A CI gate must not pass by accident: nothing to check, an unrendered Helm template or
+kustomization (`files.manifests`), a file or document that cannot be read, and two
+different training runtimes of one name are bad input (2) — and every readable
+document is still reported. The pods of one pod-based gang are summed over the input
+(`pod_gangs.siblings_among`) and reported once.
+
+The only I/O here is reading the files and, with --kubeconfig, listing Nodes and Pods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from gangkeeper.policies.capacity import Capacity
+from gangkeeper.policies.config import Config
+from gangkeeper.policies.decision import validate_object
+from gangkeeper.policies.errors import InvalidConfig, InvalidObject
+from gangkeeper.policies.model import KubeObject, OwnerLookup
+from gangkeeper.policies.pod_gangs import POD_BASED, siblings_among
+
+from ..files.config import ConfigFileError, load_config_file
+from ..files.manifests import (
+    Document,
+    ManifestError,
+    expand_paths_keep_going,
+    load_documents,
+    load_nodes,
+    object_key,
+)
+
+EXIT_ADMITTED, EXIT_REJECTED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "check",
+        help="apply the admission policy to manifests offline",
+        description=(
+            "Apply gangkeeper's feasibility policy to manifests. Exit 0 when every gang is "
+            "admitted, 1 when any is rejected, 2 on bad input."
+        ),
+    )
+    parser.add_argument(
+        "-f",
+        "--filename",
+        dest="files",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="manifest file or directory (YAML or JSON, multi-document, kind: List); repeatable",
+    )
+    fleet = parser.add_mutually_exclusive_group(required=True)
+    fleet.add_argument(
+        "--nodes", metavar="FILE", help="Node objects (e.g. kubectl get nodes -o yaml)"
+    )
+    fleet.add_argument(
+        "--kubeconfig",
+        nargs="?",
+        const="",
+        metavar="PATH",
+        help="read Nodes and bound Pods from a cluster (default: $KUBECONFIG or ~/.kube/config)",
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", help="gangkeeper config YAML (GPU names, pools)"
+    )
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.set_defaults(run=run)
+
+
+#: Kinds with no namespace (Cluster* kinds are taken as cluster-scoped too).
+_CLUSTER_SCOPED = frozenset(
+    {
+        "Namespace", "Node", "PersistentVolume", "StorageClass", "PriorityClass",
+        "CustomResourceDefinition", "APIService", "RuntimeClass", "IngressClass",
+        "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "CSIDriver",
+        "ResourceFlavor", "NodePool", "EC2NodeClass", "KWOKNodeClass",
+    }
+)
+#: Kinds whose duplicates in the input would silently pick one: each one a TrainJob
+#: is resolved with.
+_LOOKED_UP = frozenset({"ClusterTrainingRuntime", "TrainingRuntime"})
+
+
+def _cluster_scoped(kind: object) -> bool:
+    return isinstance(kind, str) and (kind in _CLUSTER_SCOPED or kind.startswith("Cluster"))
+
+
+def _owner_lookup(docs: list[Document]) -> OwnerLookup:
+    """Resolve owners (e.g. a TrainJob's runtime) among the objects given together."""
+    index: dict[tuple[str, str, str, str], KubeObject] = {}
+    for doc in docs:
+        api_version, kind, namespace, name = object_key(doc.obj)
+        index.setdefault((api_version, kind, namespace, name), doc.obj)
+        meta = doc.obj.get("metadata") or {}
+        if not (isinstance(meta, Mapping) and meta.get("namespace")):
+            # No namespace written: it may be cluster-scoped (ClusterTrainingRuntime).
+            index.setdefault((api_version, kind, "", name), doc.obj)
+
+    def lookup(api_version: str, kind: str, namespace: str, name: str) -> KubeObject | None:
+        return index.get((api_version, kind, namespace, name))
+
+    return lookup
+
+
+def _duplicates(docs: list[Document]) -> tuple[list[Document], list[str]]:
+    """The documents with later copies of a looked-up object left out, and an error
+    naming both files for each copy that differs (identical copies are one object)."""
+    first: dict[tuple[str, str, str, str], Document] = {}
+    kept: list[Document] = []
+    errors: list[str] = []
+    for doc in docs:
+        key = object_key(doc.obj, "" if _cluster_scoped(doc.obj.get("kind")) else "default")
+        if doc.obj.get("kind") not in _LOOKED_UP or not key[3]:
+            kept.append(doc)
+            continue
+        earlier = first.get(key)
+        if earlier is None:
+            first[key] = doc
+            kept.append(doc)
+        elif earlier.obj != doc.obj:
+            errors.append(
+                f"{doc.ref} is given twice, differently: {earlier.where} and {doc.where}; "
+                "which one a TrainJob uses would be a guess"
+            )
+    return kept, errors
+
+
+def _capacity_from_cluster(kubeconfig: str, config: Config) -> Capacity:
+    from kubernetes import client  # heavy import: only on this path
+
+    from ..kube.client import api_client
+
+    try:
+        api = client.CoreV1Api(api_client(kubeconfig or None))
+        nodes = api.list_node(_request_timeout=30).items
+        pods = api.list_pod_for_all_namespaces(
+            field_selector="status.phase!=Succeeded,status.phase!=Failed", _request_timeout=30
+        ).items
+    except Exception as exc:  # config, TLS, HTTP and connection errors alike
+        where = kubeconfig or "the default kubeconfig"
+        raise ManifestError(f"cannot read Nodes and Pods through {where}: {exc}") from exc
+    serialize = api.api_client.sanitize_for_serialization
+    capacity = Capacity.from_nodes([serialize(n) for n in nodes], config)
+    for pod in pods:
+        if pod.spec and pod.spec.node_name:
+            capacity.add_pod_object(serialize(pod))
+    return capacity
+
+
+def _meta(obj: KubeObject, key: str) -> str:
+    meta = obj.get("metadata") or {}
+    value = meta.get(key) if isinstance(meta, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def _subject(obj: KubeObject) -> dict[str, Any]:
+    """kind, namespace (None when cluster-scoped) and name ("prefix*" when only
+    generateName is given) of a record."""
+    kind = obj.get("kind")
+    name = _meta(obj, "name") or (
+        f"{_meta(obj, 'generateName')}*" if _meta(obj, "generateName") else ""
+    )
+    namespace = None if _cluster_scoped(kind) else (_meta(obj, "namespace") or "default")
+    return {"kind": kind, "namespace": namespace, "name": name}
+
+
+def _records(
+    docs: list[Document], capacity: Capacity, config: Config
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """One record per gang (a pod-based gang once, for its first pod), and one error
+    per document that cannot be read; the other documents are still reported."""
+    lookup = _owner_lookup(docs)
+    siblings = siblings_among(doc.obj for doc in docs)
+    records: list[dict[str, Any]] = []
+    errors: list[str] = []
+    reported: set[tuple[str, str, str]] = set()
+    for doc in docs:
+        if doc.obj.get("kind") == "Node":
+            continue
+        try:
+            decisions = validate_object(
+                doc.obj, capacity=capacity, lookup=lookup, config=config, siblings=siblings
+            )
+        except InvalidObject as exc:
+            errors.append(f"{doc.where} ({doc.ref}): {exc}")
+            continue
+        base = _subject(doc.obj)
+        if not decisions:
+            records.append(
+                base
+                | {
+                    "gang": None,
+                    "minMember": None,
+                    "demand": {},
+                    "verdict": "admit",
+                    "reason": "not a gang",
+                    "warnings": [],
+                }
+            )
+        for decision in decisions:
+            gang, verdict = decision.gang, decision.verdict
+            if gang.recognizer in POD_BASED:
+                key = (gang.recognizer, gang.namespace, gang.name)
+                if key in reported:
+                    continue  # the gang of all its pods was reported with the first
+                reported.add(key)
+            records.append(
+                base
+                | {
+                    "gang": gang.name,
+                    "minMember": gang.min_member,
+                    "demand": gang.min_member_demand(),
+                    "verdict": "admit" if verdict.allowed else "reject",
+                    "reason": verdict.reason,
+                    "warnings": list(verdict.warnings),
+                }
+            )
+    return records, errors
+
+
+def _print_text(records: list[dict[str, Any]], out: TextIO) -> None:
+    for r in records:
+        where = f"{r['namespace']}/" if r["namespace"] is not None else ""
+        subject = f"{r['kind']} {where}{r['name']}"
+        if r["gang"] is None:
+            print(f"admit   {subject}: not a gang", file=out)
+            continue
+        demand = ", ".join(f"{v} {k}" for k, v in sorted(r["demand"].items())) or "no GPUs"
+        line = (
+            f"{r['verdict']:<7} {subject}: gang {r['gang']} minMember={r['minMember']} ({demand})"
+        )
+        print(line, file=out)
+        if r["reason"]:
+            print(f"        {r['reason']}", file=out)
+        for warning in r["warnings"]:
+            print(f"        warning: {warning}", file=out)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_config_file(args.config)
+        if args.nodes is not None:
+            capacity = Capacity.from_nodes(load_nodes(args.nodes), config)
+        else:
+            capacity = _capacity_from_cluster(args.kubeconfig, config)
+    except (ManifestError, ConfigFileError, InvalidObject, InvalidConfig) as exc:
+        print(f"gangkeeper check: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    # One bad file or document is reported, and every other one still checked: a CI
+    # log then shows all that is wrong at once, and the exit code is still 2.
+    paths, errors = expand_paths_keep_going(args.files)
+    docs: list[Document] = []
+    for path in paths:
+        try:
+            docs.extend(load_documents(path))
+        except ManifestError as exc:
+            errors.append(str(exc))
+    docs, duplicated = _duplicates(docs)
+    errors.extend(duplicated)
+    records, unreadable = _records(docs, capacity, config)
+    errors.extend(unreadable)
+    if not records and not errors:
+        # A wrong path or an empty render must not pass CI as "nothing rejected".
+        what = "only Node objects" if docs else "no Kubernetes objects"
+        errors.append(f"{what} in {', '.join(args.files)}; nothing to check")
+    if args.output == "json":
+        json.dump(records, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        _print_text(records, sys.stdout)
+    for error in errors:
+        print(f"gangkeeper check: {error}", file=sys.stderr)
+    if errors:
+        return EXIT_BAD_INPUT
+    return EXIT_REJECTED if any(r["verdict"] == "reject" for r in records) else EXIT_ADMITTED

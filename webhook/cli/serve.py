@@ -1,0 +1,320 @@
+"""`gangkeeper serve`: the admission webhook server (and, with a cluster, the gang controller).
+
+Two modes, chosen by where cluster access comes from:
+  - no `--kubeconfig` and not in a pod: the capacity is `--nodes FILE` (default: the
+    sample fleet in `examples/`), certificates are issued into `--cert-dir` on first
+    start, and the server answers real AdmissionReviews with no cluster at all;
+  - `--kubeconfig PATH` or in-cluster: Nodes, bound pods and owners are watched, and the
+    gang controller runs unless `--no-controller` (`--controller-only` runs only it,
+    with /healthz and /metrics).
+
+Wires the parts together and runs uvicorn; every decision lives elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from gangkeeper.policies.names import DEFAULT_NAMESPACE, SERVICE_NAME, WEBHOOK_CONFIGURATIONS
+
+from ..files.config import ConfigFileError, load_config_file
+
+#: Hidden switch for `bench.webhook`: exposes POST /noop, the floor of the stack.
+NOOP_ENV = "GANGKEEPER_BENCH_NOOP"
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "serve",
+        help="run the admission webhook server",
+        description="Serve POST /mutate and /validate (AdmissionReview v1) over HTTPS. "
+        "Without a kubeconfig or in-cluster config, capacity comes from --nodes and "
+        "certificates are issued into --cert-dir.",
+    )
+    parser.add_argument("--config", metavar="FILE", help="gangkeeper config (YAML)")
+    parser.add_argument(
+        "--nodes",
+        metavar="FILE",
+        help="fleet of Node objects when there is no cluster (default: the sample fleet "
+        "examples/fleet.yaml, shipped in the package)",
+    )
+    parser.add_argument(
+        "--owners",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="workload manifests the no-cluster mode answers owner lookups from (repeatable)",
+    )
+    parser.add_argument("--kubeconfig", metavar="PATH", help="talk to this cluster")
+    parser.add_argument("--host", help="listen address (default 127.0.0.1; 0.0.0.0 in a pod)")
+    parser.add_argument("--port", type=int, default=8443, help="listen port (default 8443)")
+    parser.add_argument(
+        "--cert-dir",
+        metavar="DIR",
+        default="./certs",
+        help="tls.crt/tls.key (and ca.crt) live here; reloaded when they change",
+    )
+    parser.add_argument(
+        "--cert-mode",
+        choices=("auto", "files", "self-managed", "cert-manager"),
+        default="auto",
+        help="auto: self-managed in a pod, else issue local files; cert-manager: only read "
+        "the mounted files",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE", DEFAULT_NAMESPACE),
+        help="gangkeeper's own namespace (controller Lease, certificate Secret)",
+    )
+    parser.add_argument("--service", default=SERVICE_NAME, help="gangkeeper's Service name")
+    parser.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--no-controller", action="store_true", help="do not run the gang controller"
+    )
+    group.add_argument(
+        "--controller-only",
+        action="store_true",
+        help="run only the gang controller (with /healthz and /metrics)",
+    )
+    parser.add_argument("--enable-noop", action="store_true", help=argparse.SUPPRESS)
+    parser.set_defaults(run=run)
+
+
+class UsageError(Exception):
+    """A bad flag or file; printed without a traceback, exit code 2."""
+
+
+class _Periodic:
+    """Call `fn` now and then every `seconds` in a daemon thread (cert reconcile)."""
+
+    def __init__(self, name: str, fn: Any, seconds: float) -> None:
+        self._fn = fn
+        self._seconds = seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    def _loop(self) -> None:
+        import logging
+
+        while not self._stop.wait(self._seconds):
+            try:
+                self._fn()
+            except Exception as exc:
+                logging.getLogger(__name__).warning(
+                    "periodic task failed", extra={"task": self._thread.name, "error": str(exc)}
+                )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def _wait_for_files(*paths: Path, timeout: float = 300.0) -> None:
+    """cert-manager writes the Secret a moment after the pod starts; wait for it."""
+    deadline = time.monotonic() + timeout
+    while not all(p.is_file() for p in paths):
+        if time.monotonic() > deadline:
+            missing = ", ".join(str(p) for p in paths if not p.is_file())
+            raise UsageError(f"certificate files never appeared: {missing}")
+        time.sleep(1.0)
+
+
+def _controller_service(api: Any, config: Any, namespace: str, informers: Any) -> Any | None:
+    import logging
+    import socket
+
+    log = logging.getLogger(__name__)
+    try:
+        from gangkeeper.webhook.controller import GangController
+    except ImportError as exc:
+        log.warning(
+            "gang controller not available; serving admission only", extra={"error": str(exc)}
+        )
+        return None
+    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    return GangController(
+        api, config, namespace=namespace, identity=identity, informers=informers
+    )
+
+
+def _controller_collector(controller: Any) -> Any:
+    """Expose what `GangController.metrics()` returns ({name: number}) as gauges."""
+
+    def collect() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        for name, value in dict(controller.metrics()).items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                metric = name if name.startswith("gangkeeper_") else f"gangkeeper_controller_{name}"
+                samples[(metric, ())] = float(value)
+        return samples
+
+    return collect
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except UsageError as exc:
+        print(f"gangkeeper serve: {exc}", file=sys.stderr)
+        return 2
+
+
+def _sample_fleet() -> Path:
+    """`examples/fleet.yaml` as the package ships it (with the sandbox's data)."""
+    from gangkeeper.webhook.sandbox import DEFAULT_FLEET
+
+    return DEFAULT_FLEET
+
+
+def _build_view(
+    args: argparse.Namespace, informers: Any | None, config: Any, metrics: Any
+) -> Any:
+    """The cluster view: a fleet file without a cluster, the shared informers with one."""
+    import logging
+
+    from gangkeeper.policies.errors import PolicyError
+
+    from ..files.manifests import ManifestError, load_documents, load_nodes
+    from ..server.cluster_view import StaticClusterView, WatchClusterView
+
+    log = logging.getLogger("gangkeeper.serve")
+    if informers is None:
+        if args.controller_only:
+            raise UsageError("--controller-only needs a cluster (--kubeconfig or in-cluster)")
+        nodes = Path(args.nodes) if args.nodes else _sample_fleet()
+        if not nodes.is_file():
+            raise UsageError(
+                f"no cluster and no fleet file at {nodes}: pass --nodes FILE "
+                "(Node objects, as `kubectl get nodes -o yaml` prints) or --kubeconfig PATH"
+            )
+        try:
+            owners = [doc.obj for path in args.owners for doc in load_documents(Path(path))]
+            view = StaticClusterView(load_nodes(nodes), config, owners)
+        except (ManifestError, PolicyError, OSError) as exc:
+            raise UsageError(str(exc)) from exc
+        log.info("serving without a cluster", extra={"nodes": str(nodes)})
+        return view
+    if args.nodes:
+        log.info("--nodes ignored: capacity comes from the cluster")
+    if args.controller_only:
+        # Only the controller watches; an empty, synced view keeps /readyz honest.
+        return StaticClusterView([], config)
+    return WatchClusterView(informers, config, on_synced=metrics.set_synced)
+
+
+def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
+    """The reloading TLS context, after making sure certificate files exist."""
+    from ..kube.client import in_cluster
+    from ..server.tls import CertificateUnavailable, ReloadingTLS
+
+    cert_dir = Path(args.cert_dir)
+    cert_file, key_file = cert_dir / "tls.crt", cert_dir / "tls.key"
+    mode = args.cert_mode
+    if mode == "auto":
+        mode = "self-managed" if in_cluster() else "files"
+    if mode == "files":
+        from gangkeeper.certs import ensure_local
+
+        paths = ensure_local(cert_dir, ["localhost"], ["127.0.0.1"])
+        cert_file, key_file = paths.cert, paths.key
+    elif mode == "self-managed":
+        from gangkeeper import certs
+
+        managed = getattr(certs, "SelfManagedCerts", None)
+        if managed is None or api is None:
+            raise UsageError(
+                "self-managed certificates need a cluster and gangkeeper.certs.SelfManagedCerts"
+            )
+        manager = managed(
+            api,
+            namespace=args.namespace,
+            secret_name=f"{args.service}-tls",
+            service_name=args.service,
+            webhook_names=list(WEBHOOK_CONFIGURATIONS),
+            cert_dir=cert_dir,
+        )
+        manager.reconcile()
+        services.append(_Periodic("cert-reconcile", manager.reconcile, 60.0))
+    else:
+        _wait_for_files(cert_file, key_file)
+    try:
+        return ReloadingTLS(cert_file, key_file)
+    except CertificateUnavailable as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from ..kube.client import KubeconfigError, in_cluster, serve_client
+    from ..kube.informer import Informers
+    from ..kube.rest import Rest
+    from ..server import logs
+    from ..server.app import Server, create_app
+    from ..server.metrics import Metrics
+
+    log_config = logs.configure(args.log_level)
+    try:
+        config = load_config_file(args.config)
+    except ConfigFileError as exc:
+        raise UsageError(f"--config {exc}") from exc
+    try:
+        api = serve_client(args.kubeconfig)
+    except KubeconfigError as exc:
+        raise UsageError(str(exc)) from exc
+    metrics = Metrics()
+    # One list+watch per resource for the whole process: the cluster view and the
+    # controller subscribe to the same informers.
+    informers = Informers(Rest(api)) if api is not None else None
+    view = _build_view(args, informers, config, metrics)
+    services: list[Any] = []
+    if api is not None and not args.no_controller:
+        controller = _controller_service(api, config, args.namespace, informers)
+        if controller is not None:
+            services.append(controller)
+            if callable(getattr(controller, "metrics", None)):
+                metrics.add_collector(_controller_collector(controller))
+    # --controller-only serves /healthz and /metrics over the same TLS, so probes and
+    # scrapers need no second configuration.
+    tls = _build_tls(args, api, services)
+    if informers is not None:
+        # Last, so every subscriber is in before the first list; stopped first.
+        services.append(informers)
+    server = Server(
+        config=config,
+        view=view,
+        metrics=metrics,
+        tls=tls,
+        services=services,
+        cert_file=tls.cert_file if tls is not None else None,
+        admission=not args.controller_only,
+        namespace=args.namespace if api is not None else "",
+        noop=args.enable_noop or os.environ.get(NOOP_ENV) == "1",
+    )
+    uv_config = uvicorn.Config(
+        create_app(server),
+        host=args.host or ("0.0.0.0" if in_cluster() else "127.0.0.1"),
+        port=args.port,
+        log_config=log_config,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+        # The API server's webhook client keeps idle connections for up to 90 s and
+        # does not retry a POST whose reused connection the server just closed (seen
+        # as "EOF" on pod create). Outlive its idle timeout so we never close first.
+        timeout_keep_alive=120,
+        ssl_context_factory=(lambda _cfg, _default: tls.server_context) if tls else None,
+    )
+    uvicorn.Server(uv_config).run()
+    return 0

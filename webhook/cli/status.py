@@ -1,0 +1,69 @@
+"""`gangkeeper status`: every gang, its members present/needed, and why it waits.
+
+Lists Pods (all namespaces: pods anywhere use the GPUs a gang waits for) and Nodes,
+then runs the controller's own plan over them
+(`policies.release.status.gang_status`), so what it prints is what the controller
+decides. Works without the controller running.
+
+    gangkeeper status [-n NS] [-o text|json] [--kubeconfig PATH] [--config FILE]
+
+Exit codes: 0 printed (even when gangs wait), 2 bad input or the API unreachable.
+I/O: reads the kubeconfig / config file and lists Pods and Nodes; writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "status",
+        help="list gangs: members present/needed, gated/bound, why each waits",
+        description="List gangs with members present/needed, gated and bound counts, "
+        "and why each waits, as the gang controller sees them.",
+    )
+    parser.add_argument("-n", "--namespace", help="only gangs of this namespace")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="cluster to ask (default: in-cluster, then $KUBECONFIG or ~/.kube/config)",
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", help="gangkeeper config YAML (GPU names, backend, timeout)"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gangkeeper.policies.release.status import gang_status, render_json, render_text
+
+    from ..files.config import ConfigFileError, load_config_file
+    from ..kube.api import ApiError
+    from ..kube.client import KubeconfigError, api_client
+    from ..kube.informer import list_all
+    from ..kube.rest import Rest
+
+    try:
+        config = load_config_file(args.config)
+        rest = Rest(api_client(args.kubeconfig))
+        live = [("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")]
+        pods = list_all(rest, "/api/v1/pods", live)
+        nodes = list_all(rest, "/api/v1/nodes")
+    except (ConfigFileError, KubeconfigError) as exc:
+        print(f"gangkeeper status: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ApiError as exc:
+        print(f"gangkeeper status: cannot list pods and nodes: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    reports = gang_status(pods, nodes, config, time.time(), namespace=args.namespace)
+    render = render_json if args.output == "json" else render_text
+    sys.stdout.write(render(reports))
+    return EXIT_OK

@@ -1,1 +1,0 @@
-"""Sub-commands of the `gangkeeper` CLI, one module each (see `cli.py`)."""

@@ -1,0 +1,73 @@
+"""The small interface everything above `kube` talks to the API server through.
+
+`Api` is what `Rest` (the real client) and `FakeApi` (in memory, for tests) both are:
+one JSON request (`send` of a `Call`), a watch that yields parsed events, and closing
+every open stream. Raw objects stay plain dicts; `ApiError` carries the HTTP status.
+
+Defines types only: no I/O here.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Query = Sequence[tuple[str, str | int]]
+
+
+class ApiError(Exception):
+    """The API server answered with an error status (or could not be reached: 0)."""
+
+    def __init__(self, status: int, reason: str, body: str = "") -> None:
+        self.status = status
+        self.reason = reason
+        self.body = body
+        message = reason
+        try:
+            parsed = json.loads(body) if body else {}
+            if isinstance(parsed, dict) and parsed.get("message"):
+                message = str(parsed["message"])
+        except ValueError:
+            pass
+        super().__init__(f"HTTP {status}: {message}")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request as an `Api` implementation receives it."""
+
+    method: str
+    path: str
+    query: Query = ()
+    body: object = None
+    content_type: str = "application/json"
+    timeout: float = 30.0
+
+
+class Api(ABC):
+    """JSON requests and watches against one API server (`Rest`, `FakeApi`)."""
+
+    def request(
+        self, method: str, path: str, query: Query = (), body: object = None, *,
+        content_type: str = "application/json", timeout: float = 30.0,
+    ) -> dict[str, Any]:
+        """One request; the parsed JSON answer, or ApiError for a non-2xx status."""
+        return self.send(Call(method, path, tuple(query), body, content_type, timeout))
+
+    def get(self, path: str, query: Query = (), *, timeout: float = 30.0) -> dict[str, Any]:
+        return self.send(Call("GET", path, tuple(query), timeout=timeout))
+
+    @abstractmethod
+    def send(self, call: Call) -> dict[str, Any]:
+        """What `request` and `get` do: one call, its parsed JSON answer."""
+
+    @abstractmethod
+    def watch(self, path: str, query: Query, timeout_seconds: int) -> Iterator[Mapping[str, Any]]:
+        """Watch events of one request (bookmarks asked for); ends when the server ends it."""
+
+    @abstractmethod
+    def close_all(self) -> None:
+        """End every open watch stream now (stopping must not wait for a socket read)."""
