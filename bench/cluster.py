@@ -33,16 +33,16 @@ from gangkeeper.policies.names import (
 
 POOL_LABEL = "bench.gangkeeper.io/pool"
 LATENCY_POOL = "latency"
-COSCHEDULING_REASON = (
-    "scheduler-plugins (coscheduling) cannot be built here: its Go module is not served "
-    "by the Go proxy (403), so there is no scheduler to run it"
-)
+#: The schedulerName gangkeeper's coscheduling backend writes (its config default).
+COSCHEDULING_SCHEDULER = "scheduler-plugins-scheduler"
+COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
 
 #: name → opted in? The scheduling namespaces must match bench.scheduling.NAMESPACES.
 NAMESPACES: Mapping[str, bool] = {
     "bench-sched-none": False,
     "bench-sched-gate": True,
     "bench-sched-native": True,
+    "bench-sched-coscheduling": True,
     "bench-latency-plain": False,
     "bench-latency-gang": True,
     "bench-memory": False,
@@ -50,7 +50,10 @@ NAMESPACES: Mapping[str, bool] = {
 
 BENCH_CONFIG: Mapping[str, Any] = {
     "backend": "gate",
-    "namespaceBackends": {"bench-sched-native": "native"},
+    "namespaceBackends": {
+        "bench-sched-native": "native",
+        "bench-sched-coscheduling": "coscheduling",
+    },
     # A pool that could hold the latency pods but has no Node now: the validating
     # webhook admits them (capacity could exist) while the scheduler never binds them,
     # so the latency benchmark measures creation alone.
@@ -225,8 +228,10 @@ class BenchCluster:
     def mode_unavailable(self, mode: str) -> str | None:
         """Why a scheduling mode cannot be measured on this sandbox, or None if it can."""
         namespace = f"bench-sched-{mode}"
-        if mode == "coscheduling":
-            return COSCHEDULING_REASON
+        if mode == "coscheduling" and "scheduler-plugins" not in self.sandbox.state().get(
+            "components", []
+        ):
+            return "the sandbox runs no scheduler-plugins scheduler (component scheduler-plugins)"
         if mode == "none":
             return None
         try:
@@ -237,6 +242,14 @@ class BenchCluster:
         gates = [g.get("name") for g in spec.get("schedulingGates") or []]
         if GATE not in gates:
             return f"gangkeeper did not gate a probe pod in {namespace} (webhook not mutating)"
+        if mode == "coscheduling" and (
+            spec.get("schedulerName") != COSCHEDULING_SCHEDULER
+            or COSCHEDULING_LABEL not in ((pod.get("metadata") or {}).get("labels") or {})
+        ):
+            return (
+                f"gangkeeper's coscheduling backend did not label a probe pod in {namespace} "
+                f"for {COSCHEDULING_SCHEDULER}"
+            )
         if mode == "native":
             if not self._serves("scheduling.k8s.io", "podgroups"):
                 return "the API server does not serve scheduling.k8s.io PodGroups"

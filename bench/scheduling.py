@@ -10,7 +10,7 @@ once per mode:
 | `none` | not opted in | the default scheduler, pod by pod |
 | `gate` | opted in, backend `gate` | gangkeeper's controller lifts whole gangs' gates |
 | `native` | opted in, override `native` | Kubernetes' gang scheduling (`GenericWorkload`) |
-| `coscheduling` | - | not measurable: scheduler-plugins cannot be built (Go proxy 403) |
+| `coscheduling` | opted in, override `coscheduling` | scheduler-plugins Coscheduling |
 
 Each trace job is an Indexed batch/v1 Job. Its pods start on kwok's nodes as they are
 bound, but, like real workers waiting in a rendezvous, they train only once every

@@ -7,6 +7,10 @@
 #   kwok/          the kwok controller (fake nodes whose pods start, become Ready, finish)
 #   jobset/        the JobSet controller manager (and its webhooks), plus its CRDs
 #   lws/           the LeaderWorkerSet controller manager (and its webhooks), plus its CRDs
+#   scheduler-plugins/  kube-scheduler with the scheduler-plugins (Coscheduling), plus
+#                  the PodGroup CRD and the Coscheduling example configuration
+#   trainer/       Kubeflow Trainer's controller manager (and its webhooks), plus its
+#                  CRDs and ClusterTrainingRuntimes
 #
 # Everything lands in a cache outside the work tree, one folder per component and
 # version, and is reused: a second run does nothing.
@@ -18,7 +22,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache_root=${GANGKEEPER_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gangkeeper}
-all=(k8s kwok jobset lws)
+all=(k8s kwok jobset lws scheduler-plugins trainer)
 wanted=("$@")
 [[ ${#wanted[@]} -gt 0 ]] || wanted=("${all[@]}")
 
@@ -119,12 +123,31 @@ build_lws() {
   copy_module_dirs lws sigs.k8s.io/lws "$lws_dir" config/crd/bases config/webhook
 }
 
+sp_version=$(required scheduler-plugins sigs.k8s.io/scheduler-plugins)
+sp_dir="$cache_root/scheduler-plugins-$sp_version"
+build_scheduler_plugins() {
+  progress "building the scheduler-plugins scheduler $sp_version"
+  build_go scheduler-plugins sigs.k8s.io/scheduler-plugins/cmd/scheduler "$sp_dir/bin/scheduler-plugins-scheduler"
+  copy_module_dirs scheduler-plugins sigs.k8s.io/scheduler-plugins "$sp_dir" manifests/coscheduling
+}
+
+trainer_version=$(required trainer github.com/kubeflow/trainer/v2)
+trainer_dir="$cache_root/trainer-$trainer_version"
+build_trainer() {
+  progress "building the Kubeflow Trainer controller manager $trainer_version"
+  build_go trainer github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager "$trainer_dir/bin/trainer-controller-manager"
+  copy_module_dirs trainer github.com/kubeflow/trainer/v2 "$trainer_dir" \
+    manifests/base/crds manifests/base/webhook manifests/base/runtimes
+}
+
 for c in "${wanted[@]}"; do
   case $c in
     k8s) with_lock k8s "$k8s_bin/.complete-$k8s_version-etcd-$etcd_version" build_k8s ;;
     kwok) with_lock kwok "$kwok_dir/.complete" build_kwok ;;
     jobset) with_lock jobset "$jobset_dir/.complete" build_jobset ;;
     lws) with_lock lws "$lws_dir/.complete" build_lws ;;
+    scheduler-plugins) with_lock scheduler-plugins "$sp_dir/.complete" build_scheduler_plugins ;;
+    trainer) with_lock trainer "$trainer_dir/.complete" build_trainer ;;
     *) echo "build.sh: unknown component '$c' (known: ${all[*]})" >&2; exit 2 ;;
   esac
 done

@@ -22,12 +22,16 @@ from gangkeeper.webhook.sandbox.neighbours import (
     JOBSET_CONTROLLER,
     KWOK_VERSION,
     LWS_CONTROLLER,
+    SCHEDULER_PLUGINS_VERSION,
+    TRAINER_CONTROLLER,
     RunningController,
+    coscheduling_config,
     parse_components,
     webhook_configurations,
 )
 
 WRAPPERS = Path(__file__).resolve().parents[2] / "deploy" / "sandbox"
+NEIGHBOURS = ("kwok", "jobset", "lws", "trainer", "scheduler-plugins")
 
 
 def _pinned(wrapper: str, module: str) -> str:
@@ -43,6 +47,8 @@ def _pinned(wrapper: str, module: str) -> str:
         ("kwok", "sigs.k8s.io/kwok", KWOK_VERSION),
         ("jobset", "sigs.k8s.io/jobset", JOBSET_CONTROLLER.version),
         ("lws", "sigs.k8s.io/lws", LWS_CONTROLLER.version),
+        ("trainer", "github.com/kubeflow/trainer/v2", TRAINER_CONTROLLER.version),
+        ("scheduler-plugins", "sigs.k8s.io/scheduler-plugins", SCHEDULER_PLUGINS_VERSION),
     ],
 )
 def test_the_sandbox_looks_for_the_version_its_wrapper_module_builds(
@@ -53,7 +59,7 @@ def test_the_sandbox_looks_for_the_version_its_wrapper_module_builds(
 
 def test_each_neighbour_has_its_own_wrapper_module() -> None:
     modules = {
-        w: (WRAPPERS / w / "go.mod").read_text().splitlines()[0] for w in ("kwok", "jobset", "lws")
+        w: (WRAPPERS / w / "go.mod").read_text().splitlines()[0] for w in NEIGHBOURS
     }
     assert modules == {w: f"module gangkeeper.io/sandbox/{w}" for w in modules}
 
@@ -76,6 +82,7 @@ def test_components_are_taken_by_name_in_start_order(text: str, expected: tuple[
     [
         ("kwok,kueue", "unknown component(s) kueue"),
         ("jobset", "need kwok"),
+        ("kwok,trainer", "trainer needs jobset"),
     ],
 )
 def test_a_bad_component_list_is_refused_with_the_reason(text: str, message: str) -> None:
@@ -103,6 +110,56 @@ def test_sandbox_up_refuses_bad_options_with_exit_2_naming_the_option(
     )
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
+
+
+def test_scheduler_plugins_is_built_with_its_own_replace_block_and_externaljwt() -> None:
+    text = (WRAPPERS / "scheduler-plugins" / "go.mod").read_text()
+    # The module's staging pins (v0.34.1) rather than whatever its requirements resolve
+    # to; k8s.io/externaljwt is the one it needs but its block does not list.
+    assert "k8s.io/kubernetes => k8s.io/kubernetes v1.34.1" in text
+    assert "k8s.io/externaljwt => k8s.io/externaljwt v0.34.1" in text
+
+
+MODULE_SCHEDULER_CONFIG = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+clientConnection:
+  kubeconfig: "REPLACE_ME_WITH_KUBE_CONFIG_PATH"
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Coscheduling
+    queueSort:
+      enabled:
+      - name: Coscheduling
+      disabled:
+      - name: "*"
+  pluginConfig:
+  - name: Coscheduling
+    args:
+      permitWaitingTimeSeconds: 10
+"""
+
+
+def test_the_coscheduling_scheduler_runs_the_modules_profile_under_its_own_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GANGKEEPER_K8S_CACHE", str(tmp_path))
+    config_file = neighbours.scheduler_plugins_root() / neighbours.COSCHEDULING_CONFIG
+    config_file.parent.mkdir(parents=True)
+    config_file.write_text(MODULE_SCHEDULER_CONFIG)
+    config = coscheduling_config(Path("/sandbox/admin.kubeconfig"))
+    [profile] = config["profiles"]
+    # The name gangkeeper's coscheduling backend writes; kube-scheduler keeps the default.
+    assert profile["schedulerName"] == "scheduler-plugins-scheduler"
+    assert profile["plugins"]["queueSort"]["enabled"] == [{"name": "Coscheduling"}]
+    assert profile["pluginConfig"][0]["args"] == {"permitWaitingTimeSeconds": 10}
+    assert config["clientConnection"] == {"kubeconfig": "/sandbox/admin.kubeconfig"}
+    assert config["leaderElection"] == {"leaderElect": False}
 
 
 MODULE_WEBHOOKS = """\

@@ -46,7 +46,8 @@ def register(sub: Any) -> None:
         "--components",
         default=None,
         metavar="C,...",
-        help="neighbours to run: kwok,jobset,lws (the default: all); '' or none for none",
+        help="neighbours to run: kwok,jobset,lws,trainer,scheduler-plugins (the default: "
+        "all); '' or none for none",
     )
     up.add_argument("--backend", choices=BACKENDS, default=None, help="gangkeeper backend")
     up.add_argument("--config", type=Path, default=None, help="gangkeeper config file")

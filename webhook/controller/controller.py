@@ -15,6 +15,9 @@ Threads (all daemons, all stopped by `stop()`):
   one burst of concurrent JSON patches. Each patch `test`s the gate list it read, so a
   pod changed meanwhile is left for the next pass, and never loses another
   system's gate. Stuck gangs get Events (once per gang and cause per process).
+  After a pass in which GPUs were freed, released coscheduling PodGroups whose pods
+  are not all bound get an annotation touched, so the Coscheduling plugin retries
+  them now rather than at its 5-minute flush (requeue.py says why).
 
 Nothing is remembered that the API does not hold: a new leader re-reads pods, gates
 and group objects and finishes whatever a previous leader left half done.
@@ -57,6 +60,12 @@ from gangkeeper.policies.release.observe import (
     same_for_planning,
 )
 from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
+from gangkeeper.policies.release.requeue import (
+    capacity_rose,
+    free_gpus,
+    groups_to_nudge,
+    requeue_patch,
+)
 
 from ..kube.api import ApiError
 from ..kube.election import micro_time
@@ -70,6 +79,8 @@ log = logging.getLogger(__name__)
 Sample = tuple[str, tuple[tuple[str, str], ...]]
 
 
+#: Seconds after a capacity change at which unbound coscheduling gangs are nudged again.
+REQUEUE_AGAIN_SECONDS = 2.0
 #: Concurrent gate-removal patches in one release burst (the default of `workers`).
 PATCH_WORKERS = 32
 #: Every write names gangkeeper as its field manager (managedFields say who wrote what).
@@ -169,7 +180,7 @@ class GangController:
             retry_period=retry_period,
             write_query=WRITE_QUERY,
             # A new leader plans at once: a predecessor may have left a release half done.
-            on_elected=self._dirty.set,
+            on_elected=self._elected,
         )
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -179,6 +190,9 @@ class GangController:
         self._native_checked = False
         self._evented: set[tuple[str, str, float, str]] = set()
         self._last_plan = Plan(releases=(), reports=())
+        #: Free GPUs per (node, resource) at the last pass as leader; None until one.
+        self._free: Mapping[tuple[str, str], int] | None = None
+        self._renudge_at: float | None = None
         self._plan_seconds = 0.0
         self._counters: dict[Sample, float] = {}
         #: Equal demands and placements of the pods kept are one object each.
@@ -191,6 +205,11 @@ class GangController:
             "pods": self._informers.subscribe(PODS, self.pods),
             "nodes": self._informers.subscribe(NODES, self.nodes),
         }
+
+    def _elected(self) -> None:
+        # What changed while no one led is unknown: nudge PodGroups once.
+        self._free = None
+        self._dirty.set()
 
     def _pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
         if not is_live(raw):
@@ -279,8 +298,49 @@ class GangController:
             # Patched pods are in the cache already; re-plan so the next gang in line
             # is judged against them.
             self._dirty.set()
+        self._requeue_if_freed(result.reports)
         self._report_stuck(result.reports)
         return result
+
+    def _requeue_if_freed(self, reports: tuple[GangReport, ...]) -> None:
+        groups = groups_to_nudge(reports, self.pods.items())
+        if not groups:
+            # Nothing to nudge: no snapshot to keep either (the next gang that needs
+            # one is nudged once, which costs one patch).
+            self._free, self._renudge_at = None, None
+            return
+        free = free_gpus(self.nodes.items(), self.pods.items(), self.config)
+        rose = capacity_rose(self._free, free)
+        self._free = free
+        now = time.monotonic()
+        if rose:
+            # The scheduler may retry before its own cache has the freed GPUs and
+            # park the pods again; a second nudge a little later covers that race
+            # (one pending at a time, however often GPUs free up meanwhile).
+            if self._renudge_at is None:
+                self._renudge_at = now + REQUEUE_AGAIN_SECONDS
+                timer = threading.Timer(REQUEUE_AGAIN_SECONDS, self._dirty.set)
+                timer.daemon = True
+                timer.start()
+        elif self._renudge_at is not None and now >= self._renudge_at:
+            self._renudge_at = None
+        else:
+            return
+        pool = self._pool
+        assert pool is not None
+        body = requeue_patch(micro_time(time.time()))
+        wait([pool.submit(self._nudge, namespace, name, body) for namespace, name in groups])
+
+    def _nudge(self, namespace: str, name: str, body: Mapping[str, Any]) -> None:
+        path = f"/apis/{COSCHEDULING.api_version}/namespaces/{namespace}/podgroups/{name}"
+        try:
+            self.rest.request("PATCH", path, body=body, content_type="application/merge-patch+json")
+        except ApiError as err:
+            if err.status != 404:  # gone with its workload: nothing to retry
+                log.warning("nudging PodGroup %s/%s: %s", namespace, name, err)
+            return
+        log.info("PodGroup %s/%s nudged: GPUs were freed", namespace, name)
+        self._count("gangkeeper_podgroup_requeues_total", ())
 
     def _count(self, name: str, labels: tuple[tuple[str, str], ...], value: float = 1.0) -> None:
         with self._lock:

@@ -63,6 +63,14 @@ CONTROLLER_RULES: tuple[RbacRule, ...] = (
         ["podgroups"],
         ["get", "list", "watch", "create"],
     ),
+    RbacRule(
+        "controller: touch an annotation of a released coscheduling PodGroup when GPUs "
+        "free up, so the Coscheduling plugin retries its pods now (a PodGroup update is "
+        "one of the two events it registers); patch only",
+        ["scheduling.x-k8s.io"],
+        ["podgroups"],
+        ["patch"],
+    ),
 )
 
 WEBHOOK_RULES: tuple[RbacRule, ...] = (

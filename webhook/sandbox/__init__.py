@@ -2,8 +2,9 @@
 
 Real etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
 `gangkeeper serve` processes on loopback, with the neighbours users run beside
-gangkeeper (kwok playing the kubelet of fake GPU Nodes, the JobSet and
-LeaderWorkerSet controllers with their webhooks). Everything here starts processes
+gangkeeper (kwok playing the kubelet of fake GPU Nodes, the JobSet,
+LeaderWorkerSet and Kubeflow Trainer controllers with their webhooks, the
+scheduler-plugins Coscheduling scheduler beside kube-scheduler). Everything here starts processes
 or talks to the API server it started; the policy core is never imported from here
 except through the CLI it runs.
 """

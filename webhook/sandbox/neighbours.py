@@ -8,6 +8,13 @@
   with `kubectl kustomize` from the module's `config/`), pointed at
   `https://127.0.0.1:PORT` with a certificate from the sandbox PKI; their built-in
   certificate rotation is turned off.
+- **Kubeflow Trainer**'s controller manager the same way (TrainJob → JobSet), with
+  the ClusterTrainingRuntimes its module ships (torch-, deepspeed-, mlx-distributed)
+  applied once its webhooks answer.
+- the **scheduler-plugins** scheduler as a second scheduler,
+  `scheduler-plugins-scheduler`, with the Coscheduling profile of the module's
+  `manifests/coscheduling/scheduler-config.yaml`; it runs as the sandbox admin (no
+  RBAC of its own, unlike kube-scheduler), beside the stock kube-scheduler.
 
 Every binary and manifest comes from `deploy/sandbox/build.sh`, which builds each
 component from its own wrapper module into the cache beside the control plane
@@ -40,6 +47,8 @@ from .processes import Processes, free_port
 KWOK_VERSION = "v0.8.0"
 JOBSET_VERSION = "v0.11.1"
 LWS_VERSION = "v0.7.0"
+TRAINER_VERSION = "v2.2.0"
+SCHEDULER_PLUGINS_VERSION = "v0.34.1-devel"
 
 #: Nodes whose annotation matches are kwok's to play (`kwok --manage-nodes-with-...`).
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
@@ -52,8 +61,15 @@ KWOK_LEASE_SECONDS = 600
 KWOK = "kwok"
 JOBSET = "jobset"
 LWS = "lws"
+TRAINER = "trainer"
+SCHEDULER_PLUGINS = "scheduler-plugins"
 #: What `sandbox up` starts unless told otherwise, in start order.
-ALL_COMPONENTS: tuple[str, ...] = (KWOK, JOBSET, LWS)
+ALL_COMPONENTS: tuple[str, ...] = (KWOK, JOBSET, LWS, TRAINER, SCHEDULER_PLUGINS)
+#: The schedulerName gangkeeper's coscheduling backend writes (its config default).
+COSCHEDULING_SCHEDULER = "scheduler-plugins-scheduler"
+#: The module's own example configuration for a Coscheduling scheduler.
+COSCHEDULING_CONFIG = "manifests/coscheduling/scheduler-config.yaml"
+COSCHEDULING_CRD_DIR = "manifests/coscheduling"
 
 
 @dataclass(frozen=True)
@@ -69,6 +85,14 @@ class Controller:
     webhook_dir: str
     #: CRDs it serves, to wait for `Established`.
     crds: tuple[str, ...]
+    #: Objects of the module applied once its webhooks answer (Trainer's runtimes).
+    manifests: tuple[str, ...] = ()
+    #: Whether its Configuration has `webhook.certDir`. Trainer's has not: its
+    #: webhook server reads controller-runtime's default `$TMPDIR/k8s-webhook-server/
+    #: serving-certs`, so the sandbox points TMPDIR at the controller's folder.
+    cert_dir_option: bool = True
+    #: The Configuration key that turns its certificate rotation off.
+    cert_management_key: str = "internalCertManagement"
 
     @property
     def root(self) -> Path:
@@ -93,7 +117,36 @@ LWS_CONTROLLER = Controller(
     webhook_dir="config/webhook",
     crds=("leaderworkersets.leaderworkerset.x-k8s.io",),
 )
-CONTROLLERS: Mapping[str, Controller] = {c.name: c for c in (JOBSET_CONTROLLER, LWS_CONTROLLER)}
+TRAINER_CONTROLLER = Controller(
+    name=TRAINER,
+    version=TRAINER_VERSION,
+    binary="trainer-controller-manager",
+    config_group="config.trainer.kubeflow.org",
+    crd_dir="manifests/base/crds",
+    webhook_dir="manifests/base/webhook",
+    crds=(
+        "trainjobs.trainer.kubeflow.org",
+        "trainingruntimes.trainer.kubeflow.org",
+        "clustertrainingruntimes.trainer.kubeflow.org",
+    ),
+    manifests=tuple(
+        f"manifests/base/runtimes/{name}_distributed.yaml"
+        for name in ("torch", "deepspeed", "mlx")
+    ),
+    cert_dir_option=False,
+    cert_management_key="certManagement",
+)
+CONTROLLERS: Mapping[str, Controller] = {
+    c.name: c for c in (JOBSET_CONTROLLER, LWS_CONTROLLER, TRAINER_CONTROLLER)
+}
+
+
+def scheduler_plugins_root() -> Path:
+    return cache_root() / f"{SCHEDULER_PLUGINS}-{SCHEDULER_PLUGINS_VERSION}"
+
+
+def scheduler_plugins_binary() -> Path:
+    return scheduler_plugins_root() / "bin" / "scheduler-plugins-scheduler"
 
 
 def kwok_binary() -> Path:
@@ -108,22 +161,32 @@ def parse_components(text: str) -> tuple[str, ...]:
         raise ValueError(
             f"unknown component(s) {', '.join(unknown)}; known: {', '.join(ALL_COMPONENTS)}"
         )
-    if (JOBSET in names or LWS in names) and KWOK not in names:
+    if (JOBSET in names or LWS in names or TRAINER in names) and KWOK not in names:
         # Their pods would be bound and then sit without a kubelet: never Ready, so
         # JobSet's dependsOn and LeaderWorkerSet's LeaderReady could never proceed.
-        raise ValueError("jobset and lws need kwok (their pods must start and become Ready)")
+        raise ValueError(
+            "jobset, lws and trainer need kwok (their pods must start and become Ready)"
+        )
+    if TRAINER in names and JOBSET not in names:
+        # A TrainJob becomes a JobSet; without JobSet's controller no pod ever exists.
+        raise ValueError("trainer needs jobset (a TrainJob runs as a JobSet)")
     return tuple(n for n in ALL_COMPONENTS if n in names)
 
 
 def require_built(components: Sequence[str]) -> None:
     """BinariesMissing naming the build command when a component is not built.
 
-    The CRDs of JobSet and LeaderWorkerSet are installed even when their controllers
-    are not started (gangkeeper reads those kinds), so their folders are always needed.
+    The CRDs of JobSet, LeaderWorkerSet, Trainer and the scheduler-plugins PodGroup
+    are installed even when their controllers are not started (gangkeeper reads
+    those kinds), so their folders are always needed.
     """
     missing = [
         f"{c.name} ({c.root})" for c in CONTROLLERS.values() if not (c.root / c.crd_dir).is_dir()
     ]
+    if not (scheduler_plugins_root() / COSCHEDULING_CRD_DIR).is_dir():
+        missing.append(f"{SCHEDULER_PLUGINS} ({scheduler_plugins_root()})")
+    if SCHEDULER_PLUGINS in components and not os.access(scheduler_plugins_binary(), os.X_OK):
+        missing.append(f"{SCHEDULER_PLUGINS} ({scheduler_plugins_binary()})")
     if KWOK in components and not os.access(kwok_binary(), os.X_OK):
         missing.append(f"kwok ({kwok_binary()})")
     for name in components:
@@ -140,12 +203,60 @@ def require_built(components: Sequence[str]) -> None:
 
 
 def crd_paths() -> list[Path]:
-    """The CRD files of JobSet and LeaderWorkerSet, as their module versions ship them."""
-    return [c.root / c.crd_dir for c in CONTROLLERS.values()]
+    """The CRD folders of the neighbours, as their module versions ship them (a folder
+    with a kustomization.yaml is applied with `-k`)."""
+    return [c.root / c.crd_dir for c in CONTROLLERS.values()] + [
+        scheduler_plugins_root() / COSCHEDULING_CRD_DIR / "crd.yaml"
+    ]
 
 
 def served_crds() -> list[str]:
-    return [name for c in CONTROLLERS.values() for name in c.crds]
+    return [name for c in CONTROLLERS.values() for name in c.crds] + [
+        "podgroups.scheduling.x-k8s.io"
+    ]
+
+
+def coscheduling_config(kubeconfig: Path) -> dict[str, Any]:
+    """The module's Coscheduling KubeSchedulerConfiguration, as a second scheduler.
+
+    Kept from the module: the plugin set (Coscheduling at every extension point,
+    its queue sort instead of the default) and its args. Changed: the profile's
+    schedulerName (the module's example replaces the default scheduler; here
+    kube-scheduler stays), the kubeconfig, and no leader election (one replica).
+    """
+    path = scheduler_plugins_root() / COSCHEDULING_CONFIG
+    try:
+        config: dict[str, Any] = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise BinariesMissing(f"{path}: {e}; rebuild with `{BUILD_COMMAND}`") from e
+    config["leaderElection"] = {"leaderElect": False}
+    config["clientConnection"] = {"kubeconfig": str(kubeconfig)}
+    [profile] = config["profiles"]
+    profile["schedulerName"] = COSCHEDULING_SCHEDULER
+    return config
+
+
+def start_coscheduling_scheduler(processes: Processes, directory: Path, kubeconfig: Path) -> int:
+    """Run the scheduler-plugins scheduler; returns its secure port (for /healthz)."""
+    root = directory / SCHEDULER_PLUGINS
+    root.mkdir(parents=True, exist_ok=True)
+    config_path = root / "scheduler-config.yaml"
+    config_path.write_text(yaml.safe_dump(coscheduling_config(kubeconfig), sort_keys=False))
+    port = free_port()
+    processes.start(
+        SCHEDULER_PLUGINS,
+        [
+            str(scheduler_plugins_binary()),
+            f"--config={config_path}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={root / 'serving-certs'}",
+            "--v=1",
+        ],
+    )
+    return port
 
 
 def start_kwok(processes: Processes, directory: Path, kubeconfig: Path) -> None:
@@ -186,31 +297,40 @@ def start_controller(
 ) -> RunningController:
     """Start one controller manager, its webhook server on 127.0.0.1, no cert rotation."""
     root = directory / controller.name
-    cert_dir = root / "serving-certs"
+    cert_dir = (
+        root / "serving-certs"
+        if controller.cert_dir_option
+        else root / "tmp" / "k8s-webhook-server" / "serving-certs"
+    )
     cert_dir.mkdir(parents=True, exist_ok=True)
     # controller-runtime's webhook server reads tls.crt/tls.key from its cert dir.
     shutil.copyfile(serving.cert, cert_dir / "tls.crt")
     shutil.copyfile(serving.key, cert_dir / "tls.key")
     running = RunningController(controller, webhook_port=free_port(), health_port=free_port())
-    config = {
+    config: dict[str, Any] = {
         "apiVersion": f"{controller.config_group}/v1alpha1",
         "kind": "Configuration",
         # One replica: nothing to elect, and no Lease writes on the shared 2 cores.
         "leaderElection": {"leaderElect": False},
         # The sandbox PKI issued the serving certificate; the built-in rotator would
         # look for a Secret and a Service that do not exist here.
-        "internalCertManagement": {"enable": False},
-        "webhook": {"port": running.webhook_port, "host": "127.0.0.1", "certDir": str(cert_dir)},
+        controller.cert_management_key: {"enable": False},
+        "webhook": {"port": running.webhook_port, "host": "127.0.0.1"},
         "health": {"healthProbeBindAddress": f"127.0.0.1:{running.health_port}"},
         # "0" turns controller-runtime's metrics server off.
         "metrics": {"bindAddress": "0"},
     }
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    if controller.cert_dir_option:
+        config["webhook"]["certDir"] = str(cert_dir)
+    else:
+        env["TMPDIR"] = str(root / "tmp")
     config_path = root / "config.yaml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     processes.start(
         controller.name,
         [str(controller.root / "bin" / controller.binary), f"--config={config_path}"],
-        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+        env=env,
     )
     return running
 

@@ -45,7 +45,15 @@ from gangkeeper.policies.names import (
 from . import neighbours
 from .binaries import Binaries, find_binaries
 from .control_plane import SERVICE_IP, ControlPlane, Ports
-from .neighbours import ALL_COMPONENTS, CONTROLLERS, JOBSET, KWOK, LWS
+from .neighbours import (
+    ALL_COMPONENTS,
+    CONTROLLERS,
+    JOBSET,
+    KWOK,
+    LWS,
+    SCHEDULER_PLUGINS,
+    TRAINER,
+)
 from .nodes import create_nodes, fleet_of, nodes_ready
 from .pki import ClusterPKI, KeyPair, create_pki
 from .processes import Processes
@@ -54,7 +62,8 @@ _DATA = resources.files("gangkeeper.webhook.sandbox") / "data"
 #: The sample fleet (`examples/fleet.yaml`, shipped inside the package).
 DEFAULT_FLEET = Path(str(_DATA / "fleet.yaml"))
 #: CRDs of the kinds gangkeeper reads whose controllers the sandbox does not run
-#: (JobSet's and LeaderWorkerSet's come from their modules: `neighbours.py`).
+#: (JobSet's, LeaderWorkerSet's, Trainer's and the scheduler-plugins PodGroup come
+#: from their modules: `neighbours.py`).
 CRD_DIR = Path(str(_DATA / "crds"))
 
 #: GenericWorkload serves the native gang API (scheduling.k8s.io Workload/PodGroup)
@@ -90,6 +99,8 @@ _OWNED = (
     "kwok.yaml",
     JOBSET,
     LWS,
+    TRAINER,
+    SCHEDULER_PLUGINS,
     "logs",
     "pids",
 )
@@ -202,7 +213,8 @@ class Sandbox:
 
         `node_count` replaces the fleet with that many generated 8-GPU Nodes.
         `components` are the neighbours to run beside the control plane (kwok, the
-        JobSet and LeaderWorkerSet controllers; default all). Without kwok, Nodes are
+        JobSet, LeaderWorkerSet and Trainer controllers, the scheduler-plugins
+        scheduler; default all). Without kwok, Nodes are
         made Ready by the sandbox itself and pods bound to them never start.
 
         On failure the processes started so far are stopped (their logs stay) and
@@ -399,7 +411,8 @@ class Sandbox:
         modules ship them, the others from `data/crds`."""
         self._kubectl("apply", "--server-side", "-f", str(CRD_DIR))
         for crds in neighbours.crd_paths():
-            self._kubectl("apply", "--server-side", "-f", str(crds))
+            how = "-k" if (crds / "kustomization.yaml").is_file() else "-f"
+            self._kubectl("apply", "--server-side", how, str(crds))
         self._kubectl(
             "wait", "--for=condition=Established", "--timeout=60s", "crd",
             "-l", "app.kubernetes.io/part-of=gangkeeper-sandbox",
@@ -418,6 +431,13 @@ class Sandbox:
         if KWOK in components:
             self._log("starting kwok")
             neighbours.start_kwok(self.processes, self.directory, self.kubeconfig)
+        scheduler_port = None
+        if SCHEDULER_PLUGINS in components:
+            version = neighbours.SCHEDULER_PLUGINS_VERSION
+            self._log(f"starting the scheduler-plugins scheduler {version}")
+            scheduler_port = neighbours.start_coscheduling_scheduler(
+                self.processes, self.directory, self.kubeconfig
+            )
         running = []
         for name in components:
             controller = CONTROLLERS.get(name)
@@ -442,6 +462,30 @@ class Sandbox:
             self._kubectl(
                 "apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(configurations)
             )
+            for manifest in started.controller.manifests:
+                # Through the controller's own webhooks, which the API server may take
+                # a moment to call after registration: retried until the deadline.
+                path = started.controller.root / manifest
+                self._wait(
+                    f"{started.controller.name} (applying {path.name})",
+                    functools.partial(self._applied, path),
+                    deadline,
+                )
+        if scheduler_port is not None:
+            # Its serving certificate is self-signed in its own cert dir: nothing to
+            # verify it against, and /healthz tells only that it serves.
+            unverified = ssl.create_default_context()
+            unverified.check_hostname = False
+            unverified.verify_mode = ssl.CERT_NONE
+            healthz = f"https://127.0.0.1:{scheduler_port}/healthz"
+            self._wait(
+                f"{SCHEDULER_PLUGINS} (healthz)",
+                functools.partial(_http_ok, healthz, unverified),
+                deadline,
+            )
+
+    def _applied(self, path: Path) -> bool:
+        return self.kubectl("apply", "--server-side", "-f", str(path), check=False).returncode == 0
 
     def _kustomize(self, directory: Path) -> str:
         done = self.kubectl("kustomize", str(directory), check=False)

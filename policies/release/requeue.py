@@ -1,0 +1,99 @@
+"""When to nudge a released coscheduling PodGroup so its scheduler tries it again.
+
+The scheduler-plugins Coscheduling plugin rejects a gang's pods in PreFilter
+(`UnschedulableAndUnresolvable`: "the cluster lacks minResources") or at Permit
+(the gang's waiting pods, "optimistic rejection in PostFilter"). A pod rejected by
+a plugin is retried only on the cluster events that plugin registers, and
+Coscheduling registers exactly two (`pkg/coscheduling/coscheduling.go`,
+`EventsToRegister`, v0.34.1-devel): Pod/Add and PodGroup/Add|Update. Freeing GPUs —
+a pod deleted or finished, a node added — is none of them, so a gang that did not
+fit stays parked in the scheduler's unschedulable pool until its periodic flush
+(`podMaxInUnschedulablePodsDuration`, 5 minutes), even though it fits now.
+
+gangkeeper sees capacity change (it watches pods and nodes), so after a pass in
+which free GPUs rose on some node it touches an annotation of every released
+coscheduling PodGroup whose members are not all bound: a PodGroup/Update, which
+moves the rejected pods back to the scheduler's active queue at once. A new leader
+does it once too, since it cannot know what changed while no one led.
+
+Pure: Node dicts, `PodInfo`s and the pass's reports in, names out. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from math import floor
+from typing import Any
+
+from ..config import Config
+from ..errors import PolicyError
+from ..quantity import parse_quantity
+from .observe import PodInfo
+from .plan import GangReport
+
+#: The PodGroup annotation gangkeeper changes to nudge the scheduler; its value is the
+#: time of the capacity change (only the change matters, not the value).
+REQUEUE_ANNOTATION = "gangkeeper.io/capacity-changed-at"
+#: Backends whose scheduler parks gang pods until an event it registered.
+NUDGED_BACKENDS = frozenset({"coscheduling"})
+
+FreeGpus = Mapping[tuple[str, str], int]
+
+
+def free_gpus(
+    nodes: Iterable[Mapping[str, Any]], pods: Iterable[PodInfo], config: Config
+) -> dict[tuple[str, str], int]:
+    """Free GPUs per (node, resource): allocatable less the demand of the pods bound there."""
+    free: dict[tuple[str, str], int] = {}
+    for node in nodes:
+        name = str((node.get("metadata") or {}).get("name", ""))
+        for resource, raw in ((node.get("status") or {}).get("allocatable") or {}).items():
+            if not config.is_gpu_resource(str(resource)):
+                continue
+            try:
+                free[(name, str(resource))] = floor(parse_quantity(raw, "allocatable"))
+            except PolicyError:
+                continue
+    for pod in pods:
+        if not pod.node_name:
+            continue
+        for resource, amount in pod.demand.items():
+            key = (pod.node_name, resource)
+            if key in free:
+                free[key] -= amount
+    return free
+
+
+def capacity_rose(before: FreeGpus | None, now: FreeGpus) -> bool:
+    """Whether some node offers more free GPUs of some kind than at the last pass
+    (None: no last pass to compare with, as for a new leader)."""
+    if before is None:
+        return True
+    return any(amount > before.get(key, 0) for key, amount in now.items())
+
+
+def groups_to_nudge(
+    reports: Iterable[GangReport], pods: Iterable[PodInfo]
+) -> list[tuple[str, str]]:
+    """(namespace, PodGroup name) of released scheduler-placed gangs not all bound.
+
+    The name is the one the members point at (their coscheduling label), which is
+    the PodGroup the controller created for them."""
+    wanted = {
+        (r.namespace, r.label)
+        for r in reports
+        if r.backend in NUDGED_BACKENDS and r.state == "released" and r.bound < r.present
+    }
+    if not wanted:
+        return []
+    names: dict[tuple[str, str], str] = {}
+    for pod in pods:
+        key = (pod.namespace, pod.gang)
+        if key in wanted and key not in names:
+            names[key] = pod.group_name or pod.gang
+    return sorted((namespace, name) for (namespace, _), name in names.items())
+
+
+def requeue_patch(stamp: str) -> dict[str, Any]:
+    """Merge patch touching only gangkeeper's annotation (a PodGroup/Update event)."""
+    return {"metadata": {"annotations": {REQUEUE_ANNOTATION: stamp}}}
