@@ -4,10 +4,12 @@ real Job controller, on kwok nodes whose pods start, become Ready and finish.
 The pods are the ones those controllers create, not pods shaped after them: gangkeeper
 must key and gate each at creation, release the gang whole once it exists and fits,
 and the JobSet must complete. The Trainer-shaped JobSets follow Kubeflow Trainer's
-own runtimes (`manifests/base/runtimes/deepspeed_distributed.yaml` and
+runtimes at HEAD (`manifests/base/runtimes/deepspeed_distributed.yaml` and
 `mlx_distributed.yaml`: replicated job `node`, then `launcher` with
 `dependsOn: [{name: node, status: Ready}]` and `runLauncherAsNode`, so the launcher
-is a GPU rank created only once the node pods are Ready).
+is a GPU rank created only once the node pods are Ready). v2.2.0's runtimes, which
+the sandbox's real Trainer installs (`test_trainer_controller.py`), have no
+`dependsOn` yet.
 """
 
 from __future__ import annotations
