@@ -45,6 +45,21 @@ def gpu_template(
     }
 
 
+def run_blocker(cluster: Any, namespace: str, pool: str, gpus: int) -> str:
+    """A pod gangkeeper does not manage holding `gpus` of the pool, once kwok runs it
+    (it takes the place of other tenants' work); returns its name."""
+    name = "blocker"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}}
+    pod["spec"] = gpu_template(pool, gpus)["spec"]
+    cluster.core.create_namespaced_pod(namespace, pod)
+    cluster.wait_for(
+        lambda: is_ready(cluster.core.read_namespaced_pod(name, namespace)),
+        timeout=60,
+        message=f"the {gpus}-GPU blocker running (kwok)",
+    )
+    return name
+
+
 def replicated_job(
     name: str,
     template: Mapping[str, Any],

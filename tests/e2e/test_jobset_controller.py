@@ -27,6 +27,7 @@ from builders.controllers import (
     jobset,
     recording,
     replicated_job,
+    run_blocker,
 )
 
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
@@ -174,14 +175,7 @@ def test_a_trainer_shaped_jobset_whose_launcher_would_not_fit_releases_nothing(
     # 8 GPUs, 2 taken by a pod gangkeeper does not manage: the 3 node pods x 2 GPUs
     # fit the 6 free, the launcher's 2 more do not (the gang fits the fleet, not now).
     cluster.create_gpu_nodes(pool, 4, 2, labels={POOL_LABEL: pool})
-    blocker = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "blocker"}}
-    blocker["spec"] = gpu_template(pool, 2)["spec"]
-    cluster.core.create_namespaced_pod(plain_namespace, blocker)
-    cluster.wait_for(
-        lambda: is_ready(cluster.core.read_namespaced_pod("blocker", plain_namespace)),
-        timeout=60,
-        message="the blocker running",
-    )
+    blocker = run_blocker(cluster, plain_namespace, pool, 2)
     name = unique("deepspeed-big")
     create(cluster, gang_namespace, _trainer_shaped(name, gang_namespace, pool, nodes=4, gpus=2))
     cluster.wait_for(
@@ -194,7 +188,7 @@ def test_a_trainer_shaped_jobset_whose_launcher_would_not_fit_releases_nothing(
     assert all(is_gated(p) for p in members), "released although the launcher has no room"
     assert not [p for p in members if p.spec.node_name]
 
-    cluster.core.delete_namespaced_pod("blocker", plain_namespace)
+    cluster.core.delete_namespaced_pod(blocker, plain_namespace)
     cluster.wait_for(
         lambda: sum(is_ready(p) for p in pods(cluster, gang_namespace, name)) == 4,
         timeout=120,

@@ -24,6 +24,7 @@ from builders.controllers import (
     jobset,
     recording,
     replicated_job,
+    run_blocker,
 )
 
 GPU_POD_SECONDS = "4s"
@@ -40,20 +41,7 @@ def test_eight_job_workers_wait_on_five_free_gpus_then_run_whole_and_the_job_com
 ) -> None:
     pool = unique("seed-run")
     cluster.create_gpu_nodes(pool, 2, 4, labels={POOL_LABEL: pool})
-    blocker = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "blocker"},
-        **{"spec": gpu_template(pool, 3)["spec"]},
-    }
-    cluster.core.create_namespaced_pod(plain_namespace, blocker)
-    cluster.wait_for(
-        lambda: is_ready(
-            cluster.core.read_namespaced_pod("blocker", plain_namespace)
-        ),
-        timeout=60,
-        message="the 3-GPU blocker running (kwok)",
-    )
+    blocker = run_blocker(cluster, plain_namespace, pool, 3)
     name = unique("seed")
     job = {
         "apiVersion": "batch/v1",
@@ -81,7 +69,7 @@ def test_eight_job_workers_wait_on_five_free_gpus_then_run_whole_and_the_job_com
         assert all(is_gated(p) for p in pods), [p.metadata.name for p in pods if not is_gated(p)]
         assert not [p for p in pods if p.spec.node_name], "a member bound while 5 GPUs were free"
 
-        cluster.core.delete_namespaced_pod("blocker", plain_namespace)
+        cluster.core.delete_namespaced_pod(blocker, plain_namespace)
         cluster.wait_for(
             lambda: sum(is_ready(p) for p in _pods(cluster, gang_namespace, selector)) == 8,
             timeout=90,
@@ -114,9 +102,7 @@ def test_a_jobset_bigger_than_the_free_gpus_ends_partly_bound_without_gangkeeper
     pool = unique("partial")
     cluster.create_gpu_nodes(pool, 4, 2, labels={POOL_LABEL: pool})
     # 2 of the 8 GPUs taken by a pod gangkeeper does not manage: 6 free.
-    blocker = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "blocker"}}
-    blocker["spec"] = gpu_template(pool, 2)["spec"]
-    cluster.core.create_namespaced_pod(plain_namespace, blocker)
+    blocker = run_blocker(cluster, plain_namespace, pool, 2)
 
     plain = unique("unmanaged")
     cluster.custom.create_namespaced_custom_object(
@@ -166,7 +152,7 @@ def test_a_jobset_bigger_than_the_free_gpus_ends_partly_bound_without_gangkeeper
     pods = _pods(cluster, gang_namespace, selector)
     assert all(is_gated(p) for p in pods) and not [p for p in pods if p.spec.node_name]
 
-    cluster.core.delete_namespaced_pod("blocker", plain_namespace)
+    cluster.core.delete_namespaced_pod(blocker, plain_namespace)
     cluster.wait_for(
         lambda: sum(is_ready(p) for p in _pods(cluster, gang_namespace, selector)) == 4,
         timeout=90,
