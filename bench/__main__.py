@@ -5,8 +5,9 @@ setup) and then the three cluster benchmarks, which share one sandbox control pl
 (scheduling outcome, pod-create latency, memory — memory last, because it fills the
 API server with 50,000 pods). A benchmark that is missing or fails is recorded in the
 report with its error; the others still run. Prints the Markdown report, writes it to
-`<out>/report.md`, the raw figures to `--json` (default `<out>/results.json`) and the
-plots to `<out>/`.
+`<out>/report.md` (a full run: `docs/bench/report.md`, so the committed report is the
+last full run's), the raw figures to `--json` (default `bench/results/results.json`)
+and the plots to `<out>/`.
 
 May start and stop sandbox processes (through bench.cluster) and write under --out and
 --json; nothing else.
@@ -28,13 +29,21 @@ from typing import Any
 
 from bench.report import BenchResult, machine, markdown, plot_scheduling, write_json
 
+#: Where a full run writes its report and plots (committed), and where the raw figures
+#: and partial runs go (not committed).
+DOCS = Path("docs/bench")
+RESULTS = Path("bench/results")
 #: (name, module, needs the shared sandbox)
 BENCHMARKS: tuple[tuple[str, str, bool], ...] = (
     ("policy", "bench.policy", False),
+    ("topology", "bench.topology", False),
     ("webhook", "bench.webhook", False),
     ("controller", "bench.controller", False),
     ("sandbox_scale", "bench.sandbox_scale", False),
+    # Its own sandbox: Karpenter runs beside kwok there (build.sh karpenter).
+    ("autoscaling", "bench.autoscaling", False),
     ("scheduling", "bench.scheduling", True),
+    ("placement", "bench.placement", True),
     ("create_latency", "bench.create_latency", True),
     ("memory", "bench.memory", True),
 )
@@ -45,10 +54,14 @@ def _log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+#: Position of each selected benchmark, for the "how far along" of the start lines.
+_STEPS: dict[str, str] = {}
+
+
 def run_one(name: str, call: Callable[[], list[dict[str, Any]]]) -> BenchResult:
     """Run one benchmark; any exception becomes a `failed` result, never a crash."""
     started = time.monotonic()
-    _log(f"{name}: start")
+    _log(f"{name} {_STEPS.get(name, '')}: start".replace(" :", ":"))
     try:
         rows = call()
     except Exception as exc:
@@ -96,6 +109,9 @@ def _takes_cluster(module: Any) -> bool:
 
 def run_all(quick: bool, only: set[str] | None = None) -> list[BenchResult]:
     selected = [b for b in BENCHMARKS if only is None or b[0] in only]
+    # Run order: the ones without a cluster first, then the cluster ones (as below).
+    order = [b for b in selected if not b[2]] + [b for b in selected if b[2]]
+    _STEPS.update({b[0]: f"[{i}/{len(order)}]" for i, b in enumerate(order, 1)})
     results: list[BenchResult] = []
     shared: list[tuple[str, str, bool]] = []
     for name, module, needs_cluster in selected:
@@ -149,11 +165,25 @@ def _run_cluster_benches(
     return results
 
 
+def default_out(quick: bool, only: set[str] | None) -> Path:
+    """A full run keeps the committed report current; a partial one must not replace it."""
+    return RESULTS if quick or only else DOCS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes; < 5 minutes")
-    parser.add_argument("--json", type=Path, help="raw figures (default <out>/results.json)")
-    parser.add_argument("--out", type=Path, default=Path("bench/results"), help="report and plots")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        help=f"raw figures (default <--out>/results.json, without --out {RESULTS}/results.json)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help=f"report and plots (default: {DOCS} for a full run, which keeps the committed "
+        f"report current; {RESULTS} for --quick or --only)",
+    )
     parser.add_argument(
         "--only",
         help="comma-separated subset: " + ",".join(b[0] for b in BENCHMARKS),
@@ -171,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = run_all(args.quick, only)
     _log(f"all benchmarks done in {time.monotonic() - started:.0f} s")
 
-    out: Path = args.out
+    out: Path = args.out or default_out(args.quick, only)
     out.mkdir(parents=True, exist_ok=True)
     plots = []
     for result in results:
@@ -181,7 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 plots.append(plot)
     report = markdown(results, info, command.strip(), plots)
     (out / "report.md").write_text(report)
-    write_json(args.json or out / "results.json", results, info, command.strip())
+    raw: Path = args.json or (args.out or RESULTS) / "results.json"
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    write_json(raw, results, info, command.strip())
     sys.stdout.write(report)
     return 0 if all(r["status"] == "ok" for r in results) else 1
 

@@ -46,6 +46,9 @@ NAMESPACES: Mapping[str, bool] = {
     "bench-latency-plain": False,
     "bench-latency-gang": True,
     "bench-memory": False,
+    "bench-place-pinned": True,
+    "bench-place-scheduler": True,
+    "bench-place-other": False,  # bench.placement's competing pods of no gang
 }
 
 BENCH_CONFIG: Mapping[str, Any] = {
@@ -54,9 +57,17 @@ BENCH_CONFIG: Mapping[str, Any] = {
         "bench-sched-native": "native",
         "bench-sched-coscheduling": "coscheduling",
     },
+    # bench.placement: the same gangs released pinned and, here, unpinned.
+    "namespacePlacement": {"bench-place-scheduler": "scheduler"},
+    # bench.placement's competed rounds: a member pinned to a node a pod of no gang took
+    # is deleted (and recreated by its Job) after this.
+    "rebindSeconds": 10,
     # A pool that could hold the latency pods but has no Node now: the validating
     # webhook admits them (capacity could exist) while the scheduler never binds them,
     # so the latency benchmark measures creation alone.
+    # No autoscaler runs here: placeholders for those gangs would only add writes to
+    # the API server the latency benchmark measures.
+    "autoscaling": "off",
     "pools": [
         {
             "name": "bench-latency",

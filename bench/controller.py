@@ -140,7 +140,8 @@ def api_ceiling(cluster: Any, size: int) -> float:
     scheduler never acts on them. This is the fastest gangkeeper's burst could be on
     this API server and this machine, measured in the same run.
     """
-    from gangkeeper.webhook.controller.controller import PATCH_WORKERS, gate_removal_patch
+    from gangkeeper.webhook.controller.controller import PATCH_WORKERS
+    from gangkeeper.webhook.controller.writes import gate_removal_patch
 
     path = f"/api/v1/namespaces/{BASELINE_NAMESPACE}/pods"
     raw = cluster.raw

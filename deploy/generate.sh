@@ -9,3 +9,4 @@ trap 'rm -rf "$tmp"' EXIT
 gangkeeper manifests --cert-mode cert-manager --write "$tmp" >/dev/null
 cp "$tmp/certificate.yaml" deploy/overlays/cert-manager/certificate.yaml
 gangkeeper manifests --helm-chart deploy/helm/gangkeeper >/dev/null
+cp deploy/grafana/gangkeeper-dashboard.json deploy/helm/gangkeeper/files/dashboard.json

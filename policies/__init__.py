@@ -15,7 +15,7 @@ the list complete).
 
 from __future__ import annotations
 
-from .capacity import Bin, Capacity, NodeShape
+from .capacity import Capacity
 from .config import Config, NodePool, load_config
 from .decision import ObjectDecision, PodDecision, decide_pod, validate_object
 from .eligibility import node_eligible, tolerates
@@ -44,6 +44,7 @@ from .mutation import (
     plan_pod,
 )
 from .names import GANG_LABEL, GATE, ROLE_LABEL
+from .node_shapes import Bin, NodeShape
 from .podspec import placement_of, pod_demand
 from .quantity import gpu_count, parse_quantity
 from .recognizers.base import Recognizer, Registry, ResourceRule

@@ -9,9 +9,8 @@ the number of distinct shapes, not nodes. Eligibility per (placement, shape) is 
 
 Two views:
 - **ever** (what feasibility rejects on): live nodes at their allocatable, plus every
-  declared pool (`Config.pools`) counted at its maxCount even with no Node today.
-  Live nodes that belong to a pool are counted on top of its maxCount: nothing on a
-  Node says which pool it came from, and over-counting can only admit, never reject.
+  declared pool (`Config.pools`) up to its maxCount even with no Node today; live
+  nodes recognised as a pool's own count toward its maxCount (`declared_pools`).
   Condition taints that come and go (not-ready, unreachable, cordon, pressure,
   autoscaler scale-down) and `spec.unschedulable` are ignored here: a node that is
   merely cordoned or restarting can run the gang later, and rejecting would be final.
@@ -30,88 +29,25 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .config import Config
+from .declared_pools import DeclaredPool, headrooms
 from .eligibility import node_eligible, uses_node_identity
 from .memo import BoundedMemo
-from .model import KubeObject, Placement, Taint
-from .nodes import UNSCHEDULABLE_TAINT, NodeFacts, read_node
+from .model import KubeObject, Placement
+from .node_resources import OtherResources, other_vector, pool_vector
+from .node_shapes import Bin, GpuVector, NodeShape
+from .nodes import NodeFacts, read_node
 from .podspec import as_mapping, as_str, pod_demand
-
-#: Taints that describe a passing condition of a node, not what the node is for.
-#: Ignored by the "ever" view: a restarting or draining node comes back.
-TRANSIENT_TAINTS = frozenset(
-    {
-        "node.kubernetes.io/not-ready",
-        "node.kubernetes.io/unreachable",
-        "node.kubernetes.io/unschedulable",
-        "node.kubernetes.io/memory-pressure",
-        "node.kubernetes.io/disk-pressure",
-        "node.kubernetes.io/pid-pressure",
-        "node.kubernetes.io/network-unavailable",
-        "node.kubernetes.io/out-of-service",
-        "node.cloudprovider.kubernetes.io/uninitialized",
-        "ToBeDeletedByClusterAutoscaler",
-        "DeletionCandidateOfClusterAutoscaler",
-        "karpenter.sh/disrupted",
-        "karpenter.sh/disruption",
-    }
-)
 
 #: Eligibility answers kept per view before the cache is dropped and refilled; bounds
 #: memory when placements are endless (e.g. each pod pinned to its own node).
 _CACHE_LIMIT = 20_000
 
-GpuVector = tuple[tuple[str, int], ...]
 #: (shape id, GPUs per node, number of nodes, declared pool rather than live nodes)
 _Group = tuple[int, GpuVector, int, bool]
-
-
-@dataclass(frozen=True)
-class NodeShape:
-    """What makes nodes interchangeable for gang placement."""
-
-    gpus: GpuVector
-    labels: tuple[tuple[str, str], ...]
-    taints: tuple[Taint, ...]
-    unschedulable: bool = False
-    _labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_labels", dict(self.labels))
-
-    @property
-    def label_map(self) -> Mapping[str, str]:
-        return self._labels
-
-    def taints_in(self, view: str) -> tuple[Taint, ...]:
-        if view == "ever":
-            return tuple(t for t in self.taints if t.key not in TRANSIENT_TAINTS)
-        if self.unschedulable:
-            return (*self.taints, UNSCHEDULABLE_TAINT)
-        return self.taints
-
-
-@dataclass(frozen=True)
-class Bin:
-    """`count` nodes that each offer `gpus` and may host the roles in `eligible`."""
-
-    gpus: GpuVector
-    count: int
-    #: Indexes into the placements the bins were computed for.
-    eligible: frozenset[int]
-    #: `gpus` as a mapping, built once: feasibility reads it for every member and bin.
-    gpu_map: Mapping[str, int] = field(
-        default_factory=dict, init=False, compare=False, hash=False, repr=False
-    )
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "gpu_map", dict(self.gpus))
-
-    def amount(self, resource: str) -> int:
-        return self.gpu_map.get(resource, 0)
 
 
 @dataclass
@@ -119,6 +55,8 @@ class _Node:
     shape_id: int
     identity: tuple[tuple[str, str], ...]
     allocatable: dict[str, int]
+    #: Allocatable of the other resources (cpu, memory, ...), for `OtherResources`.
+    other: tuple[tuple[str, int], ...] = ()
 
 
 class Capacity:
@@ -138,7 +76,7 @@ class Capacity:
         self._pods: dict[str, tuple[str, dict[str, int]]] = {}
         self._used: dict[str, dict[str, int]] = {}  # node name → GPUs of bound pods
         self._free: dict[int, Counter[GpuVector]] = {}  # shape id → free vector → nodes
-        self._pools: list[tuple[int, int]] = []  # (shape id, max count)
+        self._pools: list[DeclaredPool] = []
         self._eligible: dict[tuple[str, Placement], dict[int, bool]] = {}
         self._groups_cache: dict[str, tuple[tuple[int, int], list[_Group]]] = {}
         # Two change counters: node/pool changes alter both views, bound-pod changes
@@ -151,6 +89,9 @@ class Capacity:
         #: version of the view, id of the gang), with the gang kept in the entry.
         self.verdicts: BoundedMemo[tuple[str, tuple[int, int], int], tuple[object, object]]
         self.verdicts = BoundedMemo(2048)
+        #: Non-GPU allocatable per shape, for the cpu/memory checks of `resource_fit`.
+        self.other = OtherResources()
+        self._pool_other: list[tuple[tuple[str, int], ...]] = []
         for pool in self._config.pools:
             shape = NodeShape(
                 gpus=self._gpu_vector(pool.allocatable),
@@ -158,7 +99,12 @@ class Capacity:
                 taints=tuple(pool.taints),
             )
             if shape.gpus:
-                self._pools.append((self._intern(shape), pool.max_count))
+                sid = self._intern(shape)
+                self._pools.append(
+                    DeclaredPool(sid, pool.max_count, pool.labels, shape.gpus, pool.max_count)
+                )
+                self._pool_other.append(pool_vector(pool, self._config))
+                self.other.add_pool(sid, self._pool_other[-1], pool.max_count)
 
     # -- construction -------------------------------------------------------------
 
@@ -201,7 +147,7 @@ class Capacity:
             taints=tuple(sorted(facts.taints, key=lambda t: (t.key, t.effect, t.value))),
             unschedulable=facts.unschedulable,
         )
-        return shape, _Node(-1, identity, dict(shape.gpus))
+        return shape, _Node(-1, identity, dict(shape.gpus), other_vector(facts))
 
     # -- node and pod updates (O(1) each) ---------------------------------------------
 
@@ -220,13 +166,14 @@ class Capacity:
         with self._lock:
             self._remove_node(name)
             if not shape.gpus:
-                self._node_version += 1
+                self._node_changed()
                 return
             entry.shape_id = self._intern(shape)
             self._nodes[name] = entry
+            self.other.add(entry.shape_id, entry.other)
             self._members.setdefault(entry.shape_id, {})[name] = None
             self._free.setdefault(entry.shape_id, Counter())[self._free_vector(name)] += 1
-            self._node_version += 1
+            self._node_changed()
 
     add_node = upsert_node
     update_node = upsert_node
@@ -235,13 +182,30 @@ class Capacity:
         """Forget a node by name; unknown names are ignored (deletes can repeat)."""
         with self._lock:
             self._remove_node(name)
-            self._node_version += 1
+            self._node_changed()
+
+    def _node_changed(self) -> None:
+        """Bump the node version and charge live nodes to the pools that own them."""
+        self._node_version += 1
+        if not self._pools:
+            return
+        live = [
+            (self._shapes[sid].label_map, self._shapes[sid].gpus, len(members))
+            for sid, members in self._members.items()
+        ]
+        for pool, vector, headroom in zip(
+            self._pools, self._pool_other, headrooms(self._pools, live), strict=True
+        ):
+            if headroom != pool.headroom:
+                self.other.add(pool.shape_id, vector, headroom - pool.headroom)
+                pool.headroom = headroom
 
     def _remove_node(self, name: str) -> None:
         entry = self._nodes.pop(name, None)
         if entry is None:
             return
         sid = entry.shape_id
+        self.other.remove(sid, entry.other)
         members = self._members[sid]
         del members[name]
         free = self._free[sid]
@@ -252,7 +216,7 @@ class Capacity:
         if not members:
             del self._members[sid]
             del self._free[sid]
-            if all(pool_sid != sid for pool_sid, _ in self._pools):
+            if all(pool.shape_id != sid for pool in self._pools):
                 self._forget_shape(sid)
 
     def _forget_shape(self, shape_id: int) -> None:
@@ -366,8 +330,9 @@ class Capacity:
         if view == "ever":
             for sid, members in self._members.items():
                 groups.append((sid, self._shapes[sid].gpus, len(members), False))
-            for sid, count in self._pools:
-                groups.append((sid, self._shapes[sid].gpus, count, True))
+            for pool in self._pools:
+                if pool.headroom > 0:
+                    groups.append((pool.shape_id, pool.gpus, pool.headroom, True))
         else:
             for sid, vectors in self._free.items():
                 for vector, count in vectors.items():
@@ -476,6 +441,24 @@ class Capacity:
                 frozenset(i for i in indexes if self._node_eligible(view, placements[i], sid, name))
             ] += 1
         yield from signatures.items()
+
+    def shape_gpus(self, shape_id: int) -> GpuVector:
+        return self._shapes[shape_id].gpus
+
+    def ever_groups(self) -> list[tuple[NodeShape, int, int, bool]]:
+        """(shape, shape id, nodes, declared pool) of the "ever" view."""
+        with self._lock:
+            return [(self._shapes[s], s, n, pool) for s, _, n, pool in self._groups("ever")]
+
+    def eligible_shapes(self, placement: Placement) -> list[int] | None:
+        """Shape ids `placement` may use on the "ever" view; None when it reads node
+        identity (answered node by node, which the callers do not need)."""
+        if uses_node_identity(placement, self._identity):
+            return None
+        with self._lock:
+            answers = self._answers("ever", placement)
+            sids = {sid for sid, _, _, _ in self._groups("ever")}
+            return sorted(s for s in sids if self._shape_eligible("ever", placement, answers, s))
 
     def describe(self) -> dict[str, Any]:
         """A small summary for status pages and logs."""

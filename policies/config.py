@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
+from .autoscaling.settings import KEYS as AUTOSCALING_KEYS
+from .autoscaling.settings import Autoscaling, load_autoscaling
 from .errors import InvalidConfig, InvalidObject
 from .model import Backend, Taint
 from .quantity import gpu_count, parse_quantity
@@ -41,6 +43,14 @@ UnreadablePolicy = Literal["allow", "reject"]
 #: How a TrainJob's `resourcesPerNode` meets the runtime's container resources:
 #: Trainer ≤ v2.2 replaces them, v2.3+ merges per resource (kubeflow/trainer#3602).
 TrainerResources = Literal["replace", "merge"]
+#: Who picks each released member's node (gate backend): gangkeeper's assigner, which
+#: pins the member in the patch that lifts the gate, or the scheduler's scoring.
+PlacementPolicy = Literal["pinned", "scheduler"]
+#: What the watchdog recreates when released members stay unbound (`rebindSeconds`):
+#: `members` only the stuck ones, `gang` every member, `auto` the stuck ones unless
+#: they would find no room beside the members that stay (then the whole gang). A Job
+#: is always requeued whole (suspended and resumed: `release.recovery`).
+RebindScope = Literal["auto", "members", "gang"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,28 @@ class Config:
     #: of node shapes, so identical nodes compress; a placement that reads one of them
     #: is answered node by node.
     node_identity_labels: tuple[str, ...] = DEFAULT_NODE_IDENTITY_LABELS
+    #: Placeholder capacity for gangs on autoscaled pools (`policies.autoscaling`).
+    autoscaling: Autoscaling = field(default_factory=Autoscaling)
+    #: The gate backend's release: `pinned` (each member assigned a node and pinned to
+    #: it, so a mixed gang cannot end partly bound) or `scheduler` (gates lifted, the
+    #: scheduler places). The other backends always leave placement to their scheduler.
+    placement: PlacementPolicy = "pinned"
+    #: Per-namespace override of `placement`.
+    namespace_placement: Mapping[str, PlacementPolicy] = field(default_factory=dict)
+    #: A member released pinned and unbound this long is stuck (its node was taken).
+    rebind_seconds: int = 60
+    #: Times per gang the controller requeues it (stuck members deleted, or its Job
+    #: suspended and resumed; for either cause below).
+    rebind_retries: int = 3
+    #: What a rebind recreates (`RebindScope`).
+    rebind_scope: RebindScope = "auto"
+    #: A gang bound whole but not all Ready this long after release gets an Event.
+    pods_ready_timeout_seconds: int = 600
+    #: ... and, when true, is requeued whole (Kueue's waitForPodsReady requeue).
+    pods_ready_requeue: bool = False
+    #: Node label keys of topology domains, coarse to fine (zone, rack or block, NVLink
+    #: clique) that the topology annotations may name.
+    topology: tuple[str, ...] = ()
     #: Answers of is_gpu_resource: it runs for every resource of every container and
     #: node, and fnmatch is slow. Not part of the value (compare/repr/hash off).
     _gpu_answers: dict[str, bool] = field(
@@ -89,6 +121,9 @@ class Config:
 
     def backend_for(self, namespace: str) -> Backend:
         return self.namespace_backends.get(namespace, self.backend)
+
+    def placement_for(self, namespace: str) -> PlacementPolicy:
+        return self.namespace_placement.get(namespace, self.placement)
 
     def scheduler_name_for(self, backend: Backend) -> str:
         return self.scheduler_names.get(backend, DEFAULT_SCHEDULER_NAMES[backend])
@@ -106,6 +141,8 @@ _BACKENDS: tuple[str, ...] = get_args(Backend)
 _CONFLICT: tuple[str, ...] = get_args(ConflictPolicy)
 _UNREADABLE: tuple[str, ...] = get_args(UnreadablePolicy)
 _TRAINER_RESOURCES: tuple[str, ...] = get_args(TrainerResources)
+_PLACEMENT: tuple[str, ...] = get_args(PlacementPolicy)
+_REBIND_SCOPE: tuple[str, ...] = get_args(RebindScope)
 _KEYS = {
     "backend",
     "namespaceBackends",
@@ -117,7 +154,18 @@ _KEYS = {
     "pools",
     "nodeIdentityLabels",
     "trainerResourcesPerNode",
+    *AUTOSCALING_KEYS,
+    "placement",
+    "namespacePlacement",
+    "rebindSeconds",
+    "rebindRetries",
+    "rebindScope",
+    "podsReadyTimeoutSeconds",
+    "podsReadyRequeue",
+    "topology",
 }
+#: The keys a config file may have (the Helm chart's values schema lists the same).
+CONFIG_KEYS: frozenset[str] = frozenset(_KEYS)
 
 
 def _backend(key: str, value: object) -> Backend:
@@ -148,6 +196,12 @@ def _count(key: str, value: object, minimum: int = 0) -> int:
     # bool is an int in Python; `true` in YAML is never a count.
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidConfig(key, f"must be a whole number ≥ {minimum}, got {value!r}")
+    return value
+
+
+def _flag(key: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidConfig(key, f"must be true or false, got {value!r}")
     return value
 
 
@@ -303,6 +357,7 @@ def load_config(raw: Mapping[str, Any] | None) -> Config:
         ),
         pools=pools,
         node_identity_labels=identity,
+        autoscaling=load_autoscaling(data),
         trainer_resources=cast(
             TrainerResources,
             _choice(
@@ -310,5 +365,41 @@ def load_config(raw: Mapping[str, Any] | None) -> Config:
                 _given(data, "trainerResourcesPerNode", defaults.trainer_resources),
                 _TRAINER_RESOURCES,
             ),
+        ),
+        placement=cast(
+            PlacementPolicy,
+            _choice("placement", _given(data, "placement", defaults.placement), _PLACEMENT),
+        ),
+        namespace_placement={
+            _string("namespacePlacement", ns): cast(
+                PlacementPolicy, _choice(f"namespacePlacement.{ns}", value, _PLACEMENT)
+            )
+            for ns, value in _mapping(
+                "namespacePlacement", _given(data, "namespacePlacement", {})
+            ).items()
+        },
+        rebind_seconds=_count(
+            "rebindSeconds", _given(data, "rebindSeconds", defaults.rebind_seconds), 1
+        ),
+        rebind_retries=_count(
+            "rebindRetries", _given(data, "rebindRetries", defaults.rebind_retries), 0
+        ),
+        rebind_scope=cast(
+            RebindScope,
+            _choice(
+                "rebindScope", _given(data, "rebindScope", defaults.rebind_scope), _REBIND_SCOPE
+            ),
+        ),
+        pods_ready_requeue=_flag(
+            "podsReadyRequeue", _given(data, "podsReadyRequeue", defaults.pods_ready_requeue)
+        ),
+        topology=tuple(
+            _string(f"topology[{i}]", k)
+            for i, k in enumerate(_list("topology", _given(data, "topology", [])))
+        ),
+        pods_ready_timeout_seconds=_count(
+            "podsReadyTimeoutSeconds",
+            _given(data, "podsReadyTimeoutSeconds", defaults.pods_ready_timeout_seconds),
+            1,
         ),
     )

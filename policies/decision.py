@@ -23,7 +23,7 @@ from .model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, Po
 from .mutation import MutationPlan, plan_pod
 from .names import SKIP_LABEL
 from .plan_memo import PlanMemo
-from .pod_gangs import all_seen_note, unseen_warning
+from .pod_gangs import SIBLING_FACTS, SiblingFacts, all_seen_note, unseen_warning
 from .recognizers.base import Registry
 from .recognizers.owner_gangs import OwnerGangs
 from .recognizers.registry import recognize_object, recognize_pod
@@ -44,6 +44,8 @@ class Memos:
     plans: PlanMemo = field(default_factory=lambda: PlanMemo(4096))
     #: Gangs of owner objects: 4,096 owners.
     owners: OwnerGangs = field(default_factory=lambda: OwnerGangs(4096))
+    #: What each sibling of a pod-based gang gave: `pod_gangs.SIBLING_FACTS` pods.
+    siblings: SiblingFacts = field(default_factory=lambda: SiblingFacts(SIBLING_FACTS))
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,10 @@ def decide_pod(
         return PodDecision(None, allowed, skipped=f"pod opted out ({SKIP_LABEL}=true)")
     pod = _with_namespace(pod, namespace)
     owners = memos.owners if memos is not None else None
-    membership = recognize_pod(pod, lookup, config, registry, siblings, owners=owners)
+    facts = memos.siblings if memos is not None else None
+    membership = recognize_pod(
+        pod, lookup, config, registry, siblings, owners=owners, facts=facts
+    )
     if membership is None:
         return PodDecision(None, allowed, skipped="not part of a gang")
     verdict = _checked(membership.gang, capacity)
@@ -160,14 +165,36 @@ def validate_object(
     if obj.get("kind") == "Pod" and _opted_out(obj):
         return []
     owners = memos.owners if memos is not None else None
-    gangs = recognize_object(obj, lookup, config, registry, siblings, owners=owners)
+    facts = memos.siblings if memos is not None else None
+    gangs = recognize_object(obj, lookup, config, registry, siblings, owners=owners, facts=facts)
     decisions = [ObjectDecision(gang, _checked(gang, capacity)) for gang in gangs]
     if obj.get("kind") == "Pod" and config.on_conflict == "reject":
         # The mutating webhook refuses a pod of another gang system (a Kueue pod
         # group, Volcano, ...) under onConflict: reject; validation says the same, so
         # `kubectl apply --dry-run=server` and `gangkeeper check` agree with it.
         decisions = [_conflict(obj, d, config) for d in decisions]
+    elif config.on_conflict == "reject":
+        # A workload whose pods another system keys (Trainer's podGroupPolicy): each
+        # of its pods would be refused, so it could never run; say so at apply time.
+        decisions = [_keyed_elsewhere(d) for d in decisions]
     return decisions
+
+
+def _keyed_elsewhere(decision: ObjectDecision) -> ObjectDecision:
+    gang = decision.gang
+    if not gang.keyed_by or not decision.verdict.allowed:
+        return decision
+    verdict = Verdict(
+        allowed=False,
+        reason=(
+            f"gang {gang.namespace}/{gang.name}: its pods are keyed by {gang.keyed_by}; "
+            "with onConflict: reject gangkeeper refuses pods of another gang system, so "
+            "none could be created (onConflict: skip leaves them to it)"
+        ),
+        warnings=decision.verdict.warnings,
+        code="conflict",
+    )
+    return ObjectDecision(gang, verdict)
 
 
 def _conflict(pod: KubeObject, decision: ObjectDecision, config: Config) -> ObjectDecision:

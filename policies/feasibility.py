@@ -12,9 +12,15 @@ summed across resources, it applies in order:
 4. per role, exact packing of identical members: Σ over nodes of
    min over resources floor(node GPUs / member GPUs) ≥ members (`packing`); exact
    for a homogeneous gang, including several GPU resources per pod;
-5. several roles: a branch-and-bound search over node bins with a node budget; it
-   rejects only when the search completes without a placement (`packing`), and admits
-   when the budget runs out (undecided).
+5. several roles: a branch-and-bound search over node bins with a node budget
+   (`packing.search`); it rejects only when the search completes without a
+   placement (`packing`), and admits when the budget runs out (undecided).
+
+6. the other resources the scheduler checks (cpu, memory, ephemeral-storage): a
+   member no eligible node can hold with its GPUs, or a gang needing more than its
+   nodes offer (`resource_fit`);
+7. `gangkeeper.io/topology-required`: no single domain of the key could hold the
+   gang's GPUs (`topology_fit`).
 
 minMember: only `min_member` members must be placed together. Members without GPU
 demand are always placeable, so they are counted first. When the GPU roles are
@@ -29,27 +35,25 @@ of `min_member` fittable members fit the total GPUs.
 bound pods, cordons and every taint in force): True unless proven impossible now.
 When no GPU node and no pool is known, the gang is admitted with a warning.
 
-Pure: works on `Gang` and `Capacity`; no I/O. `check_gang` remembers recent answers
-in memory per capacity version (in `Capacity.verdicts`).
+Pure: works on `Gang` and `Capacity`; no I/O. The search itself is `packing`'s.
+`check_gang` remembers recent answers in memory per capacity version (in
+`Capacity.verdicts`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from itertools import combinations, pairwise
 from typing import Any
 
-from .capacity import Bin, Capacity
+from .capacity import Capacity
 from .model import Gang, Placement, Verdict
+from .node_shapes import Bin
+from .packing import Item, Outcome, Problem, per_node, search
+from .resource_fit import check_resources
+from .topology_fit import check_topology
 
-#: Search steps (each ~10-50 µs) before a heterogeneous gang is admitted as
-#: undecided; bounds the time one admission can spend searching.
-SEARCH_BUDGET = 2_500
-#: The search recurses once per member; larger gangs rely on the bounds alone (and
-#: stay well inside Python's recursion limit).
-MAX_SEARCH_MEMBERS = 400
 #: Hall's condition is checked on every subset of roles up to this many roles.
 MAX_SUBSET_ROLES = 6
 #: The API server refuses longer admission warnings.
@@ -61,35 +65,6 @@ TIMES = "\u00d7"
 _LIST_NODES = 8
 
 
-class Outcome(Enum):
-    FITS = "fits"
-    IMPOSSIBLE = "impossible"
-    UNDECIDED = "undecided"
-
-
-@dataclass(frozen=True)
-class _Item:
-    """Identical gang members: one role, or roles merged for equal demand/placement."""
-
-    name: str
-    count: int
-    demand: tuple[tuple[str, int], ...]
-    placement: Placement
-
-    def needs(self, resource: str) -> int:
-        return dict(self.demand).get(resource, 0)
-
-
-@dataclass(frozen=True)
-class _Problem:
-    items: tuple[_Item, ...]
-    bins: tuple[Bin, ...]
-    #: Members that may be left out (size - minMember among GPU members).
-    skips: int
-    #: Text naming the minMember reduction for messages, "" when all must fit.
-    scope: str
-
-
 @dataclass(frozen=True)
 class _Finding:
     outcome: Outcome
@@ -97,16 +72,7 @@ class _Finding:
     reason: str = ""
 
 
-def _fits(demand: Sequence[tuple[str, int]], gpus: Mapping[str, int]) -> bool:
-    return all(gpus.get(r, 0) >= a for r, a in demand)
-
-
-def _per_node(demand: Sequence[tuple[str, int]], gpus: Mapping[str, int]) -> int:
-    """How many members of this demand one node holds (min over its resources)."""
-    return min(gpus.get(r, 0) // a for r, a in demand)
-
-
-def _gpu_roles(gang: Gang, capacity: Capacity) -> tuple[list[_Item], int]:
+def _gpu_roles(gang: Gang, capacity: Capacity) -> tuple[list[Item], int]:
     """GPU-demanding roles as items (merged when identical) and the zero-GPU count."""
     merged: dict[tuple[tuple[tuple[str, int], ...], Placement], tuple[list[str], int]] = {}
     no_gpu = 0
@@ -126,15 +92,15 @@ def _gpu_roles(gang: Gang, capacity: Capacity) -> tuple[list[_Item], int]:
         names, count = merged.get((demand, role.placement), ([], 0))
         merged[(demand, role.placement)] = ([*names, role.name], count + role.count)
     items = [
-        _Item(name=" + ".join(names), count=count, demand=demand, placement=placement)
+        Item(name=" + ".join(names), count=count, demand=demand, placement=placement)
         for (demand, placement), (names, count) in merged.items()
     ]
     return items, no_gpu
 
 
 def _problem(
-    gang: Gang, roles: tuple[list[_Item], int], capacity: Capacity, view: str
-) -> _Problem | None:
+    gang: Gang, roles: tuple[list[Item], int], capacity: Capacity, view: str
+) -> Problem | None:
     """The packing problem for a view; None when nothing has to be checked."""
     items, no_gpu = roles
     gpu_members = sum(i.count for i in items)
@@ -149,18 +115,18 @@ def _problem(
         if chain is not None:
             # The cheapest members are the easiest subset to place: checking exactly
             # them decides the question, with every bound below.
-            kept: list[_Item] = []
+            kept: list[Item] = []
             left = needed
             for item in chain:
                 take = min(left, item.count)
                 if take:
-                    kept.append(_Item(item.name, take, item.demand, item.placement))
+                    kept.append(Item(item.name, take, item.demand, item.placement))
                 left -= take
-            return _Problem(tuple(kept), bins, 0, scope)
-    return _Problem(tuple(items), bins, gpu_members - needed, scope)
+            return Problem(tuple(kept), bins, 0, scope)
+    return Problem(tuple(items), bins, gpu_members - needed, scope)
 
 
-def _easiest_first(items: Sequence[_Item], bins: Sequence[Bin]) -> list[_Item] | None:
+def _easiest_first(items: Sequence[Item], bins: Sequence[Bin]) -> list[Item] | None:
     """Items sorted so each is at least as easy as the next, or None if incomparable."""
 
     def easier(a: int, b: int) -> bool:
@@ -204,14 +170,14 @@ def _nodes_text(bins: Sequence[Bin], resource: str) -> str:
     return f"{total} {'node' if total == 1 else 'nodes'}: {listing}"
 
 
-def _demand_text(items: Sequence[_Item], resource: str) -> str:
+def _demand_text(items: Sequence[Item], resource: str) -> str:
     parts = [(i.count, i.needs(resource)) for i in items if i.needs(resource)]
     total = sum(c * a for c, a in parts)
     terms = " + ".join(f"{c} {TIMES} {a}" for c, a in parts)
     return f"{terms} {resource} = {total}"
 
 
-def _who(gang: Gang, problem: _Problem, items: Sequence[_Item]) -> str:
+def _who(gang: Gang, problem: Problem, items: Sequence[Item]) -> str:
     base = f"gang {gang.namespace}/{gang.name}{problem.scope}"
     if len(items) == len(problem.items) or len(problem.items) == 1:
         return base
@@ -222,12 +188,12 @@ def _who(gang: Gang, problem: _Problem, items: Sequence[_Item]) -> str:
 # -- the checks ---------------------------------------------------------------------------
 
 
-def _eligible(problem: _Problem, indexes: Sequence[int]) -> list[Bin]:
+def _eligible(problem: Problem, indexes: Sequence[int]) -> list[Bin]:
     wanted = set(indexes)
     return [b for b in problem.bins if b.eligible & wanted]
 
 
-def _capacity_bounds(gang: Gang, problem: _Problem) -> _Finding | None:
+def _capacity_bounds(gang: Gang, problem: Problem) -> _Finding | None:
     """Rules 1 and 2: eligibility and total demand, for every subset of roles."""
     items = problem.items
     for index, item in enumerate(items):
@@ -268,12 +234,12 @@ def _capacity_bounds(gang: Gang, problem: _Problem) -> _Finding | None:
     return None
 
 
-def _member_bounds(gang: Gang, problem: _Problem) -> _Finding | None:
+def _member_bounds(gang: Gang, problem: Problem) -> _Finding | None:
     """Rules 3 and 4: a member that fits no node; identical members that cannot pack."""
     placeable = 0
     for index, item in enumerate(problem.items):
         bins = _eligible(problem, [index])
-        slots = sum(b.count * _per_node(item.demand, b.gpu_map) for b in bins)
+        slots = sum(b.count * per_node(item.demand, b.gpu_map) for b in bins)
         placeable += min(slots, item.count)
         if problem.skips:
             continue
@@ -305,144 +271,14 @@ def _member_bounds(gang: Gang, problem: _Problem) -> _Finding | None:
     return None
 
 
-_Vector = tuple[tuple[str, int], ...]
-#: A node type in the search: (which roles may use it, GPUs left per resource). Nodes
-#: of one type are interchangeable, so the state is a count per type.
-_NodeType = tuple[int, _Vector]
-
-
-@dataclass(frozen=True)
-class _Tables:
-    """What the search precomputes once: member order, what is left from each step."""
-
-    members: list[int]
-    left_from: list[dict[int, int]]
-    need_from: list[dict[str, int]]
-    resources: list[str]
-    eligibility: list[frozenset[int]]
-    start: dict[_NodeType, int]
-
-
-def _tables(problem: _Problem) -> _Tables:
-    items = problem.items
-    order = sorted(
-        range(len(items)),
-        key=lambda i: (-max(a for _, a in items[i].demand), -items[i].count),
-    )
-    members = [i for i in order for _ in range(items[i].count)]
-    # Members of each role still to place from each position on (incl. itself).
-    left_from: list[dict[int, int]] = [{} for _ in range(len(members) + 1)]
-    for position in range(len(members) - 1, -1, -1):
-        left_from[position] = dict(left_from[position + 1])
-        index = members[position]
-        left_from[position][index] = left_from[position].get(index, 0) + 1
-    resources = sorted({r for item in items for r, _ in item.demand})
-    need_from = [dict.fromkeys(resources, 0) for _ in range(len(members) + 1)]
-    for position in range(len(members) - 1, -1, -1):
-        need_from[position] = dict(need_from[position + 1])
-        for r, a in items[members[position]].demand:
-            need_from[position][r] += a
-    eligibility = sorted({bn.eligible for bn in problem.bins if bn.count}, key=sorted)
-    group_of = {e: g for g, e in enumerate(eligibility)}
-    state: dict[_NodeType, int] = {}
-    for bn in problem.bins:
-        if bn.count:
-            node_type = (group_of[bn.eligible], bn.gpus)
-            state[node_type] = state.get(node_type, 0) + bn.count
-    return _Tables(members, left_from, need_from, resources, eligibility, state)
-
-
-def _search(problem: _Problem) -> Outcome:
-    """Branch and bound over node types; FITS, IMPOSSIBLE, or UNDECIDED on budget.
-
-    Members are placed biggest first, each on the tightest node type that holds it
-    (so the first descent is best-fit decreasing). Every call, memo hits included,
-    spends one unit of SEARCH_BUDGET, which bounds the time of any one decision.
-    Two sound prunes cut branches early: the GPUs still needed vs the GPUs left, and
-    the members of the current role still to place vs the slots left for them.
-    """
-    if sum(item.count for item in problem.items) > MAX_SEARCH_MEMBERS:
-        return Outcome.UNDECIDED
-    items = problem.items
-    tables = _tables(problem)
-    members, left_from, need_from = tables.members, tables.left_from, tables.need_from
-    resources, eligibility, state = tables.resources, tables.eligibility, dict(tables.start)
-    failed: set[tuple[int, int, frozenset[tuple[_NodeType, int]]]] = set()
-    budget = SEARCH_BUDGET
-
-    def move(source: _NodeType, target: _NodeType) -> None:
-        state[source] -= 1
-        if not state[source]:
-            del state[source]
-        state[target] = state.get(target, 0) + 1
-
-    def hopeless(position: int) -> bool:
-        """Sound: too few GPUs left, or too few slots left for some role's members."""
-        left = dict.fromkeys(resources, 0)
-        slots = dict.fromkeys(left_from[position], 0)
-        for (group, gpus), n in state.items():
-            have = dict(gpus)
-            for r, a in gpus:
-                if r in left:
-                    left[r] += n * a
-            for index in slots:
-                if index in eligibility[group]:
-                    slots[index] += n * _per_node(items[index].demand, have)
-        if any(slots[index] < wanted for index, wanted in left_from[position].items()):
-            return True
-        return any(need_from[position][r] > left[r] for r in resources)
-
-    def place(position: int, skips: int) -> bool | None:
-        nonlocal budget
-        if position == len(members):
-            return True
-        budget -= 1
-        if budget < 0:
-            return None
-        key = (position, skips, frozenset(state.items()))
-        if key in failed:
-            return False
-        index = members[position]
-        item = items[index]
-        if not skips and hopeless(position):
-            failed.add(key)
-            return False
-        # Best fit first: the tightest node that still holds the member.
-        options = sorted(
-            (sum(a for _, a in gpus), (group, gpus))
-            for group, gpus in state
-            if index in eligibility[group] and _fits(item.demand, dict(gpus))
-        )
-        demand = dict(item.demand)
-        for _, node_type in options:
-            group, gpus = node_type
-            after = (group, tuple((r, a - demand.get(r, 0)) for r, a in gpus))
-            move(node_type, after)
-            result = place(position + 1, skips)
-            move(after, node_type)
-            if result is not False:
-                return result
-        if skips > 0:
-            result = place(position + 1, skips - 1)
-            if result is not False:
-                return result
-        failed.add(key)
-        return False
-
-    result = place(0, problem.skips)
-    if result is None:
-        return Outcome.UNDECIDED
-    return Outcome.FITS if result else Outcome.IMPOSSIBLE
-
-
-def _decide(gang: Gang, problem: _Problem) -> _Finding:
+def _decide(gang: Gang, problem: Problem) -> _Finding:
     finding = _capacity_bounds(gang, problem) or _member_bounds(gang, problem)
     if finding is not None:
         return finding
     if len(problem.items) == 1 and not problem.skips:
         # Rules 1 to 4 are exact for identical members.
         return _Finding(Outcome.FITS)
-    outcome = _search(problem)
+    outcome = search(problem)
     if outcome is Outcome.IMPOSSIBLE:
         resources = sorted({r for i in problem.items for r, _ in i.demand})
         bins = _eligible(problem, range(len(problem.items)))
@@ -458,8 +294,8 @@ def _decide(gang: Gang, problem: _Problem) -> _Finding:
 
 
 def _evaluate(
-    gang: Gang, roles: tuple[list[_Item], int], capacity: Capacity, view: str
-) -> tuple[_Finding, _Problem | None]:
+    gang: Gang, roles: tuple[list[Item], int], capacity: Capacity, view: str
+) -> tuple[_Finding, Problem | None]:
     problem = _problem(gang, roles, capacity, view)
     if problem is None:
         return _Finding(Outcome.FITS), None
@@ -470,7 +306,7 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_WARNING else text[: MAX_WARNING - 1] + "…"
 
 
-def _wait_warning(gang: Gang, capacity: Capacity, problem: _Problem | None) -> str:
+def _wait_warning(gang: Gang, capacity: Capacity, problem: Problem | None) -> str:
     name = f"{gang.namespace}/{gang.name}"
     if len(name) > 40:
         name = name[:39] + "…"
@@ -504,7 +340,7 @@ def _remember(
 
 
 def _check_ever(
-    gang: Gang, capacity: Capacity, roles: tuple[list[_Item], int]
+    gang: Gang, capacity: Capacity, roles: tuple[list[Item], int]
 ) -> Verdict | None:
     """The verdict decided on the "ever" view alone; None when the free view decides."""
     if not roles[0]:
@@ -522,6 +358,14 @@ def _check_ever(
     finding, _ = _evaluate(gang, roles, capacity, "ever")
     if finding.outcome is Outcome.IMPOSSIBLE:
         return Verdict(allowed=False, reason=finding.reason, code=finding.code)
+    other = check_resources(gang, capacity)
+    if other is not None:
+        return Verdict(allowed=False, reason=other[1], code=other[0])
+    domain = check_topology(gang, capacity)
+    if domain is not None:
+        if not domain[0]:
+            return Verdict(allowed=False, reason=domain[1], code="topology")
+        return Verdict(allowed=True, warnings=(_short(domain[1]),))
     if finding.outcome is Outcome.UNDECIDED:
         # The search ran out on the empty cluster; a second search on free capacity
         # would double the time for a warning only.
@@ -529,7 +373,7 @@ def _check_ever(
     return None
 
 
-def _check_free(gang: Gang, capacity: Capacity, roles: tuple[list[_Item], int]) -> Verdict:
+def _check_free(gang: Gang, capacity: Capacity, roles: tuple[list[Item], int]) -> Verdict:
     """The verdict of a gang that fits the empty cluster: a warning if not now."""
     now, free_problem = _evaluate(gang, roles, capacity, "free")
     if now.outcome is Outcome.IMPOSSIBLE:
@@ -550,7 +394,7 @@ def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
     """
     ever_version = capacity.version("ever")
     ever = _remembered(capacity, "ever", ever_version, gang)
-    roles: tuple[list[_Item], int] | None = None
+    roles: tuple[list[Item], int] | None = None
     if ever is _MISSING:
         roles = _gpu_roles(gang, capacity)
         ever = _check_ever(gang, capacity, roles)

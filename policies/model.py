@@ -100,6 +100,9 @@ class Role:
     #: They count for feasibility like any member; release never waits for them, and
     #: their room is held until they arrive.
     later: bool = False
+    #: Effective per-pod requests of the other resources the scheduler checks (cpu in
+    #: millicores, memory and ephemeral-storage in bytes), zeros omitted.
+    requests: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,12 @@ class Gang:
     source: Source
     #: Which recogniser produced this gang (registry name), for messages and metrics.
     recognizer: str = ""
+    #: ("required" | "preferred", node label key) from the topology annotations.
+    topology: tuple[str, ...] = ()
+    #: Another gang system that keys this gang's pods itself, in words for messages
+    #: (a Trainer runtime's `podGroupPolicy`); "" when none. Its pods are skipped or
+    #: refused like pods carrying another system's keys, whatever their values.
+    keyed_by: str = ""
 
     @property
     def size(self) -> int:

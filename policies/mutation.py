@@ -14,7 +14,9 @@ Rules:
 - a pod that carries another gang system's keys (Kueue, Volcano, scheduler-plugins
   coscheduling, YuniKorn, a native scheduling group of another name) or a foreign
   `schedulerName` is left alone: skipped or rejected per `config.on_conflict`, with a
-  message naming the keys found;
+  message naming the keys found; so is a member of a gang another system keys
+  itself (`Gang.keyed_by`: a Trainer runtime's podGroupPolicy), even where that
+  system's key and value are the ones this backend would write;
 - a pod already bound (`spec.nodeName`) cannot take a scheduling gate and is skipped;
 - label values are valid (≤ 63 characters, alphanumeric ends); the gang's value is
   also a DNS subdomain, as PodGroup names must be. Long or odd names get a stable
@@ -361,7 +363,12 @@ def plan_pod(
         outcome: Outcome = "reject" if config.on_conflict == "reject" else "skip"
         return MutationPlan(outcome=outcome, backend=backend, message=message)
 
-    found = foreign_keys(pod, ours=ours)
+    # A gang another system keys (Trainer's podGroupPolicy) is theirs even where its
+    # key happens to be ours, value included: Trainer names its PodGroup after the
+    # TrainJob, as gangkeeper's coscheduling backend does.
+    found = foreign_keys(pod, ours={} if gang.keyed_by else ours)
+    if gang.keyed_by:
+        found.append(gang.keyed_by)
     if found:
         return refuse(
             f"pod already belongs to another gang system ({'; '.join(found)}); "

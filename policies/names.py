@@ -36,6 +36,12 @@ LATER_ANNOTATION = "gangkeeper.io/later-members"
 COSCHEDULING_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 
+#: Annotations on a gang's pods (set on the pod template): keep the whole gang inside one
+#: domain of this node label key (required), or in as few as possible (preferred). The
+#: key must be listed in the config's `topology`.
+TOPOLOGY_REQUIRED_ANNOTATION = "gangkeeper.io/topology-required"
+TOPOLOGY_PREFERRED_ANNOTATION = "gangkeeper.io/topology-preferred"
+
 # --- set by users --------------------------------------------------------------------
 
 #: Namespace label that opts a namespace in (value "true").
@@ -51,9 +57,49 @@ LEASE_NAME = "gangkeeper-controller"
 EVENT_SOURCE = "gangkeeper.io/controller"
 #: `fieldManager` of every write the controller makes (shown in managedFields).
 FIELD_MANAGER = "gangkeeper"
+#: Label on the placeholder pods the controller creates for a gang that waits for
+#: nodes an autoscaler must add; its value is the gang label's. Placeholders are not
+#: members: they carry no gang label, and `SKIP_LABEL` keeps the webhook off them.
+PLACEHOLDER_LABEL = "gangkeeper.io/placeholder-for"
+#: Annotation on a placeholder: the name of the member pod it holds room for.
+PLACEHOLDER_MEMBER_ANNOTATION = "gangkeeper.io/placeholder-member"
+#: The PriorityClass of placeholders (installed with gangkeeper): below every real
+#: workload, so any pod preempts them, and above cluster-autoscaler's expendable cutoff
+#: (-10 by default), so the autoscaler still adds nodes for them.
+PLACEHOLDER_PRIORITY_CLASS = "gangkeeper-placeholder"
+PLACEHOLDER_PRIORITY = -5
+#: Label on the ProvisioningRequests and PodTemplates the controller creates for a
+#: gang that waits for nodes (`autoscaling: provisioningrequest`): the gang label.
+PROVISIONING_LABEL = "gangkeeper.io/provisioning-for"
+#: Label on those PodTemplates: the name of the ProvisioningRequest that uses them.
+PROVISIONING_REQUEST_LABEL = "gangkeeper.io/provisioning-request"
+#: cluster-autoscaler's annotations on the pods that consume a ProvisioningRequest's
+#: booked capacity (its API's ProvisioningRequestPodAnnotationKey and
+#: ProvisioningClassPodAnnotationKey); written on release, as Kueue writes them.
+CONSUME_PROVISIONING_REQUEST_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"
+PROVISIONING_CLASS_ANNOTATION = "autoscaling.x-k8s.io/provisioning-class-name"
+#: Karpenter's annotation that keeps it from consolidating a node away under a pod.
+KARPENTER_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 #: Label on the PodGroups the controller creates.
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "gangkeeper"
+
+#: Node label the controller pins a released member to (`spec.nodeSelector`, added in
+#: the patch that lifts the gate; placement `pinned`, the gate backend's default).
+PIN_LABEL = "kubernetes.io/hostname"
+
+#: Annotation the controller writes in the same patch: when (RFC 3339) it released and
+#: pinned the member; the watchdog (`rebindSeconds`) reads it back.
+RELEASED_AT_ANNOTATION = "gangkeeper.io/released-at"
+
+#: Label the controller puts on a Job it suspended to requeue its gang (value
+#: `REQUEUE_SUSPENDED`); it resumes the Job and removes the label once the pods are
+#: gone, and a new leader finds the Jobs it must resume by this label.
+REQUEUE_LABEL = "gangkeeper.io/requeue"
+REQUEUE_SUSPENDED = "suspended"
+#: Annotation on such a Job: how many times the controller requeued it (bounded by
+#: `rebindRetries`, read back by any leader).
+REQUEUES_ANNOTATION = "gangkeeper.io/requeues"
 
 # --- where gangkeeper runs -----------------------------------------------------------
 
@@ -69,7 +115,12 @@ SERVICE_NAME = "gangkeeper"
 #: `<service>-tls`); cert-manager mode: the Certificate's Secret, mounted read-only.
 SECRET_NAME = "gangkeeper-tls"
 CERTIFICATE_NAME = "gangkeeper-serving"
+#: cert-manager mode's chain: the self-signed Issuer only signs the CA Certificate (its
+#: Secret has the CA's name), whose CA Issuer signs the serving certificate, so a renewal
+#: of the serving certificate leaves the webhooks' caBundle unchanged.
 ISSUER_NAME = "gangkeeper-selfsigned"
+CA_CERTIFICATE_NAME = "gangkeeper-ca"
+CA_ISSUER_NAME = "gangkeeper-ca-issuer"
 CONFIGMAP_NAME = "gangkeeper-config"
 MUTATING_WEBHOOK_CONFIGURATION = "gangkeeper-mutating"
 VALIDATING_WEBHOOK_CONFIGURATION = "gangkeeper-validating"
@@ -78,3 +129,5 @@ WEBHOOK_CONFIGURATIONS = (MUTATING_WEBHOOK_CONFIGURATION, VALIDATING_WEBHOOK_CON
 POD_MUTATE_WEBHOOK = "pods.mutate.gangkeeper.io"
 POD_VALIDATE_WEBHOOK = "pods.validate.gangkeeper.io"
 WORKLOAD_VALIDATE_WEBHOOK = "workloads.validate.gangkeeper.io"
+#: The ValidatingAdmissionPolicy (and its binding) that limits gangkeeper's pod patches.
+POD_UPDATE_POLICY = "gangkeeper-pod-updates"

@@ -11,18 +11,39 @@ Pure: plain dicts in, frozen dataclasses out.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, field
 from math import floor
 from typing import Any
 
 from .config import Config
 from .errors import InvalidObject
 from .model import KubeObject, Taint
-from .podspec import as_list, as_mapping, as_str, field_path
+from .podspec import as_list, as_mapping, as_str, field_path, resource_amount
 from .quantity import parse_quantity
 
 #: The taint the scheduler's NodeUnschedulable filter treats a cordoned node as having.
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+
+#: Taints that describe a passing condition of a node, not what the node is for.
+#: Ignored by the "ever" view: a restarting or draining node comes back.
+TRANSIENT_TAINTS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/unschedulable",
+        "node.kubernetes.io/memory-pressure",
+        "node.kubernetes.io/disk-pressure",
+        "node.kubernetes.io/pid-pressure",
+        "node.kubernetes.io/network-unavailable",
+        "node.kubernetes.io/out-of-service",
+        "node.cloudprovider.kubernetes.io/uninitialized",
+        "ToBeDeletedByClusterAutoscaler",
+        "DeletionCandidateOfClusterAutoscaler",
+        "karpenter.sh/disrupted",
+        "karpenter.sh/disruption",
+    }
+)
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -37,6 +58,11 @@ class NodeFacts:
     unschedulable: bool
     #: Allocatable of each GPU resource the config names, whole units, only those > 0.
     gpus: Mapping[str, int]
+    #: Allocatable of every resource, in placement's units (`podspec.resource_amount`:
+    #: millicores, bytes, whole GPUs); a non-GPU amount that cannot be read is left out.
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+    #: The Ready condition is True, or the Node reports no Ready condition at all.
+    ready: bool = True
 
     @property
     def scheduling_taints(self) -> tuple[Taint, ...]:
@@ -87,8 +113,14 @@ def read_node(node: KubeObject, config: Config) -> NodeFacts:
     status = as_mapping(node.get("status"), f"{where}: status")
     alloc_path = f"{where}: status.allocatable"
     gpus: dict[str, int] = {}
+    allocatable: dict[str, int] = {}
     for resource, raw_amount in as_mapping(status.get("allocatable"), alloc_path).items():
-        if not isinstance(resource, str) or not config.is_gpu_resource(resource):
+        if not isinstance(resource, str):
+            continue
+        if not config.is_gpu_resource(resource):
+            # Admission never read these; an odd one must not hide the node.
+            with suppress(InvalidObject):
+                allocatable[resource] = resource_amount(resource, raw_amount, alloc_path, config)
             continue
         path = field_path(alloc_path, resource)
         amount = parse_quantity(raw_amount, path)
@@ -98,7 +130,20 @@ def read_node(node: KubeObject, config: Config) -> NodeFacts:
         # allocatable offers its floor.
         if floor(amount) > 0:
             gpus[resource] = floor(amount)
-    return NodeFacts(name, labels, tuple(taints), unschedulable, gpus)
+    allocatable.update(gpus)
+    return NodeFacts(
+        name, labels, tuple(taints), unschedulable, gpus, allocatable, _ready(status)
+    )
+
+
+def _ready(status: Mapping[str, Any]) -> bool:
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return True
+    for condition in conditions:
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return True
 
 
 def gpu_node_fields(node: Mapping[str, Any], config: Config) -> dict[str, Any] | None:
@@ -123,4 +168,16 @@ def gpu_node_fields(node: Mapping[str, Any], config: Config) -> dict[str, Any] |
     for key in ("taints", "unschedulable"):
         if key in spec:
             slim_spec[key] = spec[key]
-    return {"metadata": slim_meta, "spec": slim_spec, "status": {"allocatable": allocatable}}
+    slim_status: dict[str, Any] = {"allocatable": allocatable}
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    if isinstance(conditions, list):
+        # Only Ready is read (placement never picks a NotReady node); the heartbeat
+        # times it carries change every few seconds, so they are dropped.
+        ready = [
+            {"type": "Ready", "status": c.get("status")}
+            for c in conditions
+            if isinstance(c, Mapping) and c.get("type") == "Ready"
+        ]
+        if ready:
+            slim_status["conditions"] = ready
+    return {"metadata": slim_meta, "spec": slim_spec, "status": slim_status}

@@ -4,7 +4,9 @@
 (k8s.io/component-helpers/resource.PodRequests): the larger of (a) the sum of app
 containers plus restartable ("sidecar") init containers and (b) the peak of any
 ordinary init container, which runs together with the sidecars started before it;
-then pod overhead is added. `placement_of` reads the hard constraints that limit the
+then pod overhead is added. `pod_requests` applies the same rule to every resource
+the scheduler checks (cpu, memory, ephemeral-storage, extended), for placement.
+`placement_of` reads the hard constraints that limit the
 eligible nodes: nodeSelector, required node affinity, tolerations (and nodeName).
 
 Also home of the small typed field readers (`as_mapping`, `as_list`, `as_str`,
@@ -16,15 +18,16 @@ Pure: plain dicts in, dicts and frozen dataclasses out; no I/O, stdlib only.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, cast, get_args
 
 from .config import Config
 from .errors import InvalidObject
 from .model import JSON_OBJECT, NodeSelectorTerm, Operator, Placement, Requirement, Toleration
-from .quantity import gpu_count
+from .quantity import gpu_count, parse_quantity
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -74,11 +77,19 @@ def as_str(value: object, path: str, *, default: str | None = None) -> str:
     return value
 
 
-def _container_gpus(container: object, path: str, config: Config) -> dict[str, int]:
-    """GPU requests of one container; a GPU set only in limits counts as requested.
+#: Reads one request: (resource name, quantity, field path) to a whole amount.
+_Amount = Callable[[str, object, str], int]
 
-    The API server defaults requests to limits when requests are absent, and for
-    extended resources requests must equal limits, so a limits-only GPU is a request.
+
+def _container_requests(
+    container: object, path: str, keep: Callable[[str], bool], amount: _Amount
+) -> dict[str, int]:
+    """Requests of one container for the resources `keep` accepts; a resource set only
+    in limits counts as requested.
+
+    The API server defaults requests to limits when requests are absent (and for
+    extended resources requests must equal limits), so a limits-only amount is a
+    request.
     """
     body = as_mapping(container, path, required=True)
     resources_path = field_path(path, "resources")
@@ -87,13 +98,13 @@ def _container_gpus(container: object, path: str, config: Config) -> dict[str, i
     limits_path = field_path(resources_path, "limits")
     requests = as_mapping(resources.get("requests"), requests_path)
     limits = as_mapping(resources.get("limits"), limits_path)
-    gpus: dict[str, int] = {}
+    found: dict[str, int] = {}
     for source, source_path in ((limits, limits_path), (requests, requests_path)):
         # requests last, so a request wins over a limit of the same name.
-        for name, amount in source.items():
-            if isinstance(name, str) and config.is_gpu_resource(name):
-                gpus[name] = gpu_count(amount, field_path(source_path, name))
-    return gpus
+        for name, raw in source.items():
+            if isinstance(name, str) and keep(name):
+                found[name] = amount(name, raw, field_path(source_path, name))
+    return found
 
 
 def _add(into: dict[str, int], other: Mapping[str, int]) -> None:
@@ -106,12 +117,11 @@ def _max(into: dict[str, int], other: Mapping[str, int]) -> None:
         into[name] = max(into.get(name, 0), amount)
 
 
-def pod_demand(spec: object, config: Config, path: str = "spec") -> dict[str, int]:
-    """Effective per-pod GPU requests, per resource name, zeros omitted.
-
-    Each GPU name is its own resource: "nvidia.com/gpu" and "nvidia.com/mig-1g.5gb"
-    are never added together.
-    """
+def _effective(
+    spec: object, path: str, keep: Callable[[str], bool], amount: _Amount
+) -> dict[str, int]:
+    """Effective per-pod requests of the kept resources, zeros omitted (the module
+    docstring gives the rule)."""
     body = as_mapping(spec, path, required=True)
     containers_path = field_path(path, "containers")
     containers = as_list(body.get("containers"), containers_path, required=True)
@@ -120,7 +130,7 @@ def pod_demand(spec: object, config: Config, path: str = "spec") -> dict[str, in
 
     running: dict[str, int] = {}
     for i, container in enumerate(containers):
-        _add(running, _container_gpus(container, field_path(containers_path, i), config))
+        _add(running, _container_requests(container, field_path(containers_path, i), keep, amount))
 
     # Walk init containers in order, as the kubelet starts them: a sidecar keeps
     # running from its start on, so it adds to every later init container's peak and
@@ -130,29 +140,77 @@ def pod_demand(spec: object, config: Config, path: str = "spec") -> dict[str, in
     init_peak: dict[str, int] = {}
     for i, container in enumerate(init_containers):
         item_path = field_path(init_path, i)
-        gpus = _container_gpus(container, item_path, config)
+        found = _container_requests(container, item_path, keep, amount)
         policy = as_str(
             as_mapping(container, item_path).get("restartPolicy"),
             field_path(item_path, "restartPolicy"),
             default="",
         )
         if policy == "Always":
-            _add(running, gpus)
-            _add(sidecars, gpus)
+            _add(running, found)
+            _add(sidecars, found)
             _max(init_peak, sidecars)
         else:
-            with_sidecars = dict(gpus)
+            with_sidecars = dict(found)
             _add(with_sidecars, sidecars)
             _max(init_peak, with_sidecars)
     _max(running, init_peak)
 
     overhead_path = field_path(path, "overhead")
-    for name, amount in as_mapping(body.get("overhead"), overhead_path).items():
-        if isinstance(name, str) and config.is_gpu_resource(name):
-            running[name] = running.get(name, 0) + gpu_count(
-                amount, field_path(overhead_path, name)
+    for name, raw in as_mapping(body.get("overhead"), overhead_path).items():
+        if isinstance(name, str) and keep(name):
+            running[name] = running.get(name, 0) + amount(
+                name, raw, field_path(overhead_path, name)
             )
-    return {name: amount for name, amount in running.items() if amount > 0}
+    return {name: value for name, value in running.items() if value > 0}
+
+
+def pod_demand(spec: object, config: Config, path: str = "spec") -> dict[str, int]:
+    """Effective per-pod GPU requests, per resource name, zeros omitted.
+
+    Each GPU name is its own resource: "nvidia.com/gpu" and "nvidia.com/mig-1g.5gb"
+    are never added together.
+    """
+    return _effective(spec, path, config.is_gpu_resource, lambda _, raw, at: gpu_count(raw, at))
+
+
+#: The resource every pod takes one of on its node (the scheduler's pod-count check).
+PODS_RESOURCE = "pods"
+
+
+def resource_amount(name: str, raw: object, path: str, config: Config) -> int:
+    """A request or allocatable as a whole number in the unit placement compares:
+    whole devices for GPUs, millicores for cpu, the quantity rounded up otherwise
+    (bytes of memory and ephemeral-storage, counts of other extended resources)."""
+    if config.is_gpu_resource(name):
+        return gpu_count(raw, path)
+    value = parse_quantity(raw, path)
+    if value < 0:
+        raise InvalidObject(path, f"cannot be negative, got {raw!r}")
+    if name == "cpu":
+        value *= 1000
+    return math.ceil(value)
+
+
+def pod_requests(spec: object, config: Config, path: str = "spec") -> dict[str, int]:
+    """Effective per-pod requests of every resource the scheduler's NodeResourcesFit
+    checks (cpu in millicores, memory and ephemeral-storage in bytes, GPUs and other
+    extended resources), plus one `pods`; zeros omitted."""
+    found = _effective(
+        spec, path, lambda name: name != PODS_RESOURCE,
+        lambda name, raw, at: resource_amount(name, raw, at, config),
+    )
+    found[PODS_RESOURCE] = 1
+    return found
+
+
+def other_requests(spec: object, config: Config, path: str = "spec") -> dict[str, int]:
+    """`pod_requests` less GPUs and the pod slot: what `Role.requests` holds."""
+    return {
+        name: amount
+        for name, amount in pod_requests(spec, config, path).items()
+        if name != PODS_RESOURCE and not config.is_gpu_resource(name)
+    }
 
 
 _OPERATORS: tuple[str, ...] = get_args(Operator)

@@ -23,7 +23,7 @@ from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role, Source
 from ..names import GANG_NAME_ANNOTATION as GANG_NAME
 from ..names import MIN_MEMBER_ANNOTATION as MIN_MEMBER
-from ..podspec import as_mapping, field_path, placement_of, pod_demand
+from ..podspec import as_mapping, field_path, other_requests, placement_of, pod_demand
 from .base import ResourceRule
 from .common import (
     count,
@@ -31,6 +31,7 @@ from .common import (
     owner_chain,
     read_meta,
     template_role,
+    topology_of,
     type_of,
     with_explicit,
 )
@@ -83,6 +84,7 @@ class AnnotationsRecognizer:
             roles=(part.role,) if part.role.count else (),
             source=meta.source(),
             recognizer=self.name,
+            topology=topology_of(part.annotations),
         )
         return [with_explicit(gang, *keys)]
 
@@ -107,7 +109,13 @@ class AnnotationsRecognizer:
             namespace=meta.namespace,
             name=keys[0],
             min_member=keys[1],
-            roles=(Role(ROLE, 1, pod_demand(spec, config), placement_of(spec)),),
+            topology=topology_of(meta.annotations),
+            roles=(
+                Role(
+                    ROLE, 1, pod_demand(spec, config), placement_of(spec),
+                    requests=other_requests(spec, config),
+                ),
+            ),
             source=source,
             recognizer=self.name,
         )

@@ -23,7 +23,17 @@ from ..errors import InvalidObject
 from ..model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, Placement, Role, Source
 from ..names import GANG_NAME_ANNOTATION as GANG_NAME
 from ..names import MIN_MEMBER_ANNOTATION as MIN_MEMBER
-from ..podspec import as_list, as_mapping, as_str, field_path, placement_of, pod_demand
+from ..names import TOPOLOGY_PREFERRED_ANNOTATION as TOPOLOGY_PREFERRED
+from ..names import TOPOLOGY_REQUIRED_ANNOTATION as TOPOLOGY_REQUIRED
+from ..podspec import (
+    as_list,
+    as_mapping,
+    as_str,
+    field_path,
+    other_requests,
+    placement_of,
+    pod_demand,
+)
 from .owner_gangs import OwnerGangs
 
 #: More members than this is a typo, not a gang; refusing it keeps arithmetic small.
@@ -218,10 +228,19 @@ def template_role(
             count=members,
             demand=pod_demand(spec, config, spec_path),
             placement=placement_of(spec, spec_path),
+            requests=other_requests(spec, config, spec_path),
         ),
         annotations=annotations,
         path=metadata_path,
     )
+
+
+def topology_of(annotations: Mapping[str, str]) -> tuple[str, ...]:
+    """("required" | "preferred", key) from the topology annotations, or ()."""
+    for mode, name in (("required", TOPOLOGY_REQUIRED), ("preferred", TOPOLOGY_PREFERRED)):
+        if annotations.get(name):
+            return (mode, annotations[name])
+    return ()
 
 
 def explicit_keys(annotations: Mapping[str, str], path: str) -> tuple[str | None, int | None]:
@@ -299,6 +318,7 @@ def build_gang(
         roles=roles,
         source=meta.source(),
         recognizer=recognizer,
+        topology=next((t for p in parts if (t := topology_of(p.annotations))), ()),
     )
     return with_explicit(gang, explicit_name, explicit_min)
 

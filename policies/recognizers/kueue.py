@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role, Source
-from ..podspec import field_path, placement_of, pod_demand
+from ..podspec import field_path, other_requests, placement_of, pod_demand
 from .base import ResourceRule
 from .common import UNSEEN_ROLE, count_text, explicit_keys, read_meta, with_explicit
 
@@ -43,7 +43,12 @@ class KueuePodGroupRecognizer:
             return None
         total = count_text(raw_total, field_path("metadata.annotations", TOTAL_ANNOTATION))
         spec = pod.get("spec")
-        roles = [Role(ROLE, 1, pod_demand(spec, config), placement_of(spec))]
+        roles = [
+            Role(
+                ROLE, 1, pod_demand(spec, config), placement_of(spec),
+                requests=other_requests(spec, config),
+            )
+        ]
         if total > 1:
             roles.append(Role(UNSEEN_ROLE, total - 1, {}))
         gang = Gang(

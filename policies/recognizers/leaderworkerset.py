@@ -23,7 +23,7 @@ from dataclasses import replace
 from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role, Source
-from ..podspec import as_mapping, as_str, field_path, placement_of, pod_demand
+from ..podspec import as_mapping, as_str, field_path, other_requests, placement_of, pod_demand
 from .base import ResourceRule
 from .common import (
     UNSEEN_ROLE,
@@ -123,7 +123,10 @@ class LeaderWorkerSetRecognizer:
         if size < 2:
             return None
         spec = pod.get("spec")
-        seen = Role(role, 1, pod_demand(spec, config), placement_of(spec))
+        seen = Role(
+            role, 1, pod_demand(spec, config), placement_of(spec),
+            requests=other_requests(spec, config),
+        )
         unseen = Role(UNSEEN_ROLE, size - 1, {})
         gang = Gang(
             namespace=meta.namespace,

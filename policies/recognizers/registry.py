@@ -20,7 +20,7 @@ from functools import cache
 
 from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup
-from ..pod_gangs import POD_BASED, summed
+from ..pod_gangs import POD_BASED, SiblingFacts, summed
 from . import jaxjob, mpijob, paddlejob, pytorchjob, tfjob, xgboostjob
 from .annotations import AnnotationsRecognizer
 from .base import PodSignals, Recognizer, Registry
@@ -92,23 +92,27 @@ def _summed(
     ask: OwnerLookup,
     config: Config,
     siblings: PodsLookup,
+    facts: SiblingFacts | None,
 ) -> PodMembership:
     def recognise(other: KubeObject) -> PodMembership | None:
         return recognizer.recognize_pod(other, ask, config)
 
     gang = membership.gang
-    return summed(membership, pod, siblings(gang.namespace, gang.name), recognise, config)
+    return summed(membership, pod, siblings(gang.namespace, gang.name), recognise, config,
+                  facts=facts, recognizer=recognizer.name)
 
 
 def recognize_pod(
     pod: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None,
     siblings: PodsLookup | None = None, *, owners: OwnerGangs | None = None,
+    facts: SiblingFacts | None = None,
 ) -> PodMembership | None:
     """The gang and role of a pod, or None when it belongs to no gang we can size.
 
     A pod-based gang (`pod_gangs.POD_BASED`) is summed over the pod and the siblings
     `siblings` knows that the same recogniser puts in the same gang. Owners' gangs are
-    remembered in `owners` (the decider's memo) when given.
+    remembered in `owners` and what each sibling gave in `facts` (the decider's memos)
+    when given.
 
     Recognisers are asked in registry order; one that screens pods (`may_claim`,
     e.g. a workload recogniser whose kind is nowhere in the pod's owner chain nor
@@ -133,7 +137,8 @@ def recognize_pod(
             if membership is not None:
                 if siblings is not None and recognizer.name in POD_BASED:
                     membership = _summed(
-                        membership, pod, recognizer, ask=ask, config=config, siblings=siblings
+                        membership, pod, recognizer, ask=ask, config=config, siblings=siblings,
+                        facts=facts,
                     )
                 return membership
     return None
@@ -142,13 +147,16 @@ def recognize_pod(
 def recognize_object(
     obj: KubeObject, lookup: OwnerLookup, config: Config, registry: Registry | None = None,
     siblings: PodsLookup | None = None, *, owners: OwnerGangs | None = None,
+    facts: SiblingFacts | None = None,
 ) -> list[Gang]:
     """The gangs a workload object (or a pod) makes; [] when it is not a gang."""
     kind = type_of(obj)
     if kind is None:
         return []
     if kind == ("", "Pod"):
-        membership = recognize_pod(obj, lookup, config, registry, siblings, owners=owners)
+        membership = recognize_pod(
+            obj, lookup, config, registry, siblings, owners=owners, facts=facts
+        )
         return [membership.gang] if membership is not None else []
     ask = _memoised(lookup)
     with one_call(owners):

@@ -17,6 +17,8 @@ TrainJob sets wins over the runtime, as in the Trainer's plugins:
   `pkg/util/trainingruntime/trainingruntime.go`, kubeflow/trainer#3602).
   `Config.trainer_resources` says which release runs.
 Initializer jobs finish before the trainer starts and are not gang members.
+A runtime with `podGroupPolicy` has Trainer key the pods for its own gang scheduler:
+the gang says so (`Gang.keyed_by`), and its pods are not keyed a second time.
 
 A runtime the lookup does not know is an InvalidObject naming spec.runtimeRef when
 the TrainJob itself is validated; its pods are then not sized (None): the size
@@ -28,11 +30,13 @@ Pure: reads dicts and calls the caller's lookup.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
+from ..names import COSCHEDULING_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION
 from ..podspec import as_list, as_mapping, as_str, field_path
 from ..quantity import gpu_count
 from .base import PodSignals, ResourceRule
@@ -57,6 +61,12 @@ RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 NODE = "node"
 LAUNCHER = "launcher"
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+#: The gang schedulers a runtime's podGroupPolicy can name (v2.2.0), with the key
+#: Trainer puts on every pod for each (value: the TrainJob's name).
+POD_GROUP_SOURCES = {
+    "coscheduling": f"label {COSCHEDULING_GROUP_LABEL}",
+    "volcano": f"annotation {VOLCANO_GROUP_ANNOTATION}",
+}
 
 
 def _runtime(
@@ -205,6 +215,22 @@ def _with_placement(pod_template: Mapping[str, Any], overrides: list[Override]) 
     return {**pod_template, "spec": spec}
 
 
+def _keyed_by(runtime_spec: Mapping[str, Any], rt: str, prefix: str) -> str:
+    """Who keys the pods when the runtime has a `podGroupPolicy`: Trainer's
+    CoScheduling (or Volcano) plugin labels every pod with a PodGroup of the TrainJob's
+    name and creates that PodGroup itself (v2.2.0 `pkg/runtime/framework/plugins/
+    coscheduling/coscheduling.go`), whatever scheduler gangkeeper was told to use."""
+    policy = as_mapping(runtime_spec.get("podGroupPolicy"), f"{rt}.podGroupPolicy")
+    sources = [
+        f"podGroupPolicy.{name} ({key})"
+        for name, key in POD_GROUP_SOURCES.items()
+        if policy.get(name) is not None
+    ]
+    if not sources:
+        return ""
+    return f"Kubeflow Trainer {' and '.join(sources)} of {prefix}"
+
+
 class TrainJobRecognizer:
     name = "trainjob"
     rules = (ResourceRule("trainer.kubeflow.org", (TRAINER_VERSION,), "trainjobs", "TrainJob"),)
@@ -278,7 +304,10 @@ class TrainJobRecognizer:
             as_mapping(template_meta.get("annotations"), f"{rt}.template.metadata.annotations"),
         )
         gang = build_gang(meta, meta.name, parts, self.name)
-        return [gang] if gang is not None else []
+        if gang is None:
+            return []
+        keyed_by = _keyed_by(runtime_spec, rt, prefix)
+        return [replace(gang, keyed_by=keyed_by) if keyed_by else gang]
 
     def may_claim(self, signals: PodSignals) -> bool:
         # Its TrainJob is an owner, or the owner of the pod's JobSet (an owner or

@@ -29,7 +29,8 @@ from ..config import Config
 from ..errors import InvalidObject
 from ..memo import BoundedMemo
 from ..model import Backend, Placement
-from ..podspec import placement_of, pod_demand
+from ..placement.constraints import unmodeled
+from ..podspec import placement_of, pod_demand, pod_requests
 
 _BACKENDS: tuple[str, ...] = get_args(Backend)
 _TERMINAL = ("Succeeded", "Failed")
@@ -150,6 +151,20 @@ class PodInfo:
     #: Effective GPU demand per resource; empty when none or unreadable.
     demand: Mapping[str, int]
     placement: Placement
+    #: Effective requests of every resource the scheduler checks, `pods` included
+    #: (`podspec.pod_requests`); empty when unreadable.
+    requests: Mapping[str, int] = field(default_factory=dict)
+    #: Why the pod cannot be pinned (`placement.unmodeled`); "" when it can.
+    unpinnable: str = ""
+    #: `spec.priority` (set from the PriorityClass at creation); 0 when absent.
+    priority: int = 0
+    #: When gangkeeper lifted its gate and pinned it (`names.RELEASED_AT_ANNOTATION`,
+    #: epoch seconds); 0 when not released pinned.
+    released_at: float = 0.0
+    #: The Ready condition is True.
+    ready: bool = False
+    #: ("required" | "preferred", node label key) from the topology annotations.
+    topology: tuple[str, str] | tuple[()] = ()
     #: Why demand/placement could not be read ("" when fine).
     problem: str = ""
     #: The gang label value; "" for a pod that is not a gang member.
@@ -168,6 +183,9 @@ class PodInfo:
     #: The gang's members that arrive only after release (annotation), or why the
     #: annotation cannot be read.
     later: tuple[LaterMembers, ...] | str = ()
+    #: For a placeholder pod (`policies.autoscaling`): the label of the gang it holds
+    #: room for; "" for any other pod.
+    placeholder_for: str = ""
 
     @property
     def gated(self) -> bool:
@@ -223,6 +241,24 @@ def _str_map(raw: object) -> dict[str, str]:
     return {str(k): str(v) for k, v in raw.items()}
 
 
+def _topology(annotations: Mapping[str, str]) -> tuple[str, str] | tuple[()]:
+    for mode, key in (
+        ("required", names.TOPOLOGY_REQUIRED_ANNOTATION),
+        ("preferred", names.TOPOLOGY_PREFERRED_ANNOTATION),
+    ):
+        if annotations.get(key):
+            return (mode, annotations[key])
+    return ()
+
+
+def _ready(status: object) -> bool:
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return any(
+        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
+        for c in conditions or ()
+    )
+
+
 def is_live(pod: Mapping[str, Any]) -> bool:
     """Not finished: the pod holds or will hold capacity.
 
@@ -249,12 +285,15 @@ def pod_info(
     )
     problem = ""
     demand: dict[str, int] = {}
+    requests: dict[str, int] = {}
     placement = Placement()
     try:
         demand = pod_demand(spec, config)
+        requests = pod_requests(spec, config)
         placement = placement_of(spec)
     except InvalidObject as err:
         problem = str(err)
+    priority = spec.get("priority")
     gang = labels.get(names.GANG_LABEL, "")
     scheduling_group = spec.get("schedulingGroup") or {}
     group_name = (
@@ -273,6 +312,12 @@ def pod_info(
         gates=gates,
         demand=shared.demand(demand) if shared else MappingProxyType(demand),
         placement=shared.placement(placement) if shared else placement,
+        requests=shared.demand(requests) if shared else MappingProxyType(requests),
+        unpinnable=unmodeled(spec) if gang else "",
+        priority=priority if type(priority) is int else 0,
+        released_at=parse_time(annotations.get(names.RELEASED_AT_ANNOTATION)) if gang else 0.0,
+        ready=_ready(pod.get("status")) if gang else False,
+        topology=_topology(annotations) if gang else (),
         problem=problem,
         gang=gang,
         role=labels.get(names.ROLE_LABEL, ""),
@@ -285,6 +330,8 @@ def pod_info(
         labels=labels if gang else _NO_LABELS,
         deleting=bool(meta.get("deletionTimestamp")),
         later=_later(annotations.get(names.LATER_ANNOTATION), shared) if gang else (),
+        # A placeholder is never a member, whatever labels it was given.
+        placeholder_for="" if gang else labels.get(names.PLACEHOLDER_LABEL, ""),
     )
 
 
@@ -298,12 +345,15 @@ def same_for_planning(old: PodInfo, new: PodInfo) -> bool:
 
 
 def matters(info: PodInfo) -> bool:
-    """Whether a plan can depend on this pod: a gang member, or one that wants GPUs.
+    """Whether a plan can depend on this pod: a gang member, one that wants GPUs, or
+    one that takes room on a known node (bound, or in flight with a hostname pin):
+    placement counts its cpu, memory and pod slot there.
 
-    Any other pod neither joins a gang nor takes GPUs (bound or in flight), so the
-    controller need not keep it at all: on a busy cluster that is most pods.
+    Any other pod takes nothing a plan can place (an unbound pod without GPUs may go
+    to any node, most likely one without GPUs), so the controller need not keep it.
     """
-    return bool(info.gang or info.demand)
+    pinned = info.in_flight and any(k == names.PIN_LABEL for k, _ in info.placement.node_selector)
+    return bool(info.gang or info.demand or info.node_name or pinned or info.placeholder_for)
 
 
 @dataclass(frozen=True)
@@ -327,6 +377,8 @@ class GangObservation:
     problem: str = ""
     #: Members that arrive only after release (`LaterMembers`).
     later: tuple[LaterMembers, ...] = ()
+    #: The highest `spec.priority` of its members: its place in the queue, before age.
+    priority: int = 0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -424,11 +476,13 @@ def _gang(namespace: str, label: str, members: list[PodInfo], config: Config) ->
         arrived=members[0].created,
         problem="; ".join(problems),
         later=later,
+        priority=max(m.priority for m in members),
     )
 
 
 def observe_gangs(pods: Iterable[PodInfo], config: Config) -> list[GangObservation]:
-    """Group live gang pods by (namespace, gang label), oldest gang first.
+    """Group live gang pods by (namespace, gang label): higher priority first (the
+    PriorityClass value, as Kueue and Volcano order), then oldest first.
 
     Pods being deleted are left out: they will not run with the gang.
     """
@@ -437,5 +491,5 @@ def observe_gangs(pods: Iterable[PodInfo], config: Config) -> list[GangObservati
         if pod.gang and not pod.deleting:
             groups.setdefault((pod.namespace, pod.gang), []).append(pod)
     gangs = [_gang(ns, label, members, config) for (ns, label), members in groups.items()]
-    gangs.sort(key=lambda g: (g.arrived, g.namespace, g.label))
+    gangs.sort(key=lambda g: (-g.priority, g.arrived, g.namespace, g.label))
     return gangs

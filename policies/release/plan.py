@@ -3,9 +3,11 @@
 `plan(pods, nodes, config, now)` is one pure pass over everything the API server
 holds. It returns the releases to perform (gated members to ungate, and whether a
 PodGroup must exist first) and one `GangReport` per gang, which is also what
-`gangkeeper status` prints. The rules, in order, for each gang (oldest first):
+`gangkeeper status` prints. The rules, in order, for each gang (highest priority,
+then oldest, first):
 
-1. No member carries gangkeeper's gate: released, nothing to do.
+1. No member carries gangkeeper's gate: released; members stuck unbound, or the gang
+   never Ready, are brought back by the watchdog (`recovery.recover`: `Plan.requeues`).
 2. Some members are ungated and some still gated (a release was interrupted, or a
    member arrived after the release): finish it, whatever the capacity. A gang that
    is partly released is never left that way.
@@ -23,16 +25,27 @@ PodGroup must exist first) and one `GangReport` per gang, which is also what
    until they arrive, and a later member of a released gang is released at once
    (rule 2) onto it. Members beyond minMember (an elastic job's, `minAvailable`
    below the replicas) are released as they fit, once minMember of them can be.
-   "Free" already subtracts
-   - pods bound to nodes,
-   - pods free to schedule but not bound yet (in flight, including the gangs this
-     pass releases), placed first-fit on nodes they may use;
-   and excludes nodes **held** for an earlier gang. Holding rule: a complete gang that
-   does not fit now, but could fit on the empty cluster, holds every node its members
-   may use; a later gang may start only if it fits entirely on nodes no earlier
-   waiting gang may use. A later gang therefore never takes GPUs an earlier waiting
-   gang could use, so backfilling cannot delay it. A gang that can never fit (it
-   should have been rejected at admission) holds nothing, so it blocks no one.
+   "Free" already subtracts pods bound to nodes and pods free to schedule but not
+   bound yet (in flight, including the gangs this pass releases, placed first-fit on
+   nodes they may use), and excludes nodes **held** for an earlier gang. Holding
+   rule: a complete gang that does not fit now, but could fit on the empty cluster,
+   holds every node its members may use; a later gang may start only if it fits
+   entirely on nodes no earlier waiting gang may use, so it never takes GPUs an
+   earlier waiting gang could use and backfilling cannot delay that gang. A gang
+   that can never fit (it should have been rejected at admission) holds nothing.
+   With `placement: pinned` (the default) the gang is released as a placement
+   (`pinning.place_gang`): every member is assigned a node with room for all it
+   requests (cpu, memory, pods, not GPUs alone) and pinned to it in the patch that
+   lifts its gate; a gang with a constraint the assigner does not model is released
+   unpinned (`Release.unpinned` says why), one with no assignment waits.
+
+Gangs are taken by priority (their members' `spec.priority`), then oldest first, so
+the holding rule keeps a lower-priority gang from delaying a higher one.
+
+7. Autoscaled pools: a waiting `gate` gang may ask for nodes with placeholder pods,
+   which are its reserved room (`policies.autoscaling.asking`, `release.waiting`), or
+   a ProvisioningRequest; once provisioned the gang goes at once, annotated to consume
+   it: pinned if the pass sees room, else unpinned onto the booked capacity.
 
 Pods that are not gang members are never held by gangkeeper: they use free GPUs like
 on any cluster, and the controller counts them as used.
@@ -43,19 +56,26 @@ Pure: `PodInfo`s and Node dicts in, frozen dataclasses out. No I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ..autoscaling.asking import Ask, Asking, Backoff
+from ..autoscaling.provisioning import RequestAsk, RequestInfo, unseen_nodes
 from ..capacity import Capacity
 from ..config import Config
-from ..feasibility import check_gang, fits_now
+from ..feasibility import fits_now
 from ..model import Gang, Placement, Role, Source
+from ..names import PIN_LABEL
+from ..placement.assign import Unpinned
 from .fleet import Fleet
 from .observe import GangObservation, LaterMembers, PodInfo, observe_gangs
+from .pinning import Pinned, pins_for, place_gang
+from .recovery import Requeue, recover
+from .waiting import hold_and_ask, hold_later, shortfall
 
 State = Literal["released", "releasing", "waiting"]
 #: Why a gang waits: machine-readable, for metrics and Event reasons.
-WaitCode = Literal["", "incomplete", "no-fit", "held", "invalid"]
+WaitCode = Literal["", "incomplete", "no-fit", "held", "invalid", "provisioning"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +101,10 @@ class GangReport:
     arrived: float
     #: Waiting for longer than `Config.gang_timeout_seconds`.
     stuck: bool
+    #: Member → node, for members bound or pinned (by this pass or an earlier one).
+    assignment: tuple[tuple[str, str], ...] = ()
+    #: The gang's priority (its members' highest `spec.priority`).
+    priority: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +121,8 @@ class GangReport:
             "reason": self.reason,
             "ageSeconds": round(self.age_seconds, 1),
             "stuck": self.stuck,
+            "priority": self.priority,
+            "assignment": dict(self.assignment),
         }
 
 
@@ -108,12 +134,32 @@ class Release:
     pods: tuple[PodInfo, ...]
     #: The backend needs a PodGroup (or native group) object before the gates go.
     needs_group: bool
+    #: Pod uid → hostname label value to pin the pod to in the gate-lifting patch
+    #: (placement `pinned`); a pod not in it is released unpinned.
+    pins: Mapping[str, str] = field(default_factory=dict)
+    #: Why a gate-backend gang goes unpinned (an Event says so); "" otherwise.
+    unpinned: str = ""
+    #: The gang's placeholder pods, deleted before the gates go (their room is its).
+    placeholders: tuple[PodInfo, ...] = ()
+    #: Annotations added in the gate-lifting patch (a provisioned request's consumers).
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Plan:
     releases: tuple[Release, ...]
     reports: tuple[GangReport, ...]
+    #: Placeholders to create or delete for gangs that wait for nodes, and those no
+    #: gang needs any more (gang gone, released, or not asking).
+    asks: tuple[Ask, ...] = ()
+    orphans: tuple[PodInfo, ...] = ()
+    #: ProvisioningRequests to create or delete, and those no gang needs any more.
+    request_asks: tuple[RequestAsk, ...] = ()
+    request_orphans: tuple[RequestInfo, ...] = ()
+    #: The gangs the pass saw, in its order (the controller's watchdog reads them).
+    gangs: tuple[GangObservation, ...] = ()
+    #: Released gangs to bring back to all-or-nothing (`recovery`; the watchdog acts).
+    requeues: tuple[Requeue, ...] = ()
 
 
 def gang_model(
@@ -161,69 +207,38 @@ def gang_model(
     )
 
 
-def shortfall(gang: GangObservation, members: Sequence[PodInfo], fleet: Fleet) -> str:
-    """Why these members do not fit now: 'needs 8 nvidia.com/gpu, 5 free on eligible nodes'."""
-    placements = sorted({m.placement for m in members}, key=repr)
-    parts: list[str] = []
-    short = False
-    for resource, need in sorted(gang.total_demand(members).items()):
-        free = fleet.free_for(placements, resource)
-        short = short or free < need
-        parts.append(f"needs {need} {resource}, {free} free on eligible nodes")
-    text = "; ".join(parts)
-    if not short:
-        text += ", but no node has room for a whole member"
-    return text
-
-
-def _release(gang: GangObservation, members: Sequence[PodInfo], fleet: Fleet) -> Release:
+def _release(
+    gang: GangObservation, members: Sequence[PodInfo], fleet: Fleet, pin: bool, unpinned: str
+) -> Release:
+    placed: list[tuple[PodInfo, str | None]] = []
     for member in members:
         # Released members will be scheduled soon: count them as using GPUs now.
         if not member.node_name:
-            fleet.place(member)
-    return Release(gang=gang, pods=tuple(members), needs_group=gang.backend != "gate")
-
-
-def _hold_later(gang: GangObservation, fleet: Fleet) -> None:
-    """Count the room of the gang's later members still to come as used."""
-    for entry, count in gang.missing_later_members():
-        for index in range(count):
-            fleet.place(_placeholder(gang, entry, index))
-
-
-def _placeholder(gang: GangObservation, entry: LaterMembers, index: int) -> PodInfo:
-    return PodInfo(
-        namespace=gang.namespace,
-        name=f"{gang.label}-later-{index}",
-        uid=f"later:{gang.namespace}/{gang.label}/{id(entry)}/{index}",
-        resource_version="",
-        created=0.0,
-        node_name="",
-        gates=(),
-        demand=entry.demand,
-        placement=entry.placement,
-    )
+            placed.append((member, fleet.place(member, pinnable=pin)))
+    pins = pins_for(placed, fleet).pins if pin else {}
+    return Release(gang, tuple(members), gang.backend != "gate", pins, unpinned)
 
 
 def _fitting(
-    gang: GangObservation, members: Sequence[PodInfo], fleet: Fleet, least: int
-) -> list[PodInfo] | None:
+    members: Sequence[PodInfo], fleet: Fleet, least: int, pin: bool
+) -> list[tuple[PodInfo, str | None]] | None:
     """Members beyond minMember released as they fit: those that fit now, smallest
-    first, placed on the fleet; None (and nothing placed) when fewer than `least` do."""
+    first, placed on the fleet (with the node, None when not placed); None (and
+    nothing placed) when fewer than `least` do."""
     chosen: list[tuple[PodInfo, str | None]] = []
     for member in sorted(members, key=lambda m: (sum(m.demand.values()), m.created, m.name)):
         if member.node_name or not member.demand:
             chosen.append((member, None))
             continue
-        node = fleet.place(member)
+        node = fleet.place(member, pinnable=pin)
         if node is not None:
             chosen.append((member, node))
     if len(chosen) < least:
         for member, node in chosen:
             if node is not None:
-                fleet.unplace(member.uid, node, member.demand)
+                fleet.unplace(member.uid, node, member.demand, member.requests)
         return None
-    return [member for member, _ in chosen]
+    return chosen
 
 
 Outcome = tuple[State, WaitCode, str]
@@ -235,8 +250,11 @@ class _Pass:
 
     fleet: Fleet
     config: Config
+    asking: Asking
     holders: dict[str, GangObservation] = field(default_factory=dict)
     releases: list[Release] = field(default_factory=list)
+    requeues: list[Requeue] = field(default_factory=list)
+    now: float = 0.0
     _ever: Capacity | None = None
 
     def ever(self) -> Capacity:
@@ -247,12 +265,34 @@ class _Pass:
                 self._ever.upsert_facts(facts)
         return self._ever
 
-    def release(self, gang: GangObservation, pods: Sequence[PodInfo], placed: bool) -> None:
-        """Release `pods` (placing them on the fleet unless `placed` already)."""
+    def pinning(self, gang: GangObservation) -> bool:
+        """Whether this gang's members are pinned to the nodes the plan chose."""
+        return gang.backend == "gate" and self.config.placement_for(gang.namespace) == "pinned"
+
+    def release(
+        self,
+        gang: GangObservation,
+        pods: Sequence[PodInfo],
+        placed: bool,
+        pins: Mapping[str, str] | None = None,
+        unpinned: str = "",
+    ) -> None:
+        """Release `pods` (placed on the fleet unless `placed`), placeholders first."""
         if placed:
-            self.releases.append(Release(gang=gang, pods=tuple(pods), needs_group=False))
+            release = Release(gang, tuple(pods), False, pins or {}, unpinned)
         else:
-            self.releases.append(_release(gang, pods, self.fleet))
+            pin = self.pinning(gang) and not unpinned
+            release = _release(gang, pods, self.fleet, pin, unpinned)
+        placeholders, annotations = self.asking.released(gang), self.asking.consume(gang)
+        if placeholders or annotations:
+            release = replace(release, placeholders=placeholders, annotations=annotations)
+        self.releases.append(release)
+
+    def release_fitting(
+        self, gang: GangObservation, chosen: Sequence[tuple[PodInfo, str | None]]
+    ) -> None:
+        pins = pins_for(chosen, self.fleet).pins if self.pinning(gang) else {}
+        self.release(gang, [pod for pod, _ in chosen], placed=True, pins=pins)
 
 
 def _finish(gang: GangObservation, run: _Pass) -> Outcome:
@@ -261,9 +301,9 @@ def _finish(gang: GangObservation, run: _Pass) -> Outcome:
     gated = gang.gated
     ungated = gang.present - len(gated)
     if gang.backend == "gate" and gang.min_member is not None and ungated >= gang.min_member:
-        fitting = _fitting(gang, gated, run.fleet, 1) or []
+        fitting = _fitting(gated, run.fleet, 1, run.pinning(gang)) or []
         if fitting:
-            run.release(gang, fitting, placed=True)
+            run.release_fitting(gang, fitting)
         reason = (
             f"{ungated} members run (minMember {gang.min_member}); "
             f"{len(fitting)} more fit now, {len(gated) - len(fitting)} wait for room"
@@ -284,9 +324,26 @@ def _gate(gang: GangObservation, run: _Pass) -> Outcome:
     # not reject blind); holding gates is different: with no node to place them,
     # released members could only sit Pending, or bind piecemeal when nodes appear.
     has_nodes = fleet.capacity.node_count > 0
-    if not model.total_demand() or (has_nodes and fits_now(model, fleet.capacity)):
+    lent = run.asking.lend(gang, fleet)  # its placeholders' room is its own
+    no_room = ""
+    fits = not model.total_demand() or (has_nodes and fits_now(model, fleet.capacity))
+    if fits and run.pinning(gang) and has_nodes:
+        placed = place_gang(gang, gated, to_come, fleet, run.config.topology)
+        if isinstance(placed, Pinned):
+            run.release(gang, gated, placed=True, pins=placed.pins)
+            held = f", with room held for {coming} that arrive after release" if coming else ""
+            where = f"pinned to {len(set(placed.nodes.values()))} nodes" if placed.pins else (
+                "no GPU member to pin"
+            )
+            return "releasing", "", f"the {len(gated)} members fit now; {where}{held}"
+        if isinstance(placed, Unpinned):
+            run.release(gang, gated, placed=False, unpinned=placed.reason)
+            hold_later(gang, fleet)
+            return "releasing", "", f"released unpinned: {placed.reason}"
+        no_room, fits = placed.reason, False
+    if fits:
         run.release(gang, gated, placed=False)
-        _hold_later(gang, fleet)
+        hold_later(gang, fleet)
         if coming:
             return "releasing", "", (
                 f"the {len(gated)} members that can exist fit the free GPUs now, with room "
@@ -299,16 +356,25 @@ def _gate(gang: GangObservation, run: _Pass) -> Outcome:
         smallest = gang_model(gang, gated, later=to_come, min_member=gang.min_member)
         partial = None
         if fits_now(smallest, fleet.capacity):
-            partial = _fitting(gang, gated, fleet, least)
+            partial = _fitting(gated, fleet, least, run.pinning(gang))
         if partial is not None:
-            run.release(gang, partial, placed=True)
-            _hold_later(gang, fleet)
+            run.release_fitting(gang, partial)
+            hold_later(gang, fleet)
             return "releasing", "", (
                 f"{len(partial)} of {len(gated)} members fit now (minMember "
                 f"{gang.min_member}); the rest go as they fit"
             )
+    run.asking.restore(lent, fleet)
+    provisioned = run.asking.provisioned(gang)
+    if provisioned is not None:
+        why = unseen_nodes(provisioned)
+        run.release(gang, gated, placed=False, unpinned=why)
+        hold_later(gang, fleet)
+        return "releasing", "", f"released unpinned: {why}"
     code: WaitCode = "no-fit"
     reason = shortfall(gang, gated, fleet)
+    if no_room:
+        reason += f"; {no_room}"
     wanted = {m.placement for m in gated}
     held_by = sorted(
         {
@@ -320,18 +386,22 @@ def _gate(gang: GangObservation, run: _Pass) -> Outcome:
     if held_by:
         code = "held"
         reason += f"; nodes it may use are held for {', '.join(held_by)}, which came first"
-    if check_gang(model, run.ever()).allowed:
-        for name in fleet.reserve(sorted(wanted, key=repr)):
-            run.holders[name] = gang
-    else:
-        reason += "; it cannot fit even on the empty cluster, so it holds no nodes"
-    return "waiting", code, reason
+    outcome = hold_and_ask(
+        gang, fleet=fleet, asking=run.asking, ever=run.ever(), model=model, wanted=wanted
+    )
+    for name in outcome.held:
+        run.holders[name] = gang
+    return "waiting", outcome.code or code, reason + outcome.reason
 
 
 def _decide(gang: GangObservation, run: _Pass) -> Outcome:
     gated = gang.gated
     needed = gang.needed_before_release
     if not gated:
+        recovering, requeues = recover(gang, run.fleet, run.config, run.now)
+        run.requeues.extend(requeues)
+        if recovering:
+            return "released", "", recovering
         if gang.missing_later and gang.backend == "gate":
             return "released", "", (
                 f"all gates lifted; room held for {gang.missing_later} members that "
@@ -353,23 +423,46 @@ def _decide(gang: GangObservation, run: _Pass) -> Outcome:
     return _gate(gang, run)
 
 
+def _assignment(gang: GangObservation, run: _Pass) -> tuple[tuple[str, str], ...]:
+    """Member → node: where it is bound, else where it is pinned (by the user, an
+    earlier pass or this one; a pin names a hostname label, shown as the node)."""
+    by_host = {f.labels.get(PIN_LABEL, ""): n for n, f in run.fleet.nodes.items()}
+    pinned = {
+        uid: host
+        for release in run.releases
+        if release.gang.key == gang.key
+        for uid, host in release.pins.items()
+    }
+    out: list[tuple[str, str]] = []
+    for member in gang.members:
+        host = pinned.get(member.uid) or dict(member.placement.node_selector).get(PIN_LABEL, "")
+        node = member.node_name or by_host.get(host, host)
+        if node:
+            out.append((member.name, node))
+    return tuple(out)
+
+
 def plan(
     pods: Iterable[PodInfo],
     nodes: Iterable[Mapping[str, Any]],
     config: Config,
     now: float,
+    backoff: Backoff | None = None, *, requests: Iterable[RequestInfo] | None = None,
 ) -> Plan:
-    """Decide one pass; `pods` are the live pods of the whole cluster."""
+    """Decide one pass; `pods` are the live pods of the whole cluster; `backoff`: gangs'
+    timed-out asks (kept by the controller); `requests`: gangkeeper's ProvisioningRequests
+    (None: the cluster does not serve them)."""
     live = list(pods)
     fleet = Fleet(nodes, live, config)
+    asking = Asking.of(live, config, now, backoff or {}, requests)
     for pod in sorted((p for p in live if p.in_flight), key=lambda p: (p.created, p.name)):
-        fleet.place(pod)
+        asking.placed(pod, fleet.place(pod))
     gangs = observe_gangs(live, config)
     for gang in gangs:
         if gang.backend == "gate" and len(gang.gated) < gang.present:
             # Released (at least in part): its later members' room is taken already.
-            _hold_later(gang, fleet)
-    run = _Pass(fleet, config)
+            hold_later(gang, fleet)
+    run = _Pass(fleet, config, asking, now=now)
     reports: list[GangReport] = []
     for gang in gangs:
         state, code, reason = _decide(gang, run)
@@ -390,6 +483,17 @@ def plan(
                 age_seconds=age,
                 arrived=gang.arrived,
                 stuck=state == "waiting" and age >= config.gang_timeout_seconds,
+                assignment=_assignment(gang, run),
+                priority=gang.priority,
             )
         )
-    return Plan(releases=tuple(run.releases), reports=tuple(reports))
+    return Plan(
+        releases=tuple(run.releases),
+        reports=tuple(reports),
+        gangs=tuple(gangs),
+        requeues=tuple(run.requeues),
+        asks=tuple(asking.asks),
+        orphans=asking.orphans(),
+        request_asks=tuple(asking.request_asks),
+        request_orphans=asking.request_orphans(gangs),
+    )

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..autoscaling.provisioning import request_info
 from ..config import Config
 from .observe import is_live, pod_info
 from .plan import GangReport, plan
@@ -24,15 +25,23 @@ def gang_status(
     config: Config,
     now: float,
     namespace: str | None = None,
+    *,
+    requests: Iterable[Mapping[str, Any]] | None = None,
 ) -> list[GangReport]:
     """Reports for every gang (or those of `namespace`), oldest first.
 
     Every pod of the cluster is needed, not only those of `namespace`: pods elsewhere
-    use the GPUs a gang is waiting for.
+    use the GPUs a gang is waiting for. `requests`: the ProvisioningRequest dicts
+    (None where not served or not asked for).
     """
     infos = [pod_info(p, config) for p in pods if is_live(p)]
-    reports = plan(infos, nodes, config, now).reports
+    asked = None if requests is None else [i for r in requests if (i := request_info(r))]
+    reports = plan(infos, nodes, config, now, requests=asked).reports
     return [r for r in reports if namespace is None or r.namespace == namespace]
+
+
+#: Members whose node the text table lists per gang (JSON lists all).
+_SHOWN = 8
 
 
 def _age(seconds: float) -> str:
@@ -50,7 +59,8 @@ def _members(report: GangReport) -> str:
 
 
 def render_text(reports: Sequence[GangReport]) -> str:
-    """A kubectl-like table; WHY says what each waiting gang waits for."""
+    """A kubectl-like table; WHY says what each waiting gang waits for, and a line under
+    a gang with members bound or pinned says where they go (member → node)."""
     if not reports:
         return "No gangs found.\n"
     header = ("NAMESPACE", "GANG", "BACKEND", "MEMBERS", "GATED", "BOUND", "STATE", "AGE", "WHY")
@@ -70,10 +80,19 @@ def render_text(reports: Sequence[GangReport]) -> str:
     ]
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
     lines = []
-    for row in (header, *rows):
+    for row, report in zip((header, *rows), (None, *reports), strict=True):
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
+        if report is not None and report.assignment:
+            lines.append(f"  nodes: {_assignment(report)}")
     return "\n".join(lines) + "\n"
+
+
+def _assignment(report: GangReport) -> str:
+    """Member → node of a released gang, the first `_SHOWN` members by name."""
+    pairs = sorted(report.assignment)
+    text = ", ".join(f"{pod} → {node}" for pod, node in pairs[:_SHOWN])
+    return text + (f", … ({len(pairs) - _SHOWN} more)" if len(pairs) > _SHOWN else "")
 
 
 def render_json(reports: Sequence[GangReport]) -> str:

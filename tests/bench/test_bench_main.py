@@ -109,3 +109,9 @@ def test_benchmarks_that_take_a_cluster_share_one_sandbox(
     assert [r["status"] for r in results] == ["ok", "ok"]
     assert len(started) == 1
     assert seen == [started[0], started[0]]
+
+
+def test_only_a_full_run_replaces_the_committed_report() -> None:
+    assert entry.default_out(quick=False, only=None) == Path("docs/bench")
+    assert entry.default_out(quick=True, only=None) == Path("bench/results")
+    assert entry.default_out(quick=False, only={"policy"}) == Path("bench/results")

@@ -9,5 +9,8 @@
   create, for the HTTP tests;
 - `cluster`: objects created through a real API server by the end-to-end tests;
 - `controllers`: JobSets and LeaderWorkerSets for the real controllers the sandbox runs
-  (pods kwok runs and completes), and observers of the pods they create.
+  (pods kwok runs and completes), and observers of the pods they create (and waiting
+  for N of them bound or Ready);
+- `trainer`: TrainJobs and TrainingRuntimes (copies of the shipped ones) for the real
+  Kubeflow Trainer.
 """

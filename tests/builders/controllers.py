@@ -9,7 +9,7 @@ step's duration). Observers read pods back as the API server stores them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -138,6 +138,37 @@ def is_ready(pod: Any) -> bool:
     )
 
 
+def is_bound(pod: Any) -> bool:
+    return bool(pod.spec.node_name)
+
+
+def pods_of(cluster: Any, namespace: str, selector: str = "") -> list[Any]:
+    return list(cluster.core.list_namespaced_pod(namespace, label_selector=selector).items)
+
+
+def wait_for_pods(
+    cluster: Any,
+    namespace: str,
+    selector: str,
+    count: int,
+    *,
+    where: Callable[[Any], bool] = lambda pod: True,
+    timeout: float = 60.0,
+    what: str = "present",
+) -> list[Any]:
+    """Wait until exactly `count` of `selector`'s pods satisfy `where` (e.g.
+    `is_bound`, `is_ready`); returns all of `selector`'s pods then."""
+
+    def matched() -> list[Any] | None:
+        pods = pods_of(cluster, namespace, selector)
+        return pods if sum(where(p) for p in pods) == count else None
+
+    found: list[Any] = cluster.wait_for(
+        matched, timeout=timeout, message=f"{count} pods {selector} {what} in {namespace}"
+    )
+    return found
+
+
 def condition(obj: Mapping[str, Any], kind: str) -> bool:
     return any(
         c.get("type") == kind and c.get("status") == "True"
@@ -146,12 +177,9 @@ def condition(obj: Mapping[str, Any], kind: str) -> bool:
 
 
 class PodRecorder:
-    """Every pod of a namespace as the API server stored it at creation, and the
-    largest number ever bound at once while a gang was incomplete, from a watch.
-
-    Admission answers are seen in the ADDED events; a gang that was ever partly
-    bound shows in `partial`: some of `selector`'s pods bound while others existed
-    unbound (or did not exist yet, when `expected` is given).
+    """Every pod of a namespace (or of `selector`) as the API server stored it at
+    creation, and the node each was bound to, from a watch: admission answers are
+    seen in the ADDED events.
     """
 
     def __init__(self, cluster: Any, namespace: str, selector: str = "") -> None:

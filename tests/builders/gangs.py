@@ -5,9 +5,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gangkeeper.policies.names import GATE
+from gangkeeper.policies.names import GATE, PIN_LABEL, RELEASED_AT_ANNOTATION
 
 T0 = 1_800_000_000.0  # a fixed "now" base: 2027-01-15
+
+#: Top-level owners of gangs (`members(..., owner=...)`), one per kind the watchdog
+#: treats differently: Job, JobSet and TrainJob are suspended; LeaderWorkerSet (no
+#: `spec.suspend`) has its pods deleted for it to recreate.
+JOB = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-uid"}
+JOBSET = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js",
+          "uid": "js-uid"}
+TRAINJOB = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "tj",
+            "uid": "tj-uid"}
+LWS = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "lws",
+       "uid": "lws-uid"}
+
+
+def owner_object(owner: dict[str, str], **labels: str) -> dict[str, Any]:
+    """The owner itself in namespace team: suspended when it carries `labels` (as
+    gangkeeper leaves it), running otherwise."""
+    meta: dict[str, Any] = {"name": owner["name"], "namespace": "team", "uid": owner["uid"]}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "metadata": meta,
+            "spec": {"suspend": bool(labels)}}
 
 
 def stamp(seconds: float) -> str:
@@ -33,7 +54,9 @@ def node(
         "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
         "spec": spec,
-        "status": {"allocatable": {resource: str(gpus), "cpu": "64"}},
+        "status": {
+            "allocatable": {resource: str(gpus), "cpu": "64", "memory": "512Gi", "pods": "110"}
+        },
     }
 
 
@@ -119,3 +142,21 @@ def members(
         )
         for i in range(count)
     ]
+
+
+def released(
+    count: int, *, bound: int, released_at: float = T0, ready: bool = False, **kwargs: Any
+) -> list[dict[str, Any]]:
+    """A gang `g` of `count` 4-GPU members released pinned at `released_at` (member i
+    to node n{i}), the first `bound` of them bound there (Running, Ready or not)."""
+    from gangkeeper.webhook.controller.writes import rfc3339
+
+    pods = members("g", count, gates=(), gpus=4, **kwargs)
+    for i, raw in enumerate(pods):
+        raw["spec"]["nodeSelector"] = {PIN_LABEL: f"n{i}"}
+        raw["metadata"]["annotations"][RELEASED_AT_ANNOTATION] = rfc3339(released_at)
+        if i < bound:
+            raw["spec"]["nodeName"] = f"n{i}"
+            raw["status"] = {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True" if ready else "False"}]}
+    return pods

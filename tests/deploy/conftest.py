@@ -1,4 +1,4 @@
-"""Fixtures of the deploy tests: kubectl, and a real API server to install gangkeeper into.
+"""Fixtures of the deploy tests: kubectl, helm, and a real API server to install into.
 
 `kubectl` is the sandbox's own build (`deploy/sandbox/build.sh`); `control_plane` is a
 sandbox started without gangkeeper (real etcd, kube-apiserver, kube-controller-manager,
@@ -19,7 +19,13 @@ import pytest
 from deploy_support import ControlPlane
 from kubernetes import config as kube_config
 
-from gangkeeper.webhook.sandbox import BUILD_COMMAND, BinariesMissing, Sandbox, find_binaries
+from gangkeeper.webhook.sandbox import (
+    BUILD_COMMAND,
+    BinariesMissing,
+    Sandbox,
+    find_binaries,
+    find_helm,
+)
 
 
 def _unavailable(reason: str) -> NoReturn:
@@ -34,6 +40,15 @@ def kubectl_bin() -> Path:
         return find_binaries().kubectl
     except BinariesMissing as exc:
         _unavailable(f"{exc} (build: {BUILD_COMMAND})")
+
+
+@pytest.fixture(scope="session")
+def helm_bin() -> Path:
+    """The helm v3 build.sh builds (`deploy/sandbox/build.sh helm`)."""
+    try:
+        return find_helm()
+    except BinariesMissing as exc:
+        _unavailable(str(exc))
 
 
 DEPLOY_DIR = Path(__file__).parent

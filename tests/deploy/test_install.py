@@ -37,6 +37,7 @@ PLURALS = {
     "ClusterRoleBinding": "clusterrolebinding",
     "Role": "role",
     "RoleBinding": "rolebinding",
+    "PriorityClass": "priorityclass",
     "ConfigMap": "configmap",
     "Secret": "secret",
     "Service": "service",
@@ -44,6 +45,9 @@ PLURALS = {
     "PodDisruptionBudget": "poddisruptionbudget",
     "MutatingWebhookConfiguration": "mutatingwebhookconfiguration",
     "ValidatingWebhookConfiguration": "validatingwebhookconfiguration",
+    "ValidatingAdmissionPolicy": "validatingadmissionpolicy",
+    "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybinding",
+    "NetworkPolicy": "networkpolicy",
 }
 
 
@@ -180,8 +184,12 @@ def test_self_managed_certs_work_with_only_gangkeepers_permissions(
         # controller
         ("patch", "pods", "team-a", True),
         ("update", "pods", "team-a", False),
-        ("create", "pods", "team-a", False),
-        ("delete", "pods", "team-a", False),
+        # placeholder pods (autoscaling: placeholders, the default); the watchdog
+        # deletes a released member whose pinned node was taken.
+        ("create", "pods", "team-a", True),
+        ("delete", "pods", "team-a", True),
+        ("update", "pods/status", "team-a", False),
+        ("create", "priorityclasses.scheduling.k8s.io", "", False),
         ("create", "events.events.k8s.io", "team-a", True),
         ("create", "podgroups.scheduling.x-k8s.io", "team-a", True),
         ("delete", "podgroups.scheduling.x-k8s.io", "team-a", False),
@@ -203,12 +211,44 @@ def test_self_managed_certs_work_with_only_gangkeepers_permissions(
         ("patch", "mutatingwebhookconfigurations/gangkeeper-mutating", "", True),
         ("patch", "mutatingwebhookconfigurations/someone-elses", "", False),
         ("delete", "validatingwebhookconfigurations/gangkeeper-validating", "", False),
+        # no Secret outside its namespace, and in it only its own, never list/watch/create
+        ("get", "secrets", "kube-system", False),
+        ("get", "secrets/gangkeeper-tls", "kube-system", False),
+        ("list", "secrets", "*", False),
+        ("watch", "secrets", "*", False),
+        ("watch", "secrets", NAMESPACE, False),
+        ("get", "secrets", "team-a", False),
+        ("create", "secrets", NAMESPACE, False),
+        ("delete", "secrets/gangkeeper-tls", NAMESPACE, False),
+        ("update", "secrets/gangkeeper-tls", "team-a", False),
+        # pods: only the main resource (the pod-update policy bounds the fields);
+        # `resource:subresource`
+        ("patch", "pods:status", "team-a", False),
+        ("create", "pods:eviction", "team-a", False),
+        ("create", "pods:binding", "team-a", False),
+        ("patch", "pods:ephemeralcontainers", "team-a", False),
+        ("patch", "pods:resize", "team-a", False),
+        ("get", "pods:exec", "team-a", False),
+        # it cannot loosen its own bounds
+        ("update", "validatingadmissionpolicies/gangkeeper-pod-updates", "", False),
+        ("delete", "validatingadmissionpolicybindings/gangkeeper-pod-updates", "", False),
+        ("patch", "networkpolicies/gangkeeper", NAMESPACE, False),
+        ("update", "roles/gangkeeper", NAMESPACE, False),
+        ("escalate", "clusterroles", "", False),
+        ("impersonate", "serviceaccounts", NAMESPACE, False),
+        ("create", "serviceaccounts/token", NAMESPACE, False),
+        ("get", "configmaps", "kube-system", False),
     ],
 )
 def test_the_service_account_can_do_what_gangkeeper_needs_and_no_more(
     installed: ControlPlane, verb: str, resource: str, namespace: str, allowed: bool
 ) -> None:
+    resource, _, subresource = resource.partition(":")  # `pods/x` would name pod x
     args = ["auth", "can-i", verb, resource, f"--as={SERVICE_ACCOUNT}"]
-    args += ["-n", namespace] if namespace else []
+    args += [f"--subresource={subresource}"] if subresource else []
+    if namespace == "*":
+        args.append("--all-namespaces")
+    elif namespace:
+        args += ["-n", namespace]
     done = run_kubectl(installed.kubectl_bin, *args, kubeconfig=installed.kubeconfig)
     assert done.stdout.strip() == ("yes" if allowed else "no"), done.stderr

@@ -33,6 +33,8 @@ from kubernetes import client
 from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
 
+from gangkeeper.policies.config import load_config
+from gangkeeper.webhook.controller import GangController
 from gangkeeper.webhook.sandbox import (
     BUILD_COMMAND,
     BinariesMissing,
@@ -42,6 +44,8 @@ from gangkeeper.webhook.sandbox import (
     gpu_node,
 )
 from gangkeeper.webhook.sandbox.nodes import nodes_ready
+from gangkeeper.webhook.sandbox.registration import webhook_reached
+from gangkeeper.webhook.sandbox.sandbox import OPTED_IN_NAMESPACE
 
 T = TypeVar("T")
 ENABLED_LABEL = "gangkeeper.io/enabled"
@@ -52,6 +56,13 @@ _STARTUP = pytest.StashKey[float]()
 #: In the sandbox, gangkeeper's config maps these namespaces to the other backends
 #: (`backend_namespace` creates them); the default backend stays `gate`.
 BACKEND_NAMESPACES = {b: f"e2e-backend-{b}" for b in ("coscheduling", "volcano", "native")}
+#: In the sandbox, gangkeeper's config releases gangs of this namespace without pins
+#: (`namespacePlacement: scheduler`): the stock scheduler's own placement, side by side.
+SCHEDULER_PLACEMENT_NAMESPACE = "e2e-placement-scheduler"
+#: The sandbox's `rebindSeconds`: short, so the watchdog's test does not wait a minute.
+REBIND_SECONDS = 5
+#: The topology key the sandbox's config lists (the topology tests label nodes with it).
+ZONE_LABEL = "topology.kubernetes.io/zone"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -152,12 +163,43 @@ class Cluster:
         self._need_sandbox().stop_gangkeeper(kill=kill)
 
     def gangkeeper_start(self) -> None:
-        self._need_sandbox().start_gangkeeper()
+        """Start `gangkeeper serve` again (after `gangkeeper_stop`), once the API server
+        reaches it."""
+        sandbox = self._need_sandbox()
+        sandbox.start_gangkeeper()
+        self._wait_webhook_reached(sandbox)
 
-    def gangkeeper_restart(self) -> None:
+    def gangkeeper_restart(self, *extra_args: str) -> Sandbox:
+        """Restart `gangkeeper serve` (with `extra_args` until the next restart)."""
         sandbox = self._need_sandbox()
         sandbox.stop_gangkeeper()
-        sandbox.start_gangkeeper()
+        sandbox.start_gangkeeper(extra_args=extra_args)
+        self._wait_webhook_reached(sandbox)
+        return sandbox
+
+    def _wait_webhook_reached(self, sandbox: Sandbox) -> None:
+        # /readyz answered; the API server may still hold kept-alive connections to the
+        # old process, whose first use fails with EOF (CI saw a pod refused so). The same
+        # holds after a stop and a later start: the next test's first pod would be refused.
+        self.wait_for(lambda: webhook_reached(sandbox.cli, OPTED_IN_NAMESPACE), timeout=60,
+                      message="the API server reaches the restarted gangkeeper")
+
+    @contextlib.contextmanager
+    def gangkeeper_configured(self, **overrides: object) -> Iterator[None]:
+        """gangkeeper restarted with `overrides` (config file keys) over the session's
+        config; the file is restored and gangkeeper restarted again afterwards.
+        `serve` reads its config once, at start."""
+        sandbox = self._need_sandbox()
+        argv = sandbox.state()["gangkeeper_argv"]
+        path = Path(argv[argv.index("--config") + 1])
+        original = path.read_text()
+        path.write_text(yaml.safe_dump({**(yaml.safe_load(original) or {}), **overrides}))
+        try:
+            self.gangkeeper_restart()
+            yield
+        finally:
+            path.write_text(original)
+            self.gangkeeper_restart()
 
     @staticmethod
     def wait_for(
@@ -179,6 +221,14 @@ class Cluster:
             time.sleep(interval)
 
     def new_namespace(self, *, opted_in: bool, name: str | None = None) -> str:
+        if name is not None:
+            # A fixed name (the backend namespaces) may still be terminating after the
+            # previous test that used it.
+            self.wait_for(
+                lambda: not _exists(lambda: self.core.read_namespace(name)),
+                timeout=120.0,
+                message=f"namespace {name} of a previous test gone",
+            )
         name = name or f"{'gang' if opted_in else 'plain'}-{uuid.uuid4().hex[:8]}"
         labels = {ENABLED_LABEL: "true"} if opted_in else {}
         self.core.create_namespace({"metadata": {"name": name, "labels": labels}})
@@ -241,7 +291,15 @@ def k8s_cluster_manager(
     if isinstance(manager, SandboxManager):
         config = tmp_path_factory.mktemp("gangkeeper-config") / "config.yaml"
         config.write_text(
-            yaml.safe_dump({"namespaceBackends": {ns: b for b, ns in BACKEND_NAMESPACES.items()}})
+            yaml.safe_dump(
+                {
+                    "namespaceBackends": {ns: b for b, ns in BACKEND_NAMESPACES.items()},
+                    "namespacePlacement": {SCHEDULER_PLACEMENT_NAMESPACE: "scheduler"},
+                    # The watchdog's test waits this long for a stuck member.
+                    "rebindSeconds": REBIND_SECONDS,
+                    "topology": [ZONE_LABEL],
+                }
+            )
         )
         # Tests bring their own nodes; a fleet would only absorb their pods.
         manager.create(directory=tmp_path_factory.mktemp("sandbox"), fleet=None, config=config)
@@ -284,6 +342,28 @@ def gang_namespace(cluster: Cluster) -> Iterator[str]:
 
 
 @pytest.fixture
+def own_controller(cluster: Cluster, gang_namespace: str) -> Iterator[GangController]:
+    """A second controller with a 2 s stuck timeout and its own Lease (in the test
+    namespace), so Events about a waiting gang come without the default 5 minutes."""
+    api = kube_config.new_client_from_config(config_file=cluster.kubeconfig)
+    controller = GangController(
+        api,
+        load_config({"gangTimeoutSeconds": 2}),
+        namespace=gang_namespace,
+        identity="e2e-stuck-reporter",
+    )
+    controller.start()
+    cluster.wait_for(
+        lambda: controller.is_leader and controller.synced,
+        timeout=30,
+        message="in-test controller elected and synced",
+    )
+    yield controller
+    controller.stop()
+    api.close()
+
+
+@pytest.fixture
 def plain_namespace(cluster: Cluster) -> Iterator[str]:
     """A fresh namespace without the opt-in label; deleted afterwards."""
     name = cluster.new_namespace(opted_in=False)
@@ -311,5 +391,16 @@ def backend_namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Itera
         pytest.skip(f"backend {backend} per namespace is configured only in the sandbox")
     else:
         name = cluster.new_namespace(opted_in=True, name=BACKEND_NAMESPACES[backend])
+    yield name
+    cluster.delete_namespace(name)
+
+
+@pytest.fixture
+def scheduler_placement_namespace(cluster: Cluster) -> Iterator[str]:
+    """An opted-in namespace whose gate-backend gangs are released unpinned (the
+    sandbox's config says `namespacePlacement: scheduler` for it)."""
+    if cluster.sandbox is None:
+        pytest.skip("placement per namespace is configured only in the sandbox")
+    name = cluster.new_namespace(opted_in=True, name=SCHEDULER_PLACEMENT_NAMESPACE)
     yield name
     cluster.delete_namespace(name)

@@ -3,7 +3,8 @@
 Every scenario of issue 5 that this sandbox can run:
 1. the seed story, side by side with a namespace gangkeeper does not manage;
 2. members arriving over time are released only once the last one exists;
-3. the controller killed (SIGKILL) in the middle of a release: the next one finishes it;
+3. the controller killed (SIGKILL) in the middle of a release: the next one finishes it
+   (at each step of a release, deterministically: `test_controller_crashes.py`);
 4. the native backend (scheduling.k8s.io PodGroup, feature gate GenericWorkload) end
    to end; coscheduling: the PodGroup before the lifted gates, then the sandbox's
    scheduler-plugins scheduler binds the gang (its seed story:
@@ -21,16 +22,14 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import pytest
 from builders.cluster import POOL_LABEL, gang_pod, indexed_job, pod_spec, unique
+from builders.events import events_in
 from kubernetes import client, watch
-from kubernetes import config as kube_config
 
-from gangkeeper.policies.config import load_config
 from gangkeeper.policies.names import GATE
 from gangkeeper.webhook.controller import GangController
 
@@ -96,27 +95,6 @@ def gangkeeper_status(cluster: Any, namespace: str, output: str = "json") -> str
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
-
-
-@pytest.fixture
-def own_controller(cluster: Any, gang_namespace: str) -> Iterator[GangController]:
-    """A second controller with a 2 s stuck timeout and its own Lease (in the test namespace)."""
-    api = kube_config.new_client_from_config(config_file=cluster.kubeconfig)
-    controller = GangController(
-        api,
-        load_config({"gangTimeoutSeconds": 2}),
-        namespace=gang_namespace,
-        identity="e2e-stuck-reporter",
-    )
-    controller.start()
-    cluster.wait_for(
-        lambda: controller.is_leader and controller.synced,
-        timeout=30,
-        message="in-test controller elected and synced",
-    )
-    yield controller
-    controller.stop()
-    api.close()
 
 
 # -- 1. the seed story ---------------------------------------------------------------------
@@ -460,21 +438,20 @@ def test_an_incomplete_gang_gets_events_on_pods_and_owner_and_shows_in_status(
         ]
         cluster.core.create_namespaced_pod(gang_namespace, pod)
 
-    def events() -> list[Any]:
-        found = client.EventsV1Api(cluster.api_client).list_namespaced_event(gang_namespace).items
-        return [e for e in found if e.reason == "GangIncomplete"]
+    def events() -> list[dict[str, Any]]:
+        return events_in(cluster.api_client, gang_namespace, "GangIncomplete")
 
     cluster.wait_for(
-        lambda: len({e.regarding.name for e in events()}) >= 4,
+        lambda: len({e["regarding"]["name"] for e in events()}) >= 4,
         timeout=30,
         message="GangIncomplete events on the 3 pods and their owner",
     )
-    notes = {(e.regarding.kind, e.regarding.name): e.note for e in events()}
+    notes = {(e["regarding"]["kind"], e["regarding"]["name"]): e["note"] for e in events()}
     assert set(notes) == {("ConfigMap", "trainer"), ("Pod", "w0"), ("Pod", "w1"), ("Pod", "w2")}
     assert "3 of 8 members exist" in notes[("ConfigMap", "trainer")]
-    owner_events = [e for e in events() if e.regarding.kind == "ConfigMap"]
-    assert {e.regarding.uid for e in owner_events} == {owner.metadata.uid}
-    assert all(e.type == "Warning" for e in events())
+    owner_events = [e for e in events() if e["regarding"]["kind"] == "ConfigMap"]
+    assert {e["regarding"]["uid"] for e in owner_events} == {owner.metadata.uid}
+    assert all(e["type"] == "Warning" for e in events())
 
     [row] = json.loads(gangkeeper_status(cluster, gang_namespace))
     assert (row["present"], row["minMember"], row["gated"], row["bound"]) == (3, 8, 3, 0)

@@ -1,7 +1,8 @@
 """The seed story on the scheduler-plugins Coscheduling scheduler (gangkeeper `coscheduling`).
 
 The sandbox runs the scheduler-plugins scheduler (v0.34.1-devel, built from its Go
-module) as `scheduler-plugins-scheduler` beside kube-scheduler. Pods in the
+module) as `scheduler-plugins-scheduler` beside kube-scheduler, and the module's
+controller, which keeps PodGroup status. Pods in the
 `coscheduling` namespace get the pod-group label, that schedulerName and a gate;
 gangkeeper creates the PodGroup and lifts the gates, and Coscheduling places the
 gang all or nothing.
@@ -143,6 +144,14 @@ def start_gang_that_cannot_fit(cluster: Any, namespace: str, name: str, pool: st
     return selector
 
 
+def running_status(cluster: Any, namespace: str, group: str) -> dict[str, Any] | None:
+    podgroup = cluster.custom.get_namespaced_custom_object(
+        "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", group
+    )
+    status: dict[str, Any] = podgroup.get("status") or {}
+    return status if status.get("phase") == "Running" and status.get("running") == 8 else None
+
+
 def seconds_until_all_bound(cluster: Any, namespace: str, selector: str, since: float,
                             timeout: float) -> float | None:
     deadline = since + timeout
@@ -181,6 +190,12 @@ def test_seed_story_on_coscheduling_binds_all_eight_seconds_after_gpus_free_up_o
     assert nudged is not None and nudged <= NUDGED_BIND_SECONDS, (
         f"all 8 bound {nudged}s after the GPUs were freed (nudged); want ≤ {NUDGED_BIND_SECONDS}s"
     )
+    # What `kubectl get podgroups` shows: the scheduler-plugins controller's status.
+    status = cluster.wait_for(
+        lambda: running_status(cluster, namespace, group), timeout=60,
+        message=f"PodGroup {group} Running with 8 (scheduler-plugins controller)",
+    )
+    assert status["running"] == 8
 
     # Make room again: the first gang goes, the 3-GPU pod comes back.
     cluster.batch.delete_namespaced_job("nudged", namespace, propagation_policy="Orphan")

@@ -1,4 +1,5 @@
-"""With gangkeeper down, the API server does what the registered failurePolicy says.
+"""With gangkeeper down or hung, the API server does what the registered failurePolicy
+and timeoutSeconds say.
 
 Namespaces that did not opt in never reach the webhook, so their pods are created
 regardless. In an opted-in namespace a GPU pod is refused when any gangkeeper pod
@@ -9,12 +10,17 @@ policy is read from the configurations gangkeeper registered, not assumed.
 from __future__ import annotations
 
 import contextlib
+import json
+import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from builders.cluster import POOL_LABEL, gang_pod, unique
 from kubernetes.client.exceptions import ApiException
+
+from gangkeeper.webhook.sandbox.faults import Faults
 
 POD_WEBHOOKS = ("pods.mutate.gangkeeper.io", "pods.validate.gangkeeper.io")
 
@@ -94,3 +100,54 @@ def test_after_gangkeeper_restarts_opted_in_pods_are_gang_keyed_again(
     )
 
     assert [g.name for g in created.spec.scheduling_gates or []] == ["gangkeeper.io/gang"]
+
+
+# -- gangkeeper hung (SIGSTOP), not down: the API server's timeoutSeconds must hold ------
+
+
+@pytest.fixture
+def gangkeeper_hung(cluster: Any) -> Iterator[None]:
+    """The sandbox's gangkeeper frozen (SIGSTOP): its port accepts connections (the
+    kernel still completes handshakes into the backlog) but nothing answers."""
+    if cluster.sandbox is None:
+        pytest.skip("freezing gangkeeper needs the sandbox (it runs gangkeeper as a process)")
+    faults = Faults(cluster.sandbox)
+    faults.signal("gangkeeper", signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        faults.signal("gangkeeper", signal.SIGCONT)
+
+
+def _timeout_seconds(cluster: Any) -> int:
+    config = cluster.admission.read_mutating_webhook_configuration("gangkeeper-mutating")
+    [hook] = [h for h in config.webhooks if h.name == "pods.mutate.gangkeeper.io"]
+    return int(hook.timeout_seconds)
+
+
+def test_with_gangkeeper_hung_other_pods_are_created_at_once_and_gang_pods_fail_in_time(
+    cluster: Any, gang_namespace: str, plain_namespace: str, gangkeeper_hung: None
+) -> None:
+    timeout = _timeout_seconds(cluster)
+    pool = unique("hung")
+    started = time.monotonic()
+    plain = cluster.core.create_namespaced_pod(
+        plain_namespace, gang_pod("worker-0", pool, gang="g", min_member=2)
+    )
+    plain_seconds = time.monotonic() - started
+    assert plain.metadata.uid and not plain.spec.scheduling_gates
+    assert plain_seconds < 2.0, f"a pod gangkeeper never sees took {plain_seconds:.1f}s"
+
+    started = time.monotonic()
+    with pytest.raises(ApiException) as refused:
+        cluster.core.create_namespaced_pod(
+            gang_namespace, gang_pod("worker-0", pool, gang="g", min_member=1)
+        )
+    failed_after = time.monotonic() - started
+    print(f"gang pod refused after {failed_after:.1f}s (timeoutSeconds {timeout})")
+    # The documented failure (README, "When gangkeeper is down"): failurePolicy Fail,
+    # the call named, after at most timeoutSeconds — not the client's own timeout.
+    message = json.loads(refused.value.body)["message"]
+    assert 'failed calling webhook "pods.mutate.gangkeeper.io"' in message, message
+    assert "context deadline exceeded" in message, message
+    assert timeout - 0.5 <= failed_after <= timeout + 3.0

@@ -32,6 +32,10 @@ from builders.controllers import (
 
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
 RUN_SECONDS = "4s"
+#: Exclusive placement: each Job's followers are made only once its leader has a node
+#: (the Job controller retries the refused creates), so the leaders run long enough to
+#: still be Ready when the followers are.
+EXCLUSIVE_RUN_SECONDS = "30s"
 RACK = "e2e.gangkeeper.io/rack"
 #: Long enough for kube-scheduler to have bound any pod it could.
 SETTLE_SECONDS = 3.0
@@ -106,7 +110,8 @@ def test_a_jobset_with_exclusive_placement_starts(cluster: Any, gang_namespace: 
         gang_namespace,
         [
             replicated_job(
-                "workers", gpu_template(pool, 1, run_for=RUN_SECONDS), replicas=2, parallelism=2
+                "workers", gpu_template(pool, 1, run_for=EXCLUSIVE_RUN_SECONDS), replicas=2,
+                parallelism=2,
             )
         ],
         annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": RACK},

@@ -17,42 +17,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import yaml
 from builders.cluster import POOL_LABEL, gang_pod, unique
-from kubernetes import client
-from kubernetes import config as kube_config
+from builders.events import events_in
 
-from gangkeeper.policies.config import load_config
 from gangkeeper.policies.names import GATE
 from gangkeeper.webhook.controller import GangController
 
 WARNING = (
     "5 members like the {seen} seen (3 nvidia.com/gpu each) cannot be packed, at most 4 fit"
 )
-
-
-@pytest.fixture
-def stuck_reporter(cluster: Any, gang_namespace: str) -> Iterator[GangController]:
-    api = kube_config.new_client_from_config(config_file=cluster.kubeconfig)
-    controller = GangController(
-        api,
-        load_config({"gangTimeoutSeconds": 2}),
-        namespace=gang_namespace,
-        identity="e2e-pod-gang-reporter",
-    )
-    controller.start()
-    cluster.wait_for(
-        lambda: controller.is_leader and controller.synced,
-        timeout=30,
-        message="in-test controller elected and synced",
-    )
-    yield controller
-    controller.stop()
-    api.close()
 
 
 def create(cluster: Any, namespace: str, pod: dict[str, Any], *dry_run: str) -> Any:
@@ -62,7 +38,7 @@ def create(cluster: Any, namespace: str, pod: dict[str, Any], *dry_run: str) -> 
 
 
 def test_five_3_gpu_pods_of_one_gang_four_admitted_with_a_warning_the_fifth_refused(
-    cluster: Any, gang_namespace: str, stuck_reporter: GangController
+    cluster: Any, gang_namespace: str, own_controller: GangController
 ) -> None:
     pool = unique("podgang")
     cluster.create_gpu_nodes(pool, 2, 8, labels={POOL_LABEL: pool})
@@ -102,16 +78,15 @@ def test_five_3_gpu_pods_of_one_gang_four_admitted_with_a_warning_the_fifth_refu
         for p in members
     )
 
-    def events() -> list[Any]:
-        found = client.EventsV1Api(cluster.api_client).list_namespaced_event(gang_namespace).items
-        return [e for e in found if e.reason == "GangIncomplete"]
+    def events() -> list[dict[str, Any]]:
+        return events_in(cluster.api_client, gang_namespace, "GangIncomplete")
 
     cluster.wait_for(
-        lambda: {e.regarding.name for e in events()} >= {"m0", "m1", "m2", "m3"},
+        lambda: {e["regarding"]["name"] for e in events()} >= {"m0", "m1", "m2", "m3"},
         timeout=30,
         message="GangIncomplete events on the four pods",
     )
-    assert all("4 of 5 members exist" in e.note for e in events())
+    assert all("4 of 5 members exist" in e["note"] for e in events())
     status = subprocess.run(
         [sys.executable, "-m", "gangkeeper.webhook.cli", "status", "-n", gang_namespace,
          "-o", "json", "--kubeconfig", cluster.kubeconfig],

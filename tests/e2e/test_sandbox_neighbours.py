@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gangkeeper.webhook.sandbox import neighbours
+from gangkeeper.webhook.sandbox import (
+    CERT_MANAGER_VERSION,
+    HELM_VERSION,
+    PROVISIONING_REQUEST_VERSION,
+    neighbours,
+)
+from gangkeeper.webhook.sandbox.karpenter import KARPENTER_VERSION
 from gangkeeper.webhook.sandbox.neighbours import (
     JOBSET_CONTROLLER,
     KWOK_VERSION,
@@ -31,7 +37,7 @@ from gangkeeper.webhook.sandbox.neighbours import (
 )
 
 WRAPPERS = Path(__file__).resolve().parents[2] / "deploy" / "sandbox"
-NEIGHBOURS = ("kwok", "jobset", "lws", "trainer", "scheduler-plugins")
+NEIGHBOURS = ("kwok", "jobset", "lws", "trainer", "scheduler-plugins", "karpenter")
 
 
 def _pinned(wrapper: str, module: str) -> str:
@@ -49,6 +55,11 @@ def _pinned(wrapper: str, module: str) -> str:
         ("lws", "sigs.k8s.io/lws", LWS_CONTROLLER.version),
         ("trainer", "github.com/kubeflow/trainer/v2", TRAINER_CONTROLLER.version),
         ("scheduler-plugins", "sigs.k8s.io/scheduler-plugins", SCHEDULER_PLUGINS_VERSION),
+        ("karpenter", "sigs.k8s.io/karpenter", KARPENTER_VERSION),
+        ("helm", "helm.sh/helm/v3", HELM_VERSION),
+        ("cert-manager", "github.com/cert-manager/cert-manager", CERT_MANAGER_VERSION),
+        ("provisioning-request", "k8s.io/autoscaler/cluster-autoscaler/apis",
+         PROVISIONING_REQUEST_VERSION),
     ],
 )
 def test_the_sandbox_looks_for_the_version_its_wrapper_module_builds(
@@ -58,9 +69,8 @@ def test_the_sandbox_looks_for_the_version_its_wrapper_module_builds(
 
 
 def test_each_neighbour_has_its_own_wrapper_module() -> None:
-    modules = {
-        w: (WRAPPERS / w / "go.mod").read_text().splitlines()[0] for w in NEIGHBOURS
-    }
+    wrappers = (*NEIGHBOURS, "helm", "cert-manager", "provisioning-request")
+    modules = {w: (WRAPPERS / w / "go.mod").read_text().splitlines()[0] for w in wrappers}
     assert modules == {w: f"module gangkeeper.io/sandbox/{w}" for w in modules}
 
 
@@ -71,6 +81,7 @@ def test_each_neighbour_has_its_own_wrapper_module() -> None:
         ("lws, kwok", ("kwok", "lws")),
         ("", ()),
         ("none", ()),
+        ("karpenter,kwok", ("kwok", "karpenter")),
     ],
 )
 def test_components_are_taken_by_name_in_start_order(text: str, expected: tuple[str, ...]) -> None:
@@ -83,6 +94,7 @@ def test_components_are_taken_by_name_in_start_order(text: str, expected: tuple[
         ("kwok,kueue", "unknown component(s) kueue"),
         ("jobset", "need kwok"),
         ("kwok,trainer", "trainer needs jobset"),
+        ("karpenter", "karpenter needs kwok"),
     ],
 )
 def test_a_bad_component_list_is_refused_with_the_reason(text: str, message: str) -> None:
@@ -162,6 +174,27 @@ def test_the_coscheduling_scheduler_runs_the_modules_profile_under_its_own_name(
     assert config["leaderElection"] == {"leaderElect": False}
 
 
+def test_the_scheduler_plugins_controller_and_its_elasticquota_crd_are_required_by_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built with the scheduler (same wrapper module); without it, or without the
+    ElasticQuota CRD its manager needs, `sandbox up` names what to build."""
+    monkeypatch.setenv("GANGKEEPER_K8S_CACHE", str(tmp_path))
+    scheduler = neighbours.scheduler_plugins_binary()
+    scheduler.parent.mkdir(parents=True)
+    scheduler.write_text("")
+    scheduler.chmod(0o755)
+    (neighbours.scheduler_plugins_root() / neighbours.COSCHEDULING_CRD_DIR).mkdir(parents=True)
+    with pytest.raises(neighbours.BinariesMissing) as missing:
+        neighbours.require_built(("scheduler-plugins",))
+    message = str(missing.value)
+    assert str(neighbours.scheduler_plugins_controller_binary()) in message
+    assert neighbours.ELASTICQUOTA_CRD_DIR in message
+    assert str(scheduler) + ")" not in message
+    assert "deploy/sandbox/build.sh" in message
+    assert "elasticquotas.scheduling.x-k8s.io" in neighbours.served_crds()
+
+
 MODULE_WEBHOOKS = """\
 apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingWebhookConfiguration
@@ -228,3 +261,37 @@ def test_kwok_plays_every_step_of_the_node_and_pod_lifecycle() -> None:
     keys = [e["key"] for e in complete["spec"]["selector"]["matchExpressions"]]
     # Only pods that carry a duration ever finish; the rest run until deleted.
     assert '.metadata.annotations["pod-complete.stage.kwok.x-k8s.io/delay"]' in keys
+
+
+def test_karpenter_builds_with_the_go_toolchain_its_module_needs_and_alone() -> None:
+    script = (WRAPPERS / "build.sh").read_text()
+    # sigs.k8s.io/karpenter v1.15.0 says `go 1.26.9`; the machine's Go is older.
+    assert "karpenter_toolchain=go1.27.3" in script
+    assert 'export GOTOOLCHAIN=$karpenter_toolchain' in script
+    # In the default set, so that the README's one `build.sh` (and CI) builds what the
+    # autoscaling tests need; only its own build changes toolchain.
+    assert re.search(r"^all=\(.*\bkarpenter\b.*\)$", script, re.M), "in the default set"
+    assert (WRAPPERS / "karpenter" / "go.mod").read_text().startswith(
+        "module gangkeeper.io/sandbox/karpenter\n\ngo 1.26.9\n"
+    )
+
+
+def test_the_provisioning_request_crd_is_copied_in_the_default_build() -> None:
+    script = (WRAPPERS / "build.sh").read_text()
+    # CI's one build.sh run must copy the CRD the ProvisioningRequest tests install.
+    assert re.search(r"^all=\(.*\bprovisioning-request\b.*\)$", script, re.M)
+    assert "copy_module_dirs provisioning-request k8s.io/autoscaler/cluster-autoscaler/apis" \
+        in script
+
+
+def test_karpenter_instance_types_offer_eight_gpu_nodes_in_its_file_format() -> None:
+    import json
+
+    text = resources.files("gangkeeper.webhook.sandbox").joinpath(
+        "data/karpenter-instance-types.json"
+    ).read_text()
+    types = json.loads(text)
+    assert types and all(t["resources"]["nvidia.com/gpu"] == "8" for t in types)
+    for t in types:  # the fields kwok/cloudprovider/helpers.go reads
+        assert set(t) == {"name", "offerings", "architecture", "operatingSystems", "resources"}
+        assert all({"Price", "Available", "Requirements"} <= set(o) for o in t["offerings"])

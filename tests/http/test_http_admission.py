@@ -236,6 +236,12 @@ MALFORMED = [
     ("no uid", _drop("request", "uid"), 400, "request.uid"),
     ("no object", _drop("request", "object"), 400, "request.object"),
     ("no kind", _drop("request", "kind"), 400, "request.kind"),
+    # Python's JSON parser raised RecursionError on these, which was a 500 (issue 14).
+    ("deeply nested objects", b'{"a":' * 5000 + b"1" + b"}" * 5000, 400, "nests too deeply"),
+    ("deeply nested lists", b"[" * 100_000 + b"]" * 100_000, 400, "nests too deeply"),
+    ("nested deep inside a review",
+     json.dumps(_GOOD).replace('"dryRun": false', '"dryRun": ' + "[" * 2000 + "]" * 2000)
+     .encode(), 400, "nests too deeply"),
 ]
 
 
@@ -249,6 +255,14 @@ def test_a_malformed_body_gets_a_4xx_saying_what_is_wrong(
                            headers={"content-type": "application/json"})
     assert response.status_code == status
     assert needle in response.json()["error"]
+
+
+def test_a_uid_with_a_lone_surrogate_is_echoed_escaped_not_a_500(client: httpx.Client) -> None:
+    # `"\ud800"` is valid JSON but has no UTF-8 form: echoing it raised UnicodeEncodeError.
+    body = json.dumps(_GOOD).replace(_GOOD["request"]["uid"], "\\ud800").encode()
+    response = client.post("/validate", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    assert response.json()["response"]["uid"] == "\ud800"
 
 
 def test_a_body_over_the_size_limit_is_refused_with_413(client: httpx.Client) -> None:

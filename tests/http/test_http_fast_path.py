@@ -17,6 +17,7 @@ from gangkeeper.policies.config import Config
 from gangkeeper.webhook.server import admission
 from gangkeeper.webhook.server.app import Server, create_app, get_policy
 from gangkeeper.webhook.server.cluster_view import StaticClusterView
+from gangkeeper.webhook.server.limits import Limits
 from gangkeeper.webhook.server.tls import ReloadingTLS
 
 with warnings.catch_warnings():
@@ -86,7 +87,7 @@ def test_the_fast_path_answers_every_review_as_the_routed_path_does(
 
 def test_an_oversized_body_is_refused_on_the_fast_path_too(tls: ReloadingTLS) -> None:
     server = Server(config=CONFIG, view=StaticClusterView([], CONFIG), tls=tls,
-                    max_body_bytes=1000)
+                    limits=Limits(max_body_bytes=1000))
     with TestClient(create_app(server)) as client:
         response = client.post("/mutate", content=b"{" + b" " * 2000 + b"}",
                                headers={"content-type": "application/json"})

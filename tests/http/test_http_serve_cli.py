@@ -40,6 +40,8 @@ def serve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         pytest.param({}, ["--config", "nope.yaml"], ["nope.yaml"], id="config file missing"),
         pytest.param({}, ["--kubeconfig", "nope.kubeconfig"], ["nope.kubeconfig"],
                      id="kubeconfig missing"),
+        pytest.param({}, ["--header-timeout", "0"], ["--header-timeout", "positive"],
+                     id="a request limit that is not positive"),
     ],
 )
 def test_a_bad_flag_or_file_stops_serve_with_a_message_naming_it(

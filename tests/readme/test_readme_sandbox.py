@@ -17,7 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from gangkeeper.webhook.sandbox import BUILD_COMMAND, BinariesMissing, find_binaries
+from gangkeeper.webhook.sandbox import (
+    ALL_COMPONENTS,
+    BUILD_COMMAND,
+    BinariesMissing,
+    Sandbox,
+    find_binaries,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e
@@ -51,10 +57,17 @@ def user_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     env["SANDBOX_DIR"] = str(state)
     up = _shell('gangkeeper sandbox up --dir "$SANDBOX_DIR"', env)
-    assert up.returncode == 0, up.stderr[-3000:]
-    assert "export KUBECONFIG=" in up.stdout
-    env["SANDBOX_UP"] = up.stdout
     try:
+        # Inside the try: a sandbox that came up but failed a check below (or came up
+        # halfway) is still taken down, not left running for the rest of the suite.
+        assert up.returncode == 0, up.stderr[-3000:]
+        assert "export KUBECONFIG=" in up.stdout
+        # Not a terminal here: one plain progress line per step, numbered to the total.
+        total = Sandbox.up_steps(ALL_COMPONENTS)
+        steps = [line for line in up.stderr.splitlines() if line.startswith("sandbox [")]
+        expected = [f"sandbox [{i}/{total}" for i in range(1, total + 1)]
+        assert [s.split("]")[0] for s in steps] == expected, up.stderr
+        env["SANDBOX_UP"] = up.stdout
         yield env
     finally:
         down = _shell('gangkeeper sandbox down --dir "$SANDBOX_DIR"', env, timeout=120)

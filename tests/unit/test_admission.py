@@ -327,6 +327,20 @@ def test_a_workload_update_that_leaves_spec_alone_is_not_blocked() -> None:
     assert admission.validate(as_review(data), policy()).allowed
 
 
+def test_suspending_or_resuming_a_job_is_not_blocked() -> None:
+    # gangkeeper's requeue resumes a Job it suspended: a cluster that shrank since must
+    # not leave the Job suspended.
+    owner = job("huge", 3, 8)
+    owner["spec"]["suspend"] = True
+    resumed = copy.deepcopy(owner)
+    resumed["spec"]["suspend"] = False
+    data = review(resumed, operation="UPDATE", old=owner, kind=("batch", "v1", "Job"))
+    assert admission.validate(as_review(data), policy()).allowed
+    del owner["spec"]["suspend"]
+    data = review(resumed, operation="UPDATE", old=owner, kind=("batch", "v1", "Job"))
+    assert admission.validate(as_review(data), policy()).allowed
+
+
 def test_a_workload_update_that_grows_the_gang_is_checked() -> None:
     small, big = job("grow", 2, 8), job("grow", 3, 8)
     data = review(big, operation="UPDATE", old=small, kind=("batch", "v1", "Job"))

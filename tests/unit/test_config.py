@@ -23,6 +23,13 @@ onConflict: reject
 onUnreadable: reject
 gangTimeoutSeconds: 600
 nodeIdentityLabels: [kubernetes.io/hostname, example.com/instance-id]
+placement: scheduler
+namespacePlacement: {training: pinned}
+rebindSeconds: 90
+rebindRetries: 1
+rebindScope: gang
+podsReadyTimeoutSeconds: 900
+podsReadyRequeue: true
 pools:
 - name: h100-spot
   maxCount: 16
@@ -40,6 +47,8 @@ def test_no_config_gives_the_defaults(empty: dict[str, Any] | None) -> None:
     assert config.backend == "gate"
     assert config.on_conflict == "skip"
     assert config.on_unreadable == "allow"
+    assert config.placement == "pinned"
+    assert (config.rebind_scope, config.pods_ready_requeue) == ("auto", False)
     assert config.is_gpu_resource("nvidia.com/gpu")
     assert config.is_gpu_resource("nvidia.com/mig-1g.10gb")
     assert config.is_gpu_resource("gpu.intel.com/xe")
@@ -58,6 +67,12 @@ def test_every_key_of_a_full_config_is_read() -> None:
     assert config.on_conflict == "reject"
     assert config.on_unreadable == "reject"
     assert config.gang_timeout_seconds == 600
+    assert config.placement == "scheduler"
+    assert config.placement_for("training") == "pinned"
+    assert config.placement_for("elsewhere") == "scheduler"
+    assert (config.rebind_seconds, config.rebind_retries) == (90, 1)
+    assert config.pods_ready_timeout_seconds == 900
+    assert (config.rebind_scope, config.pods_ready_requeue) == ("gang", True)
     assert config.node_identity_labels == ("kubernetes.io/hostname", "example.com/instance-id")
     assert config.pools == (
         NodePool(
@@ -124,7 +139,22 @@ def test_pool_allocatable_accepts_quantity_strings() -> None:
         ),
         ({"nodeIdentityLabels": "kubernetes.io/hostname"}, "nodeIdentityLabels"),
         ({"nodeIdentityLabels": [""]}, "nodeIdentityLabels[0]"),
+        ({"placement": "spread"}, "placement"),
+        ({"rebindSeconds": 0}, "rebindSeconds"),
+        ({"rebindRetries": -1}, "rebindRetries"),
+        ({"podsReadyTimeoutSeconds": "600"}, "podsReadyTimeoutSeconds"),
+        ({"rebindScope": "pods"}, "rebindScope"),
+        ({"podsReadyRequeue": "yes"}, "podsReadyRequeue"),
+        ({"namespacePlacement": {"team": "anywhere"}}, "namespacePlacement.team"),
+        ({"namespacePlacement": ["team"]}, "namespacePlacement"),
         ([1, 2], "<root>"),
+        ({"autoscaling": "karpenter"}, "autoscaling"),
+        ({"namespaceAutoscaling": {"lab": "on"}}, "namespaceAutoscaling.lab"),
+        ({"clusterAutoscales": "yes"}, "clusterAutoscales"),
+        ({"provisioningTimeoutSeconds": 0}, "provisioningTimeoutSeconds"),
+        ({"provisioningRetrySeconds": True}, "provisioningRetrySeconds"),
+        ({"placeholders": {"image": ""}}, "placeholders.image"),
+        ({"placeholders": {"priority": 1}}, "placeholders.priority"),
     ],
 )
 def test_bad_values_raise_invalid_config_naming_the_key(raw: Any, key: str) -> None:
@@ -135,7 +165,8 @@ def test_bad_values_raise_invalid_config_naming_the_key(raw: Any, key: str) -> N
 
 
 def test_an_unknown_key_error_lists_the_known_keys() -> None:
-    with pytest.raises(InvalidConfig, match="known: backend, gangTimeoutSeconds"):
+    known = "known: autoscaling, backend, clusterAutoscales, gangTimeoutSeconds"
+    with pytest.raises(InvalidConfig, match=known):
         load_config({"gpus": []})
 
 

@@ -251,3 +251,55 @@ def test_validation_of_a_kueue_pod_group_pod_follows_on_conflict(
     if not allowed:
         assert decision.verdict.code == "conflict"
         assert "kueue.x-k8s.io/pod-group-name=sample-group" in decision.verdict.reason
+
+
+@pytest.mark.parametrize(("policy", "allowed"), [("skip", True), ("reject", False)])
+def test_a_trainjob_whose_runtime_gangs_it_itself_is_refused_only_under_reject(
+    policy: str, allowed: bool
+) -> None:
+    """A runtime with podGroupPolicy.coscheduling: Trainer keys every pod, which
+    onConflict: reject refuses, so the TrainJob itself is refused at apply time."""
+    node_job = {
+        "name": "node",
+        "template": {
+            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "i"}]}}},
+        },
+    }
+    runtime = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "torch-cosched"},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "podGroupPolicy": {"coscheduling": {"scheduleTimeoutSeconds": 60}},
+            "template": {"spec": {"replicatedJobs": [node_job]}},
+        },
+    }
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "llama", "namespace": "team"},
+        "spec": {
+            "runtimeRef": {"name": "torch-cosched"},
+            "trainer": {"numNodes": 2, "resourcesPerNode": {"limits": {GPU: "1"}}},
+        },
+    }
+
+    def lookup(api_version: str, kind: str, namespace: str, name: str) -> KubeObject | None:
+        return runtime if (kind, name) == ("ClusterTrainingRuntime", "torch-cosched") else None
+
+    config = Config(on_conflict=policy)  # type: ignore[arg-type]
+    capacity = Capacity.from_nodes([node("a", 8)], config)
+    [decision] = validate_object(trainjob, capacity=capacity, lookup=lookup, config=config)
+    assert decision.verdict.allowed is allowed
+    if not allowed:
+        assert decision.verdict.code == "conflict"
+        assert "podGroupPolicy.coscheduling (label scheduling.x-k8s.io/pod-group)" in (
+            decision.verdict.reason
+        )
+        assert "ClusterTrainingRuntime/torch-cosched" in decision.verdict.reason
+    never = Capacity.from_nodes([node("a", 1)], config)
+    [decision] = validate_object(trainjob, capacity=never, lookup=lookup, config=config)
+    assert not decision.verdict.allowed, "one that could never run is refused either way"
+    assert decision.verdict.code != "conflict"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from typing import Any
@@ -164,6 +165,28 @@ def test_our_own_backend_key_with_our_value_is_not_a_conflict() -> None:
     plan = plan_pod(source, membership(), Config(backend="coscheduling"), "team")
     assert plan.outcome == "mutate"
     assert "scheduling.x-k8s.io/pod-group" not in plan.labels
+
+
+@pytest.mark.parametrize("backend", ["gate", "coscheduling"])
+@pytest.mark.parametrize("policy", ["skip", "reject"])
+def test_a_gang_another_system_keys_is_a_conflict_even_with_our_key_and_value(
+    backend: Backend, policy: str
+) -> None:
+    """Trainer's podGroupPolicy.coscheduling labels the pods with a PodGroup named after
+    the TrainJob: on the coscheduling backend that is gangkeeper's own key and value."""
+    source = pod()
+    source["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "llama-ft"
+    theirs = membership()
+    theirs = PodMembership(
+        gang=dataclasses.replace(theirs.gang, keyed_by="Kubeflow Trainer podGroupPolicy.x"),
+        role=theirs.role,
+    )
+    config = Config(backend=backend, on_conflict=policy)  # type: ignore[arg-type]
+    plan = plan_pod(source, theirs, config, "team")
+    assert plan.outcome == policy
+    assert "scheduler-plugins label scheduling.x-k8s.io/pod-group=llama-ft" in plan.message
+    assert "Kubeflow Trainer podGroupPolicy.x" in plan.message
+    assert plan.apply(source) == source
 
 
 def test_a_native_scheduling_group_of_another_name_is_a_conflict() -> None:

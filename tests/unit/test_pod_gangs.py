@@ -186,3 +186,125 @@ def test_seeing_more_members_never_turns_a_rejection_into_an_admission(
         if rejected and seen <= min_member:
             assert not decision.verdict.allowed
         rejected = not decision.verdict.allowed
+
+
+def versioned(p: dict[str, Any], uid: str, version: str) -> dict[str, Any]:
+    p["metadata"]["uid"], p["metadata"]["resourceVersion"] = uid, version
+    return p
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.sampled_from((1, 2, 4, 8)), min_size=1, max_size=12),
+    changed=st.sets(st.integers(min_value=0, max_value=11)),
+)
+def test_the_servers_sibling_memo_never_changes_a_decision(
+    sizes: list[int], changed: set[int]
+) -> None:
+    """With the server's memos (each sibling read once per version) and without (read
+    afresh every time), every member of a pod-based gang gets the same gang."""
+    from gangkeeper.policies.decision import Memos
+
+    capacity = fleet(8, 8, 8, 8)
+    pods = [versioned(annotated_pod(f"w{i}", g, len(sizes)), f"u{i}", "1")
+            for i, g in enumerate(sizes)]
+    memos = Memos()
+    for _ in range(2):  # the second round finds every sibling in the memo ...
+        for p in pods:
+            fresh = validate_object(p, capacity=capacity, lookup=no_lookup,
+                                    config=CONFIG, siblings=siblings_of(pods))
+            memoised = validate_object(p, capacity=capacity, lookup=no_lookup, config=CONFIG,
+                                       siblings=siblings_of(pods), memos=memos)
+            assert [d.gang for d in memoised] == [d.gang for d in fresh]
+            assert [d.verdict for d in memoised] == [d.verdict for d in fresh]
+        # ... unless it changed: a new version (here another size) is read again.
+        for i in changed & set(range(len(pods))):
+            pods[i] = versioned(annotated_pod(f"w{i}", 16 // sizes[i], len(sizes)), f"u{i}", "2")
+
+
+def test_a_siblings_version_is_recognised_once_across_admissions() -> None:
+    """A 1,000-pod gang made every admission recognise every member seen so far (over
+    300 ms an admission at the end; the API server's webhook calls timed out)."""
+    from gangkeeper.policies.decision import Memos
+    from gangkeeper.policies.recognizers import registry
+
+    pods = [versioned(annotated_pod(f"w{i}", 1, 50), f"u{i}", "1") for i in range(50)]
+    calls = 0
+    real = registry.AnnotationsRecognizer.recognize_pod
+
+    def counting(self: Any, *args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return real(self, *args)
+
+    memos = Memos()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(registry.AnnotationsRecognizer, "recognize_pod", counting)
+        for p in pods:
+            validate_object(p, capacity=fleet(8, 8, 8, 8, 8, 8, 8), lookup=no_lookup,
+                            config=CONFIG, siblings=siblings_of(pods), memos=memos)
+    # Each admission recognises its own pod once; each sibling version once in all.
+    assert calls <= 2 * len(pods), calls
+
+
+def cpu_pod(name: str, gpus: int, cpu: str, min_member: int = 2) -> dict[str, Any]:
+    spec = gpu_spec(gpus)
+    spec["containers"][0]["resources"]["requests"] = {"cpu": cpu}
+    return pod(name, spec, annotations=gang_annotations("g", min_member))
+
+
+def cpu_fleet(*nodes: tuple[int, str]) -> Capacity:
+    return Capacity.from_nodes(
+        [
+            {"metadata": {"name": f"n{i}"}, "status": {"allocatable": {GPU: str(g), "cpu": c}}}
+            for i, (g, c) in enumerate(nodes)
+        ],
+        CONFIG,
+    )
+
+
+def test_summed_members_keep_their_cpu_requests_and_a_gang_that_cannot_get_them_is_refused(
+) -> None:
+    """Two 4-GPU pods asking 48 cores each, on two nodes of 8 GPUs and 32 cores: GPUs
+    fit, cpu never does. Before, summing the seen members dropped every role's cpu and
+    memory requests, so with both members seen the gang was admitted and waited for
+    ever; alone, each pod was (rightly) refused."""
+    pods = [cpu_pod("a", 4, "48"), cpu_pod("b", 4, "48")]
+    capacity = cpu_fleet((8, "32"), (8, "32"))
+    alone = verdict_for(pods[0], [], capacity)
+    assert not alone.verdict.allowed, alone.verdict.reason
+    both = verdict_for(pods[1], pods[:1], capacity)
+    assert {r.requests.get("cpu") for r in both.gang.roles} == {48_000}
+    assert not both.verdict.allowed, both.verdict.reason
+    assert "cpu" in both.verdict.reason
+
+
+def test_members_that_differ_only_in_cpu_are_two_roles() -> None:
+    pods = [cpu_pod("a", 4, "2", min_member=3), cpu_pod("b", 4, "2", min_member=3),
+            cpu_pod("c", 4, "16", min_member=3)]
+    decision = verdict_for(pods[0], pods[1:], cpu_fleet((8, "32"), (8, "32")))
+    shapes = sorted((r.count, dict(r.requests)) for r in decision.gang.roles)
+    assert shapes == [(1, {"cpu": 16_000}), (2, {"cpu": 2_000})]
+    assert decision.verdict.allowed, decision.verdict.reason
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    members=st.lists(st.tuples(st.integers(min_value=0, max_value=8),
+                               st.sampled_from(("0", "500m", "2", "16", "48"))),
+                     min_size=1, max_size=7),
+    min_member=st.integers(min_value=1, max_value=9),
+)
+def test_summing_keeps_what_every_seen_member_asks(
+    members: list[tuple[int, str]], min_member: int
+) -> None:
+    """Whatever the mix, the summed gang asks exactly what its seen members ask, GPUs
+    and cpu alike: no request is dropped or invented by grouping members into roles."""
+    pods = [cpu_pod(f"p{i}", g, c, min_member=min_member) for i, (g, c) in enumerate(members)]
+    decision = verdict_for(pods[-1], pods[:-1], cpu_fleet((8, "64")))
+    roles = decision.gang.roles
+    cpu = {"0": 0, "500m": 500, "2": 2_000, "16": 16_000, "48": 48_000}
+    assert sum(r.count * r.requests.get("cpu", 0) for r in roles) == sum(
+        cpu[c] for _, c in members)
+    assert sum(r.count * r.demand.get(GPU, 0) for r in roles) == sum(g for g, _ in members)
+    assert decision.gang.size == max(len(members), min_member)

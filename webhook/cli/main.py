@@ -11,16 +11,21 @@ import argparse
 import importlib
 from collections.abc import Sequence
 
-COMMANDS = ("serve", "check", "certs", "manifests", "sandbox", "status")
+COMMANDS = ("serve", "check", "certs", "manifests", "sandbox", "status", "ungate", "explain")
+#: What `kubectl gangkeeper ...` offers (kubectl's plugin convention: an executable
+#: `kubectl-gangkeeper` on PATH): the commands that read the cluster kubectl points at.
+KUBECTL_COMMANDS = ("status", "check", "explain")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(
+    prog: str = "gangkeeper", commands: Sequence[str] = COMMANDS
+) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="gangkeeper",
+        prog=prog,
         description="All-or-nothing admission for distributed training on Kubernetes.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    for name in commands:
         module = importlib.import_module(f"gangkeeper.webhook.cli.{name}")
         module.register(sub)
     return parser
@@ -28,6 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    args = parser.parse_args(argv)
+    code: int = args.run(args)
+    return code
+
+
+def kubectl_main(argv: Sequence[str] | None = None) -> int:
+    """The `kubectl-gangkeeper` script: `kubectl gangkeeper status|check|explain ...`."""
+    parser = build_parser("kubectl gangkeeper", KUBECTL_COMMANDS)
     args = parser.parse_args(argv)
     code: int = args.run(args)
     return code

@@ -28,10 +28,12 @@ from gangkeeper.webhook.install import (
 #: File of `--write DIR` for each kind, in kustomization order.
 FILES: dict[str, tuple[str, ...]] = {
     "namespace.yaml": ("Namespace",),
-    "rbac.yaml": ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"),
+    "rbac.yaml": ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+                  "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"),
+    "priorityclass.yaml": ("PriorityClass",),
     "config.yaml": ("ConfigMap", "Secret"),
     "certificate.yaml": ("Issuer", "Certificate"),
-    "deployment.yaml": ("Service", "Deployment", "PodDisruptionBudget"),
+    "deployment.yaml": ("Service", "Deployment", "PodDisruptionBudget", "NetworkPolicy"),
     "webhooks.yaml": ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"),
 }
 
@@ -49,13 +51,22 @@ def register(sub: Any) -> None:
     parser.add_argument("--backend", default="gate", choices=BACKENDS)
     parser.add_argument("--cert-mode", default="self", choices=CERT_MODES)
     parser.add_argument("--image", default=DEFAULT_IMAGE)
+    parser.add_argument(
+        "--autoscaling",
+        default="placeholders",
+        choices=("placeholders", "provisioningrequest", "off"),
+        help="placeholders (default): the PriorityClass and RBAC for placeholder pods; "
+        "provisioningrequest: those, the RBAC for ProvisioningRequests and PodTemplates, "
+        "and `autoscaling: provisioningrequest` in the config; "
+        "off: neither, and `autoscaling: off` in the config",
+    )
     parser.add_argument("--url", help="out-of-cluster server, e.g. https://127.0.0.1:8443")
     parser.add_argument("--ca-bundle", type=Path, metavar="FILE", help="PEM CA for --url")
     parser.add_argument(
         "--write", type=Path, metavar="DIR", help="write files + kustomization.yaml into DIR"
     )
     parser.add_argument(
-        "--helm-chart", type=Path, metavar="DIR", help="write the Helm chart into DIR"
+        "--helm-chart", type=Path, metavar="DIR", help="write the chart's generated files into DIR"
     )
     parser.set_defaults(run=run)
 
@@ -113,12 +124,14 @@ def run(args: argparse.Namespace) -> int:
             ca_bundle=ca_bundle,
             cert_mode=args.cert_mode,
             image=args.image,
+            autoscaling=args.autoscaling != "off",
+            provisioning_requests=args.autoscaling == "provisioningrequest",
         )
     except ValueError as exc:
         print(f"gangkeeper manifests: {exc}", file=sys.stderr)
         return 2
     if args.helm_chart is not None:
-        for name, text in helm_chart_files(args.image).items():
+        for name, text in helm_chart_files().items():
             path = args.helm_chart / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)

@@ -78,13 +78,15 @@ def run(args: argparse.Namespace) -> int:
         parse_components,
     )
 
-    def log(message: str) -> None:
-        print(f"sandbox: {message}", file=sys.stderr)
+    from .progress import Progress
 
     if args.action == "down":
-        sandbox = Sandbox(args.dir, log=log)
+        progress = Progress("sandbox")
+        sandbox = Sandbox(args.dir, log=progress)
+        progress("stopping every process of the sandbox")
         sandbox.down()
-        log(f"stopped; removed the state in {sandbox.directory}")
+        progress.note(f"stopped; removed the state in {sandbox.directory}")
+        progress.finish()
         return 0
 
     try:
@@ -109,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    sandbox = Sandbox(args.dir, log=log, feature_gates=gates)
+    progress = Progress("sandbox", Sandbox.up_steps(components))
+    sandbox = Sandbox(args.dir, log=progress, feature_gates=gates)
 
     for option, path in (("--fleet", args.fleet), ("--config", args.config)):
         if path is not None and not path.is_file():
@@ -125,8 +128,11 @@ def run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
         )
     except (BinariesMissing, SandboxError) as e:
+        progress.finish()
         print(f"gangkeeper sandbox up: {e}", file=sys.stderr)
         return 1
+    progress.finish()
+    log = progress.note
     log(
         f"up in {info.startup_seconds:.1f}s at {time.strftime('%H:%M:%S')}: {info.server}, "
         f"{len(info.nodes)} nodes, {', '.join(components) or 'no neighbours'}, "

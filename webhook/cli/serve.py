@@ -74,6 +74,13 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--service", default=SERVICE_NAME, help="gangkeeper's Service name")
     parser.add_argument(
+        "--client-ca",
+        metavar="FILE",
+        help="answer /mutate and /validate only for clients whose TLS certificate this CA "
+        "signed (the API server presents one through its AdmissionConfiguration "
+        "kubeconfig); /healthz, /readyz and /metrics stay open to probes and scrapers",
+    )
+    parser.add_argument(
         "--log-level", default="info", choices=("debug", "info", "warning", "error")
     )
     group = parser.add_mutually_exclusive_group()
@@ -85,8 +92,31 @@ def register(sub: Any) -> None:
         action="store_true",
         help="run only the gang controller (with /healthz and /metrics)",
     )
+    limits = parser.add_argument_group(
+        "request limits", "bounds on each request and connection, like the API server's own"
+    )
+    defaults = _default_limits()
+    for flag, kind, unit, text in (
+        ("--max-body-bytes", int, "bytes", "larger request bodies get 413"),
+        ("--header-timeout", float, "seconds", "close a connection whose request line and "
+         "headers take longer (from connect, or the request's first byte)"),
+        ("--body-timeout", float, "seconds", "a body that takes longer gets 408"),
+        ("--max-header-bytes", int, "bytes", "larger request heads get 431"),
+        ("--idle-timeout", float, "seconds", "close keep-alive connections idle this long "
+         "(must outlive the API server's 90 s idle timeout)"),
+        ("--max-connections", int, "count", "past this many open connections, answer 503"),
+    ):
+        dest = flag[2:].replace("-", "_")
+        limits.add_argument(flag, type=kind, metavar=unit.upper(), default=getattr(defaults, dest),
+                            help=f"{text} (default {getattr(defaults, dest):g} {unit})")
     parser.add_argument("--enable-noop", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
+
+
+def _default_limits() -> Any:
+    from ..server.limits import Limits
+
+    return Limits()
 
 
 class UsageError(Exception):
@@ -248,10 +278,27 @@ def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
         services.append(_Periodic("cert-reconcile", manager.reconcile, 60.0))
     else:
         _wait_for_files(cert_file, key_file)
+    client_ca = Path(args.client_ca) if args.client_ca else None
+    if client_ca is not None and not client_ca.is_file():
+        raise UsageError(f"--client-ca {client_ca}: no such file")
     try:
-        return ReloadingTLS(cert_file, key_file)
+        return ReloadingTLS(cert_file, key_file, client_ca)
     except CertificateUnavailable as exc:
         raise UsageError(str(exc)) from exc
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    from ..server.limits import Limits
+
+    limits = Limits(
+        max_body_bytes=args.max_body_bytes, header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout, max_header_bytes=args.max_header_bytes,
+        idle_timeout=args.idle_timeout, max_connections=args.max_connections,
+    )
+    for name, value in vars(limits).items():
+        if value <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive, got {value:g}")
+    return limits
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -265,6 +312,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..server.metrics import Metrics
 
     log_config = logs.configure(args.log_level)
+    limits = _limits(args)
     try:
         config = load_config_file(args.config)
     except ConfigFileError as exc:
@@ -285,6 +333,9 @@ def _run(args: argparse.Namespace) -> int:
             services.append(controller)
             if callable(getattr(controller, "metrics", None)):
                 metrics.add_collector(_controller_collector(controller))
+            timings = getattr(controller, "timings", None)
+            if timings is not None:
+                metrics.add_collector(timings.samples)
     # --controller-only serves /healthz and /metrics over the same TLS, so probes and
     # scrapers need no second configuration.
     tls = _build_tls(args, api, services)
@@ -293,12 +344,14 @@ def _run(args: argparse.Namespace) -> int:
         services.append(informers)
     server = Server(
         config=config,
+        limits=limits,
         view=view,
         metrics=metrics,
         tls=tls,
         services=services,
         cert_file=tls.cert_file if tls is not None else None,
         admission=not args.controller_only,
+        require_client_cert=bool(args.client_ca),
         namespace=args.namespace if api is not None else "",
         noop=args.enable_noop or os.environ.get(NOOP_ENV) == "1",
     )
@@ -310,10 +363,7 @@ def _run(args: argparse.Namespace) -> int:
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,
-        # The API server's webhook client keeps idle connections for up to 90 s and
-        # does not retry a POST whose reused connection the server just closed (seen
-        # as "EOF" on pod create). Outlive its idle timeout so we never close first.
-        timeout_keep_alive=120,
+        **limits.uvicorn_options(),
         ssl_context_factory=(lambda _cfg, _default: tls.server_context) if tls else None,
     )
     uvicorn.Server(uv_config).run()

@@ -18,6 +18,8 @@ import sys
 import time
 from typing import Any
 
+from .cluster_state import ClusterStateError, add_cluster_arguments, read_cluster_state
+
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 
@@ -31,39 +33,20 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("-n", "--namespace", help="only gangs of this namespace")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    parser.add_argument(
-        "--kubeconfig",
-        metavar="PATH",
-        help="cluster to ask (default: in-cluster, then $KUBECONFIG or ~/.kube/config)",
-    )
-    parser.add_argument(
-        "--config", metavar="FILE", help="gangkeeper config YAML (GPU names, backend, timeout)"
-    )
+    add_cluster_arguments(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from gangkeeper.policies.release.status import gang_status, render_json, render_text
 
-    from ..files.config import ConfigFileError, load_config_file
-    from ..kube.api import ApiError
-    from ..kube.client import KubeconfigError, api_client
-    from ..kube.informer import list_all
-    from ..kube.rest import Rest
-
     try:
-        config = load_config_file(args.config)
-        rest = Rest(api_client(args.kubeconfig))
-        live = [("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")]
-        pods = list_all(rest, "/api/v1/pods", live)
-        nodes = list_all(rest, "/api/v1/nodes")
-    except (ConfigFileError, KubeconfigError) as exc:
+        state = read_cluster_state(args)
+    except ClusterStateError as exc:
         print(f"gangkeeper status: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except ApiError as exc:
-        print(f"gangkeeper status: cannot list pods and nodes: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    reports = gang_status(pods, nodes, config, time.time(), namespace=args.namespace)
+    reports = gang_status(state.pods, state.nodes, state.config, time.time(),
+                          namespace=args.namespace, requests=state.requests)
     render = render_json if args.output == "json" else render_text
     sys.stdout.write(render(reports))
     return EXIT_OK

@@ -12,9 +12,14 @@ Threads (all daemons, all stopped by `stop()`):
 - **reconciler**: after changes settle (a few milliseconds), run `release.plan(...)` on
   the caches; as leader, perform its releases: ensure the group object (create;
   "already exists" is fine), then remove gangkeeper's gate from every gated member in
-  one burst of concurrent JSON patches. Each patch `test`s the gate list it read, so a
-  pod changed meanwhile is left for the next pass, and never loses another
-  system's gate. Stuck gangs get Events (once per gang and cause per process).
+  one burst of concurrent JSON patches. Each patch `test`s the gate list and the
+  resourceVersion it read, so a pod changed meanwhile is left for the next pass (a
+  change no plan sees is retried once), and never loses another system's gate.
+  Writes are fenced (`fencing`): the Lease is re-read before a burst and our renewal
+  deadline checked before every write, so a leader paused past its lease writes
+  nothing when it wakes. Stuck gangs get Events (once per gang and cause per
+  process); members released to rejoin a released gang (a replacement of a deleted
+  member) are counted and get a Normal Event.
   After a pass in which GPUs were freed, released coscheduling PodGroups whose pods
   are not all bound get an annotation touched, so the Coscheduling plugin retries
   them now rather than at its 5-minute flush (requeue.py says why).
@@ -23,7 +28,8 @@ Nothing is remembered that the API does not hold: a new leader re-reads pods, ga
 and group objects and finishes whatever a previous leader left half done.
 
 May do API I/O; decides nothing itself (see `gangkeeper.policies.release`,
-`kube.election`).
+`kube.election`). The write bodies are `writes`' (pure); group objects are ensured by
+`group_writer`, Events posted by `events`.
 """
 
 from __future__ import annotations
@@ -33,25 +39,17 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from kubernetes.client import ApiClient
 
 from gangkeeper.policies.config import Config
-from gangkeeper.policies.names import EVENT_SOURCE, FIELD_MANAGER, GATE, LEASE_NAME
+from gangkeeper.policies.names import LEASE_NAME
 from gangkeeper.policies.nodes import gpu_node_fields
-from gangkeeper.policies.release.groups import (
-    COSCHEDULING,
-    NATIVE_VERSIONS,
-    VOLCANO,
-    GroupResource,
-    group_object,
-    native_resource,
-)
+from gangkeeper.policies.release.groups import COSCHEDULING
 from gangkeeper.policies.release.observe import (
-    GangObservation,
     PodInfo,
     SharedParts,
     is_live,
@@ -73,6 +71,15 @@ from ..kube.informer import Informer, Informers, Store
 from ..kube.lease import LeaderElector
 from ..kube.resources import NODES, PODS
 from ..kube.rest import Rest
+from .events import GangEvents
+from .faults import Faults
+from .fencing import guarded
+from .group_writer import GroupWriter
+from .placeholders import PlaceholderWriter
+from .provisioning import ProvisioningRequests
+from .timings import GangTimings
+from .watchdog import Watchdog
+from .writes import EVENT_REASONS, WRITE_QUERY, event_body, rejoined_events, ungate_patch
 
 log = logging.getLogger(__name__)
 
@@ -83,56 +90,6 @@ Sample = tuple[str, tuple[tuple[str, str], ...]]
 REQUEUE_AGAIN_SECONDS = 2.0
 #: Concurrent gate-removal patches in one release burst (the default of `workers`).
 PATCH_WORKERS = 32
-#: Every write names gangkeeper as its field manager (managedFields say who wrote what).
-WRITE_QUERY = (("fieldManager", FIELD_MANAGER),)
-
-
-def gate_removal_patch(gates: Sequence[str], gate: str = GATE) -> list[dict[str, Any]]:
-    """JSON patch lifting only `gate`, guarded by a test of the gates read."""
-    current = [{"name": g} for g in gates]
-    remaining = [{"name": g} for g in gates if g != gate]
-    return [
-        {"op": "test", "path": "/spec/schedulingGates", "value": current},
-        {"op": "replace", "path": "/spec/schedulingGates", "value": remaining},
-    ]
-
-
-def ungate_patch(pod: PodInfo) -> list[dict[str, Any]]:
-    """JSON patch lifting only gangkeeper's gate from `pod`."""
-    return gate_removal_patch(pod.gates)
-
-
-def event_body(
-    regarding: Mapping[str, str], reason: str, note: str, identity: str, wall: float
-) -> dict[str, Any]:
-    """An events.k8s.io/v1 Warning about `regarding` (pod or owner)."""
-    return {
-        "apiVersion": "events.k8s.io/v1",
-        "kind": "Event",
-        "metadata": {
-            "generateName": f"{regarding['name'][:200]}.gangkeeper-",
-            "namespace": regarding["namespace"],
-        },
-        "eventTime": micro_time(wall),
-        "reportingController": EVENT_SOURCE,
-        "reportingInstance": identity[:128],
-        "action": "Release",
-        "reason": reason,
-        "note": note[:1024],
-        "type": "Warning",
-        "regarding": dict(regarding),
-    }
-
-
-#: Event reason per wait cause.
-EVENT_REASONS = {
-    "incomplete": "GangIncomplete",
-    "no-fit": "GangDoesNotFit",
-    "held": "GangHeld",
-    "invalid": "GangInvalid",
-}
-#: Events per stuck gang go to the owner and at most this many member pods.
-EVENT_POD_LIMIT = 100
 
 
 class GangController:
@@ -186,29 +143,60 @@ class GangController:
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._pool: ThreadPoolExecutor | None = None
-        self._native: GroupResource | None = None
-        self._native_checked = False
-        self._evented: set[tuple[str, str, float, str]] = set()
         self._last_plan = Plan(releases=(), reports=())
         #: Free GPUs per (node, resource) at the last pass as leader; None until one.
         self._free: Mapping[tuple[str, str], int] | None = None
         self._renudge_at: float | None = None
         self._plan_seconds = 0.0
         self._counters: dict[Sample, float] = {}
+        #: Pending gangs by reason, wait and gate-removal histograms (`timings`).
+        self.timings = GangTimings()
+        self.groups = GroupWriter(self.rest, self._count)
+        self.events = GangEvents(
+            self.rest, config, self.identity, lambda: self._pool, self._count,
+            may_write=lambda: not self._fenced(),
+        )
+        self.watchdog = Watchdog(
+            self.rest, config, self.events, self._count, may_write=lambda: not self._fenced()
+        )
+        self._faults = Faults()
         #: Equal demands and placements of the pods kept are one object each.
         self._shared = SharedParts()
         self._own_informers = informers is None
         self._informers = Informers(self.rest) if informers is None else informers
         self.pods: Store[PodInfo] = Store(self._pod, self._dirty.set, same=same_for_planning)
         self.nodes: Store[Mapping[str, Any]] = Store(self._node, self._dirty.set)
+        #: Placeholder pods for gangs that wait for an autoscaler (`placeholders.py`).
+        self.placeholders = PlaceholderWriter(
+            self.rest, config, pool=self._executor, emit=self._event, count=self._count,
+            write_query=WRITE_QUERY, may_write=lambda: not self._fenced(),
+        )
         self._watched: dict[str, Informer] = {
             "pods": self._informers.subscribe(PODS, self.pods),
             "nodes": self._informers.subscribe(NODES, self.nodes),
         }
+        #: ProvisioningRequests (`autoscaling: provisioningrequest` only; not waited for:
+        #: where the API is not served, placeholders stand in).
+        self.requests = ProvisioningRequests.watching(
+            self._informers, self.rest, config, self._dirty.set, pool=self._executor,
+            emit=self._event, count=self._count, write_query=WRITE_QUERY,
+            may_write=lambda: not self._fenced(),
+        )
+
+    def _executor(self) -> ThreadPoolExecutor:
+        pool = self._pool
+        assert pool is not None, "the controller is not started"
+        return pool
+
+    def _event(self, regarding: Mapping[str, str], reason: str, note: str) -> None:
+        path = f"/apis/events.k8s.io/v1/namespaces/{regarding['namespace']}/events"
+        body = event_body(regarding, reason, note, self.identity, time.time())
+        self._executor().submit(self._post_event, path, body)
 
     def _elected(self) -> None:
         # What changed while no one led is unknown: nudge PodGroups once.
         self._free = None
+        self.watchdog.elected()  # and Jobs a predecessor left suspended: resume them
         self._dirty.set()
 
     def _pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
@@ -286,9 +274,16 @@ class GangController:
         if not self.synced:
             return self._last_plan
         started = time.monotonic()
-        result = plan(self.pods.items(), self.nodes.items(), self.config, time.time())
+        requests = self.requests.served() if self.requests is not None else None
+        result = plan(
+            self.pods.items(), self.nodes.items(), self.config, time.time(),
+            self.placeholders.backoff, requests=requests,
+        )
         self._plan_seconds = time.monotonic() - started
+        self._count("gangkeeper_controller_plan_seconds_sum", (), self._plan_seconds)
+        self._count("gangkeeper_controller_plan_seconds_count", ())
         self._last_plan = result
+        self.timings.observe(result.reports, time.time())
         if not self.is_leader or self._stop.is_set():
             return result
         if result.releases:
@@ -298,8 +293,12 @@ class GangController:
             # Patched pods are in the cache already; re-plan so the next gang in line
             # is judged against them.
             self._dirty.set()
+        self.placeholders.apply(result, self.pods.items())
+        if self.requests is not None and requests is not None:
+            self.requests.apply(result, requests)
         self._requeue_if_freed(result.reports)
-        self._report_stuck(result.reports)
+        self.events.stuck(result.reports, self.pods.items())
+        self.watchdog.check(result, time.time(), self.pods.items())
         return result
 
     def _requeue_if_freed(self, reports: tuple[GangReport, ...]) -> None:
@@ -333,6 +332,8 @@ class GangController:
 
     def _nudge(self, namespace: str, name: str, body: Mapping[str, Any]) -> None:
         path = f"/apis/{COSCHEDULING.api_version}/namespaces/{namespace}/podgroups/{name}"
+        if self._fenced():
+            return
         try:
             self.rest.request("PATCH", path, body=body, content_type="application/merge-patch+json")
         except ApiError as err:
@@ -347,140 +348,104 @@ class GangController:
             key = (name, labels)
             self._counters[key] = self._counters.get(key, 0.0) + value
 
+    def _fenced(self) -> bool:
+        """Not (or no longer surely) the leader: count the write we do not make."""
+        if self.elector.holds():
+            return False
+        self._count("gangkeeper_controller_fenced_writes_total", ())
+        return True
+
     def _release_all(self, releases: tuple[Release, ...]) -> None:
         pool = self._pool
         assert pool is not None
+        # Our caches may be older than another leader's writes: make sure, per burst.
+        if not self.elector.confirm():
+            self._count("gangkeeper_controller_fenced_writes_total", ())
+            return
+        self._faults.at("before-group")
         ready: list[Release] = []
         for release in releases:
-            if release.needs_group and not self._ensure_group(release.gang):
+            if release.needs_group and (self._fenced() or not self.groups.ensure(release.gang)):
                 continue
             ready.append(release)
+        # Placeholders first: the members must find their room free when they arrive.
+        self.placeholders.delete_for_releases(ready)
         started = time.monotonic()
-        futures = [
-            pool.submit(self._ungate, pod) for release in ready for pod in release.pods
-        ]
-        wait(futures)
+        futures = {
+            pod.uid: pool.submit(self._ungate, pod, release.pins.get(pod.uid), release.annotations)
+            for release in ready
+            for pod in release.pods
+        }
+        wait(futures.values())
+        self._faults.at("after-burst")
+        lifted = {uid for uid, f in futures.items() if f.result() == "ungated"}
         elapsed = time.monotonic() - started
         for release in ready:
+            events = rejoined_events(release, lifted, self.identity, time.time())
+            if events:
+                self._count("gangkeeper_gang_rejoined_pods_total", (), float(len(events)))
+            for path, body in events:
+                pool.submit(self._post_event, path, body)
             log.info(
                 "released gang %s/%s: %d pods in %.3fs",
                 release.gang.namespace, release.gang.name, len(release.pods), elapsed,
             )
             self._count("gangkeeper_gang_releases_total", (("backend", release.gang.backend),))
+            self.timings.released(release, elapsed, time.time())
+            if release.unpinned:
+                self.events.unpinned(release.gang, release.unpinned)
+            elif release.pins:
+                self._count("gangkeeper_gang_pinned_pods_total", (), len(release.pins))
         self._count("gangkeeper_gang_release_seconds_count", ())
 
-    def _ungate(self, pod: PodInfo) -> None:
-        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
-        try:
-            answer = self.rest.request(
-                "PATCH", path, WRITE_QUERY, body=ungate_patch(pod),
-                content_type="application/json-patch+json",
-            )
-        except ApiError as err:
-            # 422: the gates changed since we read them (test op); 404: pod gone;
-            # 409: conflict. The next pass decides again on fresh state.
-            outcome = "conflict" if err.status in (404, 409, 422) else "error"
-            if outcome == "error":
-                log.warning("ungating %s/%s: %s", pod.namespace, pod.name, err)
-            self._count("gangkeeper_gang_ungate_errors_total", (("cause", outcome),))
-            return
-        self.pods.put(answer)
-        self._count("gangkeeper_gang_ungated_pods_total", ())
-
-    def _group_resource(self, backend: str) -> GroupResource | None:
-        if backend == "coscheduling":
-            return COSCHEDULING
-        if backend == "volcano":
-            return VOLCANO
-        if not self._native_checked:
-            try:
-                group = self.rest.get("/apis/scheduling.k8s.io")
-                served = {str(v.get("version")) for v in group.get("versions") or []}
-                for version in NATIVE_VERSIONS:
-                    if version not in served:
-                        continue
-                    resources = self.rest.get(f"/apis/scheduling.k8s.io/{version}")
-                    if any(r.get("name") == "podgroups" for r in resources.get("resources") or []):
-                        self._native = native_resource(version)
-                        break
-                self._native_checked = True
-            except ApiError as err:
-                log.warning("discovering scheduling.k8s.io: %s", err)
-                return None
-        return self._native
-
-    def _ensure_group(self, gang: GangObservation) -> bool:
-        resource = self._group_resource(gang.backend)
-        if resource is None:
-            log.warning(
-                "gang %s/%s: backend %s needs a PodGroup API the cluster does not serve",
-                gang.namespace, gang.name, gang.backend,
-            )
-            self._count("gangkeeper_gang_group_errors_total", (("backend", gang.backend),))
-            return False
-        body = group_object(gang, resource)
-        path = f"/apis/{resource.api_version}/namespaces/{gang.namespace}/{resource.plural}"
-        try:
-            self.rest.request("POST", path, WRITE_QUERY, body=body)
-            self._count("gangkeeper_gang_groups_created_total", (("backend", gang.backend),))
-        except ApiError as err:
-            if err.status != 409:  # 409: exists already (a previous leader made it)
-                log.warning("creating %s for %s/%s: %s", path, gang.namespace, gang.name, err)
-                self._count("gangkeeper_gang_group_errors_total", (("backend", gang.backend),))
-                return False
-        return True
-
-    # -- stuck gangs --------------------------------------------------------------------------
-
-    def _report_stuck(self, reports: tuple[GangReport, ...]) -> None:
-        # Forget gangs that are gone, so the memory stays bounded by live gangs.
-        present = {(r.namespace, r.label, r.arrived) for r in reports}
-        self._evented = {k for k in self._evented if k[:3] in present}
-        pods_by_gang: dict[tuple[str, str], list[PodInfo]] | None = None
-        for report in reports:
-            if not report.stuck:
-                continue
-            key = (report.namespace, report.label, report.arrived, report.code)
-            if key in self._evented:
-                continue
-            self._evented.add(key)
-            if pods_by_gang is None:
-                pods_by_gang = {}
-                for pod in self.pods.items():
-                    if pod.gang:
-                        pods_by_gang.setdefault((pod.namespace, pod.gang), []).append(pod)
-            members = pods_by_gang.get((report.namespace, report.label), [])
-            self._emit(report, members)
-
-    def _emit(self, report: GangReport, members: list[PodInfo]) -> None:
-        reason = EVENT_REASONS.get(report.code, "GangWaiting")
-        note = (
-            f"gang {report.namespace}/{report.name} waiting "
-            f"{int(report.age_seconds)}s (timeout {self.config.gang_timeout_seconds}s): "
-            f"{report.reason}"
-        )
-        targets: list[dict[str, str]] = []
-        owner = next((m.owner for m in members if m.owner is not None), None)
-        if owner is not None:
-            targets.append({"apiVersion": owner.api_version, "kind": owner.kind,
-                            "name": owner.name, "uid": owner.uid,
-                            "namespace": report.namespace})
-        for member in members[:EVENT_POD_LIMIT]:
-            targets.append({"apiVersion": "v1", "kind": "Pod", "name": member.name,
-                            "uid": member.uid, "namespace": member.namespace})
-        path = f"/apis/events.k8s.io/v1/namespaces/{report.namespace}/events"
-        pool = self._pool
-        assert pool is not None
-        for target in targets:
-            body = event_body(target, reason, note, self.identity, time.time())
-            pool.submit(self._post_event, path, body)
-        self._count("gangkeeper_gang_stuck_reports_total", (("reason", report.code),))
-
     def _post_event(self, path: str, body: dict[str, Any]) -> None:
+        if self._fenced():
+            return
         try:
             self.rest.request("POST", path, WRITE_QUERY, body=body)
         except ApiError as err:
             log.warning("event for %s: %s", body["regarding"].get("name"), err)
+
+    def _ungate(
+        self, pod: PodInfo, hostname: str | None = None,
+        annotations: Mapping[str, str] | None = None, retried: bool = False,
+    ) -> str:
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+        if self._fenced():
+            return "fenced"
+        try:
+            answer = self.rest.request(
+                "PATCH", path, WRITE_QUERY,
+                body=guarded(ungate_patch(pod, hostname, time.time(), annotations),
+                             pod.resource_version),
+                content_type="application/json-patch+json",
+            )
+        except ApiError as err:
+            # 422: a precondition failed (the pod changed since we read it); 404: gone;
+            # 409: conflict. A change no plan can see (the scheduler's SchedulingGated
+            # condition, most often) is retried once on the pod as it is now; any
+            # other is left to the next pass, which decides again on fresh state.
+            if err.status == 422 and not retried:
+                fresh = self._reread(path, pod)
+                if fresh is not None:
+                    return self._ungate(fresh, hostname, annotations, retried=True)
+            outcome = "conflict" if err.status in (404, 409, 422) else "error"
+            if outcome == "error":
+                log.warning("ungating %s/%s: %s", pod.namespace, pod.name, err)
+            self._count("gangkeeper_gang_ungate_errors_total", (("cause", outcome),))
+            return outcome
+        self.pods.put(answer)
+        self._count("gangkeeper_gang_ungated_pods_total", ())
+        self._faults.at("mid-burst")
+        return "ungated"
+
+    def _reread(self, path: str, pod: PodInfo) -> PodInfo | None:
+        """The pod as the API has it now, if no plan could tell it from `pod`."""
+        try:
+            fresh = self._pod(self.rest.get(path))
+        except ApiError:
+            return None
+        return fresh if fresh is not None and same_for_planning(pod, fresh) else None
 
     # -- metrics ---------------------------------------------------------------------------------
 
@@ -502,6 +467,8 @@ class GangController:
                 samples[key] = samples.get(key, 0.0) + 1
             stuck += 1 if report.stuck else 0
         samples[("gangkeeper_gangs_stuck", ())] = stuck
+        for name, value in self.watchdog.gauges.items():
+            samples[(name, ())] = value
         for resource, informer in self._watched.items():
             key = ("gangkeeper_controller_relists_total", (("resource", resource),))
             samples[key] = float(informer.relists)

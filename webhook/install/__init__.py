@@ -11,7 +11,7 @@ Pure: builds dicts and text, reads no file and talks to no cluster.
 from __future__ import annotations
 
 from .deployment import CERT_DIR, DEFAULT_IMAGE, RUN_AS
-from .helm import helm_chart_files
+from .helm import CHART_FILE, helm_chart_files
 from .objects import BACKENDS, CERT_MODES, CertMode, Manifest
 from .rbac import rule_reason
 from .render import render_manifests
@@ -22,6 +22,7 @@ __all__ = [
     "BACKENDS",
     "CERT_DIR",
     "CERT_MODES",
+    "CHART_FILE",
     "DEFAULT_IMAGE",
     "RUN_AS",
     "CertMode",

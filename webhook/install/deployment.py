@@ -19,9 +19,16 @@ CONFIG_DIR = "/etc/gangkeeper"
 RUN_AS = 65532
 
 
-def config_document(backend: str) -> str:
+def config_document(
+    backend: str, *, autoscaling: bool = True, provisioning_requests: bool = False
+) -> str:
     """The config file the ConfigMap carries (read by `gangkeeper serve --config`)."""
-    return yaml.safe_dump({"backend": backend}, sort_keys=False)
+    data: dict[str, str] = {"backend": backend}
+    if not autoscaling:  # without its RBAC the controller must not try placeholders
+        data["autoscaling"] = "off"
+    elif provisioning_requests:
+        data["autoscaling"] = "provisioningrequest"
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def _security_context() -> Manifest:

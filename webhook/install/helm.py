@@ -1,79 +1,97 @@
-"""The Helm chart `deploy/helm/gangkeeper`, generated from the same renderer. Pure."""
+"""The rendered data the Helm chart `deploy/helm/gangkeeper` reads. Pure.
+
+The chart's templates are written by hand, in Helm's idiom (values, helpers, one
+template per object); what they must not restate is generated here from the same
+renderer as `deploy/base`: the RBAC rules of both certificate modes and the webhook
+entries (rules, CEL match conditions, selectors), without what the chart's values
+decide (clientConfig, namespaceSelector, failurePolicy, timeoutSeconds). The templates
+read it with `.Files.Get "files/rendered.yaml"`; a test fails while the committed file
+differs from `helm_chart_files()`, and the chart's tests compare `helm template` with
+`gangkeeper manifests` object for object.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from gangkeeper.policies.names import DEFAULT_NAMESPACE
 
-from .deployment import DEFAULT_IMAGE
 from .objects import CERT_MODES, CertMode, Manifest
+from .rbac import AUTOSCALING_RULES, PROVISIONING_RULES
 from .render import render_manifests
-from .yaml_text import HEADER, dump_document
+from .yaml_text import dump_rules, dump_value
 
-HELM_VALUES = """\
-# gangkeeper Helm chart values. Install into the namespace gangkeeper should run in:
-#   helm install gangkeeper deploy/helm/gangkeeper -n gangkeeper-system --create-namespace
-#   kubectl label namespace gangkeeper-system pod-security.kubernetes.io/enforce=restricted
-# Gang scheduling backend: gate | coscheduling | volcano | native
-backend: gate
-# self: gangkeeper issues, renews and injects its certificates; cert-manager: a
-# Certificate is created and cert-manager injects the CA (cert-manager must be installed).
-certMode: self
-image: {image}
-"""
-
-
-def _helm_text(obj: Manifest, namespace: str, image: str) -> str:
-    """One object as a Helm template: namespace, image and backend become values."""
-    text = dump_document(obj).replace(namespace, "{{ .Release.Namespace }}")
-    text = text.replace(f"image: {image}", "image: {{ .Values.image }}")
-    if obj["kind"] == "ConfigMap":
-        text = text.replace("backend: gate", "backend: {{ .Values.backend }}")
-    return text
-
-
-def helm_chart_files(image: str = DEFAULT_IMAGE) -> dict[str, str]:
-    """The chart `deploy/helm/gangkeeper`, as {relative path: content}.
-
-    Generated from the same renderer: every object of both certificate modes, the ones
-    that differ wrapped in `{{- if eq .Values.certMode ... }}`. The Namespace is left out
-    (Helm installs into `--namespace`, created with `--create-namespace`).
-    """
-    namespace = DEFAULT_NAMESPACE
-    modes: dict[str, dict[tuple[str, str], str]] = {}
-    order: list[tuple[str, str]] = []
-    for mode in CERT_MODES:
-        rendered = {}
-        cert_mode: CertMode = "self" if mode == "self" else "cert-manager"
-        for obj in render_manifests(namespace, "gate", cert_mode=cert_mode, image=image):
-            if obj["kind"] == "Namespace":
-                continue
-            key = (obj["kind"], obj["metadata"]["name"])
-            rendered[key] = _helm_text(obj, namespace, image)
-            if key not in order:
-                order.append(key)
-        modes[mode] = rendered
-    parts = []
-    for key in order:
-        texts = {mode: modes[mode].get(key) for mode in CERT_MODES}
-        if len(set(texts.values())) == 1:
-            parts.append("---\n" + (texts["self"] or ""))
-            continue
-        for mode, text in texts.items():
-            if text is not None:
-                parts.append(
-                    f'{{{{- if eq .Values.certMode "{mode}" }}}}\n---\n{text}{{{{- end }}}}\n'
-                )
-    version = image.rsplit(":", 1)[-1]
-    chart = (
-        "apiVersion: v2\n"
-        "name: gangkeeper\n"
-        "description: All-or-nothing admission for distributed training on Kubernetes\n"
-        "type: application\n"
-        f"version: {version}\n"
-        f'appVersion: "{version}"\n'
-    )
-    return {
-        "Chart.yaml": chart,
-        "values.yaml": HELM_VALUES.format(image=image),
-        "templates/gangkeeper.yaml": HEADER + "".join(parts),
+CHART_FILE = "files/rendered.yaml"
+#: Kinds the chart's templates write by hand (with values); any other object the
+#: renderer adds is carried into the chart as it is rendered (`objects` below, the
+#: namespace replaced by the release's), so the chart never silently lacks one.
+TEMPLATED_KINDS = frozenset(
+    {
+        "Namespace",  # Helm installs into --namespace (--create-namespace)
+        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+        "ConfigMap", "Secret", "Issuer", "Certificate", "Service", "Deployment",
+        "PodDisruptionBudget", "NetworkPolicy",
+        "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
     }
+)  # fmt: skip
+#: Keys of a webhook entry that the chart's values decide.
+_VALUE_KEYS = ("clientConfig", "namespaceSelector", "failurePolicy", "timeoutSeconds")
+_HEADER = (
+    "# Generated by `gangkeeper manifests --helm-chart DIR` (deploy/generate.sh) from\n"
+    "# webhook/install/; the templates read it. Edit webhook/install/, not this file.\n"
+)
+
+
+def _hook_data(hook: Manifest) -> Manifest:
+    return {
+        "path": hook["clientConfig"]["service"]["path"],
+        "hook": {k: v for k, v in hook.items() if k not in _VALUE_KEYS},
+    }
+
+
+def _objects(cert_mode: CertMode, *, autoscaling: bool = False) -> list[Manifest]:
+    """The installation without what placeholders need (`autoscaling: off`) unless
+    asked: the chart adds their rules and objects when its config uses them."""
+    return render_manifests(DEFAULT_NAMESPACE, "gate", cert_mode=cert_mode,
+                            autoscaling=autoscaling)
+
+
+def _rendered(cert_mode: CertMode) -> dict[str, Manifest]:
+    return {o["kind"]: o for o in _objects(cert_mode)}
+
+
+def _untemplated(objects: list[Manifest]) -> list[Manifest]:
+    return [o for o in objects if o["kind"] not in TEMPLATED_KINDS]
+
+
+def helm_chart_files() -> dict[str, str]:
+    """The generated files of the chart, as {path relative to the chart: content}."""
+    parts = [_HEADER]
+    for kind, key in (("ClusterRole", "clusterRoleRules"), ("Role", "roleRules")):
+        parts.append(f"{key}:\n")
+        for mode in CERT_MODES:
+            rules = _rendered(mode)[kind]["rules"]  # type: ignore[arg-type]
+            parts.append(f"  {mode}:\n" + dump_rules(rules, indent="  "))
+    # Appended to the ClusterRole's by the template unless the config turns
+    # autoscaling off everywhere (`autoscaling` and every namespace's override), then
+    # those for `provisioningrequest` when it asks for them.
+    parts.append("placeholderRules:\n" + dump_rules([r.rule for r in AUTOSCALING_RULES]))
+    parts.append("provisioningRequestRules:\n" + dump_rules([r.rule for r in PROVISIONING_RULES]))
+    by_kind = _rendered("self")
+    webhooks: dict[str, Any] = {
+        "mutating": [_hook_data(h) for h in by_kind["MutatingWebhookConfiguration"]["webhooks"]],
+        "validating": [
+            _hook_data(h) for h in by_kind["ValidatingWebhookConfiguration"]["webhooks"]
+        ],
+    }
+    parts.append(dump_value({"webhooks": webhooks}))
+    others = {mode: _untemplated(_objects(mode)) for mode in CERT_MODES}  # type: ignore[arg-type]
+    # What placeholders add (their PriorityClass), under the same condition as their rules.
+    without = {(o["kind"], o["metadata"]["name"]) for o in _objects("self")}
+    placeholder_objects = [
+        o for o in _untemplated(_objects("self", autoscaling=True))
+        if (o["kind"], o["metadata"]["name"]) not in without
+    ]
+    parts.append(dump_value({"namespace": DEFAULT_NAMESPACE, "objects": others,
+                             "placeholderObjects": placeholder_objects}))
+    return {CHART_FILE: "".join(parts)}

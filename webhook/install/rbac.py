@@ -44,24 +44,57 @@ class RbacRule:
 CONTROLLER_RULES: tuple[RbacRule, ...] = (
     RbacRule(
         "controller: watch gang pods and patch them to remove the gangkeeper.io/gang "
-        "scheduling gate (patch, not update: never overwrites other fields)",
+        "scheduling gate and pin them to their node (patch, not update: never overwrites "
+        "other fields; the gangkeeper-pod-updates policy bounds which fields); delete "
+        "released members whose pinned node was taken (or the whole gang: rebindScope, "
+        "podsReadyRequeue), for an owner that cannot be suspended (LeaderWorkerSet) to "
+        "recreate (rebindSeconds); "
+        "no get: pods come from the watch",
         [""],
         ["pods"],
-        ["get", "list", "watch", "patch"],
+        ["list", "watch", "patch", "delete"],
     ),
     RbacRule(
-        "controller: record why a gang waits or was released, on the pods' namespaces",
-        ["", "events.k8s.io"],
+        "controller: requeue a Job's gang without failing the Job (a pod deleted by "
+        "anyone but the Job controller counts against backoffLimit): set spec.suspend, "
+        "so the Job controller deletes its pods uncounted, and unset it once they are "
+        "gone, with gangkeeper's label and requeue count (rebindSeconds, "
+        "podsReadyRequeue); patch only: get and list (a new leader finds the Jobs left "
+        "suspended by label) come from the owner rule",
+        ["batch"],
+        ["jobs"],
+        ["patch"],
+    ),
+    RbacRule(
+        "controller: requeue a JobSet's gang the same way (a suspended JobSet suspends its "
+        "Jobs, whose pods the Job controller deletes uncounted); patch only, get and list "
+        "from the owner rule",
+        ["jobset.x-k8s.io"],
+        ["jobsets"],
+        ["patch"],
+    ),
+    RbacRule(
+        "controller: requeue a TrainJob's gang the same way (a suspended TrainJob "
+        "re-applies its JobSet suspended); patch only, get and list from the owner rule",
+        ["trainer.kubeflow.org"],
+        ["trainjobs"],
+        ["patch"],
+    ),
+    RbacRule(
+        "controller: record why a gang waits, on the pods' namespaces (events.k8s.io/v1 "
+        "Events, created once per gang and cause: no patch)",
+        ["events.k8s.io"],
         ["events"],
-        ["create", "patch"],
+        ["create"],
     ),
     RbacRule(
-        "controller: ensure the PodGroup the coscheduling (scheduling.x-k8s.io), volcano "
-        "(scheduling.volcano.sh) or native (scheduling.k8s.io) backend needs; no update or "
-        "delete: ownerReferences let the garbage collector remove them",
+        "controller: create the PodGroup the coscheduling (scheduling.x-k8s.io), volcano "
+        "(scheduling.volcano.sh) or native (scheduling.k8s.io) backend needs (409: it "
+        "exists, so no read is needed); no update or delete: ownerReferences let the "
+        "garbage collector remove them",
         ["scheduling.x-k8s.io", "scheduling.volcano.sh", "scheduling.k8s.io"],
         ["podgroups"],
-        ["get", "list", "watch", "create"],
+        ["create"],
     ),
     RbacRule(
         "controller: touch an annotation of a released coscheduling PodGroup when GPUs "
@@ -107,11 +140,13 @@ def owner_rules() -> tuple[RbacRule, ...]:
     """Read access to every workload kind a recogniser knows, grouped by API group.
 
     Derived from the recognisers, like the webhook rules, so a new kind gets its RBAC with
-    no edit here; resources the controller rule already covers (PodGroups) are left out.
+    no edit here; resources another rule already lets gangkeeper read are left out.
     """
+    read = {"get", "list", "watch"}
     covered = {
         (group, resource)
-        for rule in CONTROLLER_RULES
+        for rule in (*CONTROLLER_RULES, *WEBHOOK_RULES)
+        if read <= set(rule.rule["verbs"])
         for group in rule.rule["apiGroups"]
         for resource in rule.rule["resources"]
     }
@@ -124,6 +159,47 @@ def owner_rules() -> tuple[RbacRule, ...]:
         for group, resources in sorted(by_group.items())
     )
 
+
+#: Placeholder capacity only (`autoscaling: placeholders`, the default; absent with
+#: `gangkeeper manifests --autoscaling off`). Last among the ClusterRole's rules, so
+#: the indexes of the others (which the cert-manager overlay tests) do not move.
+AUTOSCALING_RULES: tuple[RbacRule, ...] = (
+    RbacRule(
+        "controller: create the placeholder pods of a gang that waits for nodes an "
+        "autoscaler must add (cluster-autoscaler and Karpenter ignore gated pods), copying "
+        "one member's spec (get: the informer keeps members reduced), and delete them "
+        "(grace 0) when the gang is released, the ask times out or the gang is gone; RBAC "
+        "cannot limit create/delete to their label, so the controller deletes only pods "
+        "carrying gangkeeper.io/placeholder-for, by uid",
+        [""],
+        ["pods"],
+        ["get", "create", "delete"],
+    ),
+)
+
+#: ProvisioningRequests only (`autoscaling: provisioningrequest`; `gangkeeper manifests
+#: --autoscaling provisioningrequest`), beside the placeholder rules, which stand in
+#: where the cluster does not serve the API. After those, for the same reason.
+PROVISIONING_RULES: tuple[RbacRule, ...] = (
+    RbacRule(
+        "controller: one PodTemplate per member shape of a gang that asks cluster-autoscaler "
+        "for nodes through a ProvisioningRequest (the request names them); list+watch to "
+        "find its own after a restart (labelled gangkeeper.io/provisioning-for), delete "
+        "those of no live request; no update: a request's templates never change",
+        [""],
+        ["podtemplates"],
+        ["list", "watch", "create", "delete"],
+    ),
+    RbacRule(
+        "controller: one ProvisioningRequest per gang and attempt (autoscaling.x-k8s.io/v1); "
+        "list+watch read their status conditions (Provisioned, Failed, BookingExpired, "
+        "CapacityRevoked: cluster-autoscaler writes them, gangkeeper never writes status, "
+        "so no provisioningrequests/status rule); delete a retried or orphaned one",
+        ["autoscaling.x-k8s.io"],
+        ["provisioningrequests"],
+        ["list", "watch", "create", "delete"],
+    ),
+)
 
 #: Self-managed certificates only (absent in cert-manager mode).
 CABUNDLE_RULES: tuple[RbacRule, ...] = (
@@ -173,6 +249,8 @@ def rule_reason(rule: Mapping[str, Any]) -> str | None:
         *WEBHOOK_RULES,
         *owner_rules(),
         *CABUNDLE_RULES,
+        *AUTOSCALING_RULES,
+        *PROVISIONING_RULES,
         *NAMESPACED_RULES,
         *SECRET_RULES,
     )
@@ -203,12 +281,19 @@ def _binding(
     }
 
 
-def rbac_objects(namespace: str, cert_mode: CertMode) -> list[Manifest]:
+def rbac_objects(
+    namespace: str, cert_mode: CertMode, *, autoscaling: bool = True,
+    provisioning_requests: bool = False,
+) -> list[Manifest]:
     cluster_rules = [*CONTROLLER_RULES, *WEBHOOK_RULES, *owner_rules()]
     namespaced = list(NAMESPACED_RULES)
     if cert_mode == "self":
         cluster_rules += CABUNDLE_RULES
         namespaced += SECRET_RULES
+    if autoscaling:
+        cluster_rules += AUTOSCALING_RULES
+    if autoscaling and provisioning_requests:
+        cluster_rules += PROVISIONING_RULES
     return [
         _role("ClusterRole", APP_NAME, None, cluster_rules),
         _binding("ClusterRoleBinding", "ClusterRole", APP_NAME, namespace, None),

@@ -21,7 +21,10 @@ from gangkeeper.policies.names import (
 
 from .cert_manager import cert_manager_objects
 from .deployment import DEFAULT_IMAGE, config_document, deployment
+from .network_policy import network_policy
 from .objects import BACKENDS, CERT_MODES, LABELS, CertMode, Manifest, metadata
+from .placeholders import priority_class
+from .pod_update_policy import pod_update_policy
 from .rbac import rbac_objects
 from .webhooks import webhook_configurations
 
@@ -34,6 +37,8 @@ def render_manifests(
     cert_mode: CertMode = "self",
     *,
     image: str = DEFAULT_IMAGE,
+    autoscaling: bool = True,
+    provisioning_requests: bool = False,
 ) -> list[Manifest]:
     """Every object of an installation, in apply order.
 
@@ -41,7 +46,10 @@ def render_manifests(
     pointing at `url/mutate` and `url/validate`: how an out-of-cluster server is
     registered. In cluster, `cert_mode="self"` leaves caBundle empty for gangkeeper to
     inject; `"cert-manager"` adds an Issuer and a Certificate and lets cert-manager's CA
-    injector fill it.
+    injector fill it. `autoscaling=False` (config `autoscaling: off`) leaves out the
+    placeholders' PriorityClass and RBAC; `provisioning_requests=True` (config
+    `autoscaling: provisioningrequest`) adds the RBAC for ProvisioningRequests and
+    their PodTemplates (the placeholders' stays: they stand in where it is not served).
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -76,12 +84,17 @@ def render_manifests(
             },
         },
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(APP_NAME, namespace)},
-        *rbac_objects(namespace, cert_mode),
+        *rbac_objects(namespace, cert_mode, autoscaling=autoscaling,
+                      provisioning_requests=provisioning_requests),
+        *pod_update_policy(namespace),
+        *([priority_class()] if autoscaling else []),
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": metadata(CONFIGMAP_NAME, namespace),
-            "data": {"config.yaml": config_document(backend)},
+            "data": {"config.yaml": config_document(
+                backend, autoscaling=autoscaling, provisioning_requests=provisioning_requests
+            )},
         },
     ]
     if cert_mode == "self":
@@ -107,6 +120,7 @@ def render_manifests(
             },
         },
         deployment(namespace, cert_mode, image),
+        network_policy(namespace),
         {
             "apiVersion": "policy/v1",
             "kind": "PodDisruptionBudget",

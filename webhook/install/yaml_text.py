@@ -37,18 +37,28 @@ def _indent(text: str, prefix: str) -> str:
     return "".join(prefix + line if line.strip() else line for line in text.splitlines(True))
 
 
+def dump_value(value: Any) -> str:
+    """Any data as block YAML, in the style of the install manifests."""
+    return _dump(value)
+
+
+def dump_rules(rules: Iterable[Manifest], indent: str = "") -> str:
+    """A list of RBAC rules, each preceded by a comment saying why it exists."""
+    parts = []
+    for rule in rules:
+        why = rule_reason(rule)
+        if why:
+            parts.append(_indent(_wrap_comment(why), indent))
+        parts.append(_indent(_dump([rule]), indent))
+    return "".join(parts)
+
+
 def dump_document(obj: Manifest) -> str:
     """One object as YAML; RBAC rules are preceded by a comment saying why they exist."""
     if obj.get("kind") not in ("ClusterRole", "Role") or "rules" not in obj:
         return _dump(obj)
     head = _dump({k: v for k, v in obj.items() if k != "rules"})
-    parts = [head, "rules:\n"]
-    for rule in obj["rules"]:
-        why = rule_reason(rule)
-        if why:
-            parts.append(_indent(_wrap_comment(why), ""))
-        parts.append(_dump([rule]))
-    return "".join(parts)
+    return head + "rules:\n" + dump_rules(obj["rules"])
 
 
 def _wrap_comment(text: str, width: int = 96) -> str:

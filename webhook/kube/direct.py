@@ -27,8 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 #: Connection errors after which one resend is safe: the server closed a kept-alive
-#: connection (its idle timeout), so the request never reached it.
-_STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+#: connection (its idle timeout), so the request never reached it. Over TLS the write
+#: onto such a connection fails with SSLEOFError (or the close_notify is read as
+#: SSLZeroReturnError): seen when a thread's connection sat idle past the API server's
+#: timeout during a long burst of other threads' creates.
+_STALE = (
+    http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError,
+    ssl.SSLEOFError, ssl.SSLZeroReturnError,
+)
 
 
 @dataclass(frozen=True)

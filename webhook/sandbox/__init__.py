@@ -9,16 +9,31 @@ or talks to the API server it started; the policy core is never imported from he
 except through the CLI it runs.
 """
 
-from .binaries import BUILD_COMMAND, Binaries, BinariesMissing, find_binaries
+from .binaries import (
+    BUILD_COMMAND,
+    CERT_MANAGER_VERSION,
+    HELM_VERSION,
+    PROVISIONING_REQUEST_VERSION,
+    Binaries,
+    BinariesMissing,
+    find_binaries,
+    find_cert_manager_crds,
+    find_helm,
+    find_provisioning_request_crd,
+)
+from .errors import SandboxError
 from .neighbours import ALL_COMPONENTS, parse_components
 from .nodes import create_nodes, delete_nodes, fleet_of, gpu_node
-from .sandbox import DEFAULT_FEATURE_GATES, DEFAULT_FLEET, Sandbox, SandboxError, SandboxInfo
+from .sandbox import DEFAULT_FEATURE_GATES, DEFAULT_FLEET, Sandbox, SandboxInfo
 
 __all__ = [
     "ALL_COMPONENTS",
     "BUILD_COMMAND",
+    "CERT_MANAGER_VERSION",
     "DEFAULT_FEATURE_GATES",
     "DEFAULT_FLEET",
+    "HELM_VERSION",
+    "PROVISIONING_REQUEST_VERSION",
     "Binaries",
     "BinariesMissing",
     "Sandbox",
@@ -27,6 +42,9 @@ __all__ = [
     "create_nodes",
     "delete_nodes",
     "find_binaries",
+    "find_cert_manager_crds",
+    "find_helm",
+    "find_provisioning_request_crd",
     "fleet_of",
     "gpu_node",
     "parse_components",

@@ -11,10 +11,17 @@
 - **Kubeflow Trainer**'s controller manager the same way (TrainJob → JobSet), with
   the ClusterTrainingRuntimes its module ships (torch-, deepspeed-, mlx-distributed)
   applied once its webhooks answer.
+- **Karpenter**'s kwok provider (`karpenter.py`), only when asked for: it creates
+  Nodes for Unschedulable pods under the NodePools a test applies.
 - the **scheduler-plugins** scheduler as a second scheduler,
   `scheduler-plugins-scheduler`, with the Coscheduling profile of the module's
   `manifests/coscheduling/scheduler-config.yaml`; it runs as the sandbox admin (no
-  RBAC of its own, unlike kube-scheduler), beside the stock kube-scheduler.
+  RBAC of its own, unlike kube-scheduler), beside the stock kube-scheduler; and the
+  module's controller (`cmd/controller`), which keeps PodGroup status (phase,
+  running, succeeded, failed) as users see it in `kubectl get podgroups`. Neither
+  the scheduler nor Trainer nor gangkeeper reads that status; the controller runs so
+  that the PodGroups look as they do on a real cluster (it also reconciles
+  ElasticQuotas, whose CRD it needs, from `manifests/capacityscheduling`).
 
 Every binary and manifest comes from `deploy/sandbox/build.sh`, which builds each
 component from its own wrapper module into the cache beside the control plane
@@ -38,7 +45,9 @@ from typing import Any
 
 import yaml
 
+from . import karpenter
 from .binaries import BUILD_COMMAND, BinariesMissing, cache_root
+from .karpenter import KARPENTER
 from .pki import KeyPair
 from .processes import Processes, free_port
 
@@ -65,11 +74,20 @@ TRAINER = "trainer"
 SCHEDULER_PLUGINS = "scheduler-plugins"
 #: What `sandbox up` starts unless told otherwise, in start order.
 ALL_COMPONENTS: tuple[str, ...] = (KWOK, JOBSET, LWS, TRAINER, SCHEDULER_PLUGINS)
+#: Every component `--components` takes, in start order. Karpenter is not started
+#: unless named: it is a 42 MB Go process polling the whole cluster, which every other
+#: e2e test would pay for on two cores, and only the autoscaling tests need it.
+KNOWN_COMPONENTS: tuple[str, ...] = (*ALL_COMPONENTS, KARPENTER)
 #: The schedulerName gangkeeper's coscheduling backend writes (its config default).
 COSCHEDULING_SCHEDULER = "scheduler-plugins-scheduler"
 #: The module's own example configuration for a Coscheduling scheduler.
 COSCHEDULING_CONFIG = "manifests/coscheduling/scheduler-config.yaml"
 COSCHEDULING_CRD_DIR = "manifests/coscheduling"
+#: The scheduler-plugins controller watches ElasticQuotas too: without their CRD its
+#: manager does not start.
+ELASTICQUOTA_CRD_DIR = "manifests/capacityscheduling"
+#: The process name of the scheduler-plugins controller (PodGroup status).
+SCHEDULER_PLUGINS_CONTROLLER = "scheduler-plugins-controller"
 
 
 @dataclass(frozen=True)
@@ -149,6 +167,10 @@ def scheduler_plugins_binary() -> Path:
     return scheduler_plugins_root() / "bin" / "scheduler-plugins-scheduler"
 
 
+def scheduler_plugins_controller_binary() -> Path:
+    return scheduler_plugins_root() / "bin" / SCHEDULER_PLUGINS_CONTROLLER
+
+
 def kwok_binary() -> Path:
     return cache_root() / f"kwok-{KWOK_VERSION}" / "bin" / "kwok"
 
@@ -156,11 +178,14 @@ def kwok_binary() -> Path:
 def parse_components(text: str) -> tuple[str, ...]:
     """`kwok,jobset` as `sandbox up --components` takes it ('' or 'none' for none)."""
     names = [p.strip() for p in text.split(",") if p.strip() and p.strip() != "none"]
-    unknown = [n for n in names if n not in ALL_COMPONENTS]
+    unknown = [n for n in names if n not in KNOWN_COMPONENTS]
     if unknown:
         raise ValueError(
-            f"unknown component(s) {', '.join(unknown)}; known: {', '.join(ALL_COMPONENTS)}"
+            f"unknown component(s) {', '.join(unknown)}; known: {', '.join(KNOWN_COMPONENTS)}"
         )
+    if KARPENTER in names and KWOK not in names:
+        # Its Nodes are kwok's to make Ready: without kwok they never become Ready.
+        raise ValueError("karpenter needs kwok (it creates Nodes that kwok makes Ready)")
     if (JOBSET in names or LWS in names or TRAINER in names) and KWOK not in names:
         # Their pods would be bound and then sit without a kubelet: never Ready, so
         # JobSet's dependsOn and LeaderWorkerSet's LeaderReady could never proceed.
@@ -170,7 +195,7 @@ def parse_components(text: str) -> tuple[str, ...]:
     if TRAINER in names and JOBSET not in names:
         # A TrainJob becomes a JobSet; without JobSet's controller no pod ever exists.
         raise ValueError("trainer needs jobset (a TrainJob runs as a JobSet)")
-    return tuple(n for n in ALL_COMPONENTS if n in names)
+    return tuple(n for n in KNOWN_COMPONENTS if n in names)
 
 
 def require_built(components: Sequence[str]) -> None:
@@ -183,12 +208,17 @@ def require_built(components: Sequence[str]) -> None:
     missing = [
         f"{c.name} ({c.root})" for c in CONTROLLERS.values() if not (c.root / c.crd_dir).is_dir()
     ]
-    if not (scheduler_plugins_root() / COSCHEDULING_CRD_DIR).is_dir():
-        missing.append(f"{SCHEDULER_PLUGINS} ({scheduler_plugins_root()})")
-    if SCHEDULER_PLUGINS in components and not os.access(scheduler_plugins_binary(), os.X_OK):
-        missing.append(f"{SCHEDULER_PLUGINS} ({scheduler_plugins_binary()})")
+    for crds in (COSCHEDULING_CRD_DIR, ELASTICQUOTA_CRD_DIR):
+        if not (scheduler_plugins_root() / crds).is_dir():
+            missing.append(f"{SCHEDULER_PLUGINS} ({scheduler_plugins_root() / crds})")
+    if SCHEDULER_PLUGINS in components:
+        for binary in (scheduler_plugins_binary(), scheduler_plugins_controller_binary()):
+            if not os.access(binary, os.X_OK):
+                missing.append(f"{SCHEDULER_PLUGINS} ({binary})")
     if KWOK in components and not os.access(kwok_binary(), os.X_OK):
         missing.append(f"kwok ({kwok_binary()})")
+    if KARPENTER in components:
+        missing += karpenter.missing()
     for name in components:
         controller = CONTROLLERS.get(name)
         if controller is not None and not os.access(
@@ -196,9 +226,13 @@ def require_built(components: Sequence[str]) -> None:
         ):
             missing.append(f"{name} ({controller.root / 'bin' / controller.binary})")
     if missing:
+        # Karpenter is not in build.sh's default set (it needs the Go 1.27 toolchain).
+        command = BUILD_COMMAND
+        if KARPENTER in components:
+            command += f"` and `{BUILD_COMMAND} {KARPENTER}"
         raise BinariesMissing(
             f"sandbox components not built: {', '.join(sorted(set(missing)))}; build them "
-            f"with `{BUILD_COMMAND}` (needs Go; cached, a second run does nothing)"
+            f"with `{command}` (needs Go; cached, a second run does nothing)"
         )
 
 
@@ -206,13 +240,15 @@ def crd_paths() -> list[Path]:
     """The CRD folders of the neighbours, as their module versions ship them (a folder
     with a kustomization.yaml is applied with `-k`)."""
     return [c.root / c.crd_dir for c in CONTROLLERS.values()] + [
-        scheduler_plugins_root() / COSCHEDULING_CRD_DIR / "crd.yaml"
+        scheduler_plugins_root() / crds / "crd.yaml"
+        for crds in (COSCHEDULING_CRD_DIR, ELASTICQUOTA_CRD_DIR)
     ]
 
 
 def served_crds() -> list[str]:
     return [name for c in CONTROLLERS.values() for name in c.crds] + [
-        "podgroups.scheduling.x-k8s.io"
+        "podgroups.scheduling.x-k8s.io",
+        "elasticquotas.scheduling.x-k8s.io",
     ]
 
 
@@ -255,6 +291,25 @@ def start_coscheduling_scheduler(processes: Processes, directory: Path, kubeconf
             f"--cert-dir={root / 'serving-certs'}",
             "--v=1",
         ],
+    )
+    return port
+
+
+def start_podgroup_controller(processes: Processes, kubeconfig: Path) -> int:
+    """Run the scheduler-plugins controller; returns its probe port (for /readyz).
+
+    One replica, so no leader election (its Lease would live in kube-system);
+    "0" turns controller-runtime's metrics server off."""
+    port = free_port()
+    processes.start(
+        SCHEDULER_PLUGINS_CONTROLLER,
+        [
+            str(scheduler_plugins_controller_binary()),
+            "--metricsAddr=0",
+            f"--probeAddr=127.0.0.1:{port}",
+            "--enableLeaderElection=false",
+        ],
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
     )
     return port
 

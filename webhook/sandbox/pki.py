@@ -47,6 +47,8 @@ class ClusterPKI:
     scheduler: KeyPair
     #: The serving certificate of the neighbours' webhook servers (JobSet, LWS).
     webhooks: KeyPair
+    #: What kube-apiserver presents to webhooks (`admission_config`).
+    webhook_client: KeyPair
     service_account_key: Path
     service_account_pub: Path
 
@@ -148,6 +150,7 @@ def create_pki(
         dns_names=("localhost",),
         ip_addresses=("127.0.0.1",),
     )
+    webhook_client = issue("webhook-client", _name("kube-apiserver-webhook-client"))
 
     # RSA because every Kubernetes release accepts it for service-account tokens.
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -167,6 +170,7 @@ def create_pki(
         controller_manager=controller_manager,
         scheduler=scheduler,
         webhooks=webhooks,
+        webhook_client=webhook_client,
         service_account_key=sa_key_path,
         service_account_pub=sa_pub_path,
     )

@@ -21,42 +21,28 @@ import os
 import shutil
 import ssl
 import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
+from gangkeeper.policies.names import APP_NAME, DEFAULT_NAMESPACE, ENABLED_LABEL
 
-from gangkeeper.policies.names import (
-    APP_NAME,
-    DEFAULT_NAMESPACE,
-    ENABLED_LABEL,
-    GANG_NAME_ANNOTATION,
-    GATE,
-    MIN_MEMBER_ANNOTATION,
-)
-
-from . import neighbours
+from . import neighbours, registration
 from .binaries import Binaries, find_binaries
 from .control_plane import SERVICE_IP, ControlPlane, Ports
-from .neighbours import (
-    ALL_COMPONENTS,
-    CONTROLLERS,
-    JOBSET,
-    KWOK,
-    LWS,
-    SCHEDULER_PLUGINS,
-    TRAINER,
-)
+from .errors import SandboxError
+from .karpenter import KARPENTER
+from .kubeconfigs import Identities, write_identities
+from .kubectl import Kubectl
+from .neighbour_startup import start_neighbours
+from .neighbours import ALL_COMPONENTS, JOBSET, KWOK, LWS, SCHEDULER_PLUGINS, TRAINER
 from .nodes import create_nodes, fleet_of, nodes_ready
-from .pki import ClusterPKI, KeyPair, create_pki
+from .pki import create_pki
 from .processes import Processes
+from .waiting import client_context, http_ok, wait_until
 
 _DATA = resources.files("gangkeeper.webhook.sandbox") / "data"
 #: The sample fleet (`examples/fleet.yaml`, shipped inside the package).
@@ -75,39 +61,28 @@ OPTED_IN_NAMESPACE = "default"
 #: bind there (its identity here).
 GANGKEEPER_NAMESPACE = DEFAULT_NAMESPACE
 GANGKEEPER_ACCOUNT = APP_NAME
+GANGKEEPER_USER = f"system:serviceaccount:{GANGKEEPER_NAMESPACE}:{GANGKEEPER_ACCOUNT}"
 STATE_FILE = "sandbox.json"
 PORT_ATTEMPTS = 3
 WEBHOOK_PROBE_SECONDS = 30.0
-#: What the sandbox takes from the full install manifests (the rest is the Deployment
-#: and its Service, which the sandbox replaces with a local process).
-_RBAC_KINDS = (
-    "Namespace",
-    "ServiceAccount",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "Role",
-    "RoleBinding",
-)
 #: Everything `up` creates inside the directory; `down` removes exactly these.
 _OWNED = (
     STATE_FILE,
     "pki",
+    "admission",
     "etcd-data",
     "kubeconfigs",
     "gangkeeper-certs",
-    "gangkeeper-config.yaml",
+    registration.CONFIG_FILE,
     "kwok.yaml",
     JOBSET,
     LWS,
     TRAINER,
     SCHEDULER_PLUGINS,
+    KARPENTER,
     "logs",
     "pids",
 )
-
-
-class SandboxError(RuntimeError):
-    """The sandbox could not start; the message names the component and its log."""
 
 
 @dataclass(frozen=True)
@@ -122,40 +97,6 @@ class SandboxInfo:
     startup_seconds: float
 
 
-def write_kubeconfig(path: Path, server: str, ca: Path, user: str, client: KeyPair) -> Path:
-    """A kubeconfig with one cluster/user/context, files referenced by absolute path."""
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "gangkeeper-sandbox",
-                "cluster": {"server": server, "certificate-authority": str(ca.resolve())},
-            }
-        ],
-        "users": [
-            {
-                "name": user,
-                "user": {
-                    "client-certificate": str(client.cert.resolve()),
-                    "client-key": str(client.key.resolve()),
-                },
-            }
-        ],
-        "contexts": [
-            {
-                "name": "gangkeeper-sandbox",
-                "context": {"cluster": "gangkeeper-sandbox", "user": user},
-            }
-        ],
-        "current-context": "gangkeeper-sandbox",
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    path.chmod(0o600)
-    return path
-
-
 class Sandbox:
     """One sandbox directory: its processes, PKI and cluster state."""
 
@@ -166,8 +107,12 @@ class Sandbox:
         binaries: Binaries | None = None,
         feature_gates: Mapping[str, bool] = DEFAULT_FEATURE_GATES,
         log: Callable[[str], None] | None = None,
+        karpenter_feature_gates: str = "",
     ) -> None:
+        """`karpenter_feature_gates`: Karpenter's FEATURE_GATES (`CapacityBuffer=true`)
+        when the `karpenter` component runs; empty keeps its defaults."""
         self.directory = Path(directory).resolve()
+        self.karpenter_feature_gates = karpenter_feature_gates
         self._binaries = binaries
         self.feature_gates = dict(feature_gates)
         self.processes = Processes(self.directory)
@@ -289,33 +234,45 @@ class Sandbox:
             gangkeeper_service_account=(GANGKEEPER_NAMESPACE, GANGKEEPER_ACCOUNT),
         )
         server = f"https://127.0.0.1:{ports.apiserver}"
-        admin, kcm, scheduler = self._write_kubeconfigs(server, pki)
+        ids = write_identities(self.identities, server, pki, GANGKEEPER_USER)
+        admin = ids.admin
 
         self._log(f"starting etcd on 127.0.0.1:{ports.etcd_client}")
         plane.start_etcd(ports)
         self._wait(
             "etcd",
-            lambda: _http_ok(f"http://127.0.0.1:{ports.etcd_client}/health", None),
+            lambda: http_ok(f"http://127.0.0.1:{ports.etcd_client}/health", None),
             deadline,
         )
         self._log(f"starting kube-apiserver on {server}")
         plane.start_apiserver(ports, pki)
-        tls = _client_context(pki.ca.cert, pki.admin)
-        self._wait("kube-apiserver", lambda: _http_ok(f"{server}/readyz", tls), deadline)
+        tls = client_context(pki.ca.cert, pki.admin)
+        self._wait("kube-apiserver", lambda: http_ok(f"{server}/readyz", tls), deadline)
 
         self._log("starting kube-controller-manager and kube-scheduler")
-        plane.start_controller_manager(ports, pki, kcm)
-        plane.start_scheduler(ports, scheduler)
+        plane.start_controller_manager(ports, pki, ids.controller_manager)
+        plane.start_scheduler(ports, ids.scheduler)
 
         self._install_crds()
-        self._start_neighbours(components, pki.ca.cert, pki.webhooks, deadline)
-        self._kubectl(
+        kubectl = self.cli
+        start_neighbours(
+            self.processes,
+            self.directory,
+            kubectl,
+            components,
+            ca=pki.ca.cert,
+            serving=pki.webhooks,
+            deadline=deadline,
+            log=self._log,
+            karpenter_gates=self.karpenter_feature_gates,
+        )
+        kubectl.must(
             "label", "namespace", OPTED_IN_NAMESPACE, f"{ENABLED_LABEL}=true", "--overwrite"
         )
         if gangkeeper:
-            self._install_rbac(backend)
+            registration.install_rbac(kubectl, GANGKEEPER_NAMESPACE, backend)
         else:
-            self._kubectl("create", "namespace", GANGKEEPER_NAMESPACE)
+            kubectl.must("create", "namespace", GANGKEEPER_NAMESPACE)
 
         from kubernetes import client
         from kubernetes import config as kube_config
@@ -323,8 +280,8 @@ class Sandbox:
         api = kube_config.new_client_from_config(config_file=str(admin))  # type: ignore[no-untyped-call]
         try:
             core = client.CoreV1Api(api)
+            self._log(f"creating {len(fleet_nodes)} nodes")
             nodes = create_nodes(core, fleet_nodes, kwok=KWOK in components)
-            self._log(f"created {len(nodes)} nodes")
             if KWOK in components:
                 self._wait("kwok (nodes Ready)", lambda: not nodes_ready(core, nodes), deadline)
             # Pods are refused until the namespace's default ServiceAccount exists.
@@ -346,16 +303,23 @@ class Sandbox:
             "components": list(components),
         }
         if gangkeeper:
-            argv = self._gangkeeper_argv(ports.gangkeeper, backend, config)
+            argv = registration.serve_argv(
+                kubeconfig=self.gangkeeper_kubeconfig,
+                cert_dir=self.gangkeeper_cert_dir,
+                port=ports.gangkeeper,
+                config=registration.config_file(self.directory, backend, config),
+            )
             state["gangkeeper_argv"] = argv
             gangkeeper_url = f"https://127.0.0.1:{ports.gangkeeper}"
             state["gangkeeper_url"] = gangkeeper_url
             self._write_state(state)
             self.start_gangkeeper(deadline=deadline)
-            self._register_webhooks(gangkeeper_url, backend)
+            registration.register_webhooks(
+                kubectl, gangkeeper_url, self.gangkeeper_cert_dir / "ca.crt", backend
+            )
             self._wait(
                 "gangkeeper (called by the API server)",
-                self._webhook_called,
+                functools.partial(registration.webhook_called, kubectl, OPTED_IN_NAMESPACE),
                 min(deadline, time.monotonic() + WEBHOOK_PROBE_SECONDS),
             )
         else:
@@ -369,6 +333,16 @@ class Sandbox:
             startup_seconds=time.monotonic() - started,
         )
 
+    @staticmethod
+    def up_steps(components: Sequence[str], gangkeeper: bool = True) -> int:
+        """How many progress messages `up` logs (a retry after a port clash adds more):
+        etcd, kube-apiserver, controller-manager + scheduler, CRDs, one per neighbour
+        (two for scheduler-plugins: its scheduler and its controller), nodes, and
+        gangkeeper. Kept in step with the `_log` calls of `_up` and what it calls, which
+        the README's sandbox test counts."""
+        extra = 1 if SCHEDULER_PLUGINS in components else 0
+        return 5 + len(components) + extra + (1 if gangkeeper else 0)
+
     def down(self) -> None:
         """Stop every recorded process and remove what `up` created in the directory."""
         self.processes.stop_all()
@@ -377,121 +351,32 @@ class Sandbox:
         if self.directory.is_dir() and not any(self.directory.iterdir()):
             self.directory.rmdir()
 
-    def _write_kubeconfigs(self, server: str, pki: ClusterPKI) -> tuple[Path, Path, Path]:
-        """Each component's identity; returns the admin's, the KCM's and the scheduler's."""
+    @property
+    def identities(self) -> Identities:
         kubeconfigs = self.directory / "kubeconfigs"
-        admin = write_kubeconfig(
-            self.kubeconfig, server, pki.ca.cert, "gangkeeper-sandbox-admin", pki.admin
+        return Identities(
+            admin=self.kubeconfig,
+            controller_manager=kubeconfigs / "controller-manager.kubeconfig",
+            scheduler=kubeconfigs / "scheduler.kubeconfig",
+            gangkeeper=self.gangkeeper_kubeconfig,
         )
-        kcm = write_kubeconfig(
-            kubeconfigs / "controller-manager.kubeconfig",
-            server,
-            pki.ca.cert,
-            "system:kube-controller-manager",
-            pki.controller_manager,
-        )
-        scheduler = write_kubeconfig(
-            kubeconfigs / "scheduler.kubeconfig",
-            server,
-            pki.ca.cert,
-            "system:kube-scheduler",
-            pki.scheduler,
-        )
-        write_kubeconfig(
-            self.gangkeeper_kubeconfig,
-            server,
-            pki.ca.cert,
-            f"system:serviceaccount:{GANGKEEPER_NAMESPACE}:{GANGKEEPER_ACCOUNT}",
-            pki.gangkeeper,
-        )
-        return admin, kcm, scheduler
 
     def _install_crds(self) -> None:
         """The workload kinds gangkeeper reads: JobSet's and LeaderWorkerSet's as their
         modules ship them, the others from `data/crds`."""
-        self._kubectl("apply", "--server-side", "-f", str(CRD_DIR))
+        self._log("installing the CRDs of the kinds gangkeeper reads")
+        self.cli.must("apply", "--server-side", "-f", str(CRD_DIR))
         for crds in neighbours.crd_paths():
             how = "-k" if (crds / "kustomization.yaml").is_file() else "-f"
-            self._kubectl("apply", "--server-side", how, str(crds))
-        self._kubectl(
+            self.cli.must("apply", "--server-side", how, str(crds))
+        self.cli.must(
             "wait", "--for=condition=Established", "--timeout=60s", "crd",
             "-l", "app.kubernetes.io/part-of=gangkeeper-sandbox",
         )  # fmt: skip
-        self._kubectl(
+        self.cli.must(
             "wait", "--for=condition=Established", "--timeout=60s",
             *(f"crd/{name}" for name in neighbours.served_crds()),
         )  # fmt: skip
-
-    # -- neighbours ------------------------------------------------------------------
-
-    def _start_neighbours(
-        self, components: Sequence[str], ca: Path, serving: KeyPair, deadline: float
-    ) -> None:
-        """kwok, then the controllers with their webhooks registered and answering."""
-        if KWOK in components:
-            self._log("starting kwok")
-            neighbours.start_kwok(self.processes, self.directory, self.kubeconfig)
-        scheduler_port = None
-        if SCHEDULER_PLUGINS in components:
-            version = neighbours.SCHEDULER_PLUGINS_VERSION
-            self._log(f"starting the scheduler-plugins scheduler {version}")
-            scheduler_port = neighbours.start_coscheduling_scheduler(
-                self.processes, self.directory, self.kubeconfig
-            )
-        running = []
-        for name in components:
-            controller = CONTROLLERS.get(name)
-            if controller is None:
-                continue
-            self._log(f"starting the {name} controller {controller.version}")
-            running.append(
-                neighbours.start_controller(
-                    self.processes, controller, self.directory, self.kubeconfig, serving
-                )
-            )
-        for started in running:
-            readyz = f"http://127.0.0.1:{started.health_port}/readyz"
-            self._wait(
-                f"{started.controller.name} (readyz)",
-                functools.partial(_http_ok, readyz, None),
-                deadline,
-            )
-            configurations = neighbours.webhook_configurations(
-                started, ca.read_bytes(), self._kustomize
-            )
-            self._kubectl(
-                "apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(configurations)
-            )
-            for manifest in started.controller.manifests:
-                # Through the controller's own webhooks, which the API server may take
-                # a moment to call after registration: retried until the deadline.
-                path = started.controller.root / manifest
-                self._wait(
-                    f"{started.controller.name} (applying {path.name})",
-                    functools.partial(self._applied, path),
-                    deadline,
-                )
-        if scheduler_port is not None:
-            # Its serving certificate is self-signed in its own cert dir: nothing to
-            # verify it against, and /healthz tells only that it serves.
-            unverified = ssl.create_default_context()
-            unverified.check_hostname = False
-            unverified.verify_mode = ssl.CERT_NONE
-            healthz = f"https://127.0.0.1:{scheduler_port}/healthz"
-            self._wait(
-                f"{SCHEDULER_PLUGINS} (healthz)",
-                functools.partial(_http_ok, healthz, unverified),
-                deadline,
-            )
-
-    def _applied(self, path: Path) -> bool:
-        return self.kubectl("apply", "--server-side", "-f", str(path), check=False).returncode == 0
-
-    def _kustomize(self, directory: Path) -> str:
-        done = self.kubectl("kustomize", str(directory), check=False)
-        if done.returncode != 0:
-            raise SandboxError(f"kubectl kustomize {directory} failed: {done.stderr.strip()}")
-        return done.stdout
 
     # -- gangkeeper ------------------------------------------------------------------
 
@@ -504,8 +389,11 @@ class Sandbox:
         """gangkeeper's own identity: its ServiceAccount, with the rendered RBAC."""
         return self.directory / "kubeconfigs" / "gangkeeper.kubeconfig"
 
-    def start_gangkeeper(self, *, deadline: float | None = None) -> None:
-        """(Re)start `gangkeeper serve` with the recorded arguments; wait for /readyz."""
+    def start_gangkeeper(
+        self, *, deadline: float | None = None, extra_args: Sequence[str] = ()
+    ) -> None:
+        """(Re)start `gangkeeper serve` with the recorded arguments (and `extra_args`, for
+        this run only); wait for /readyz."""
         state = self.state()
         argv = state.get("gangkeeper_argv")
         if not argv:
@@ -513,134 +401,31 @@ class Sandbox:
         if self.processes.alive("gangkeeper"):
             return
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.processes.start("gangkeeper", argv, env=env)
+        self._log(f"starting gangkeeper serve on {state['gangkeeper_url']}")
+        self.processes.start("gangkeeper", [*argv, *extra_args], env=env)
         tls = ssl.create_default_context(cafile=str(self.gangkeeper_cert_dir / "ca.crt"))
         url = f"{state['gangkeeper_url']}/readyz"
-        self._wait("gangkeeper", lambda: _http_ok(url, tls), deadline or time.monotonic() + 60.0)
+        self._wait("gangkeeper", lambda: http_ok(url, tls), deadline or time.monotonic() + 60.0)
 
     def stop_gangkeeper(self, *, kill: bool = False) -> None:
         """SIGTERM (graceful) or, with `kill`, SIGKILL: a crash, nothing cleaned up."""
         self.processes.stop("gangkeeper", kill=kill)
 
-    def _gangkeeper_argv(self, port: int, backend: str | None, config: Path | None) -> list[str]:
-        from gangkeeper.certs import ensure_local
-
-        ensure_local(self.gangkeeper_cert_dir, ["localhost"], ["127.0.0.1"])
-        argv = [
-            sys.executable, "-m", "gangkeeper.webhook.cli", "serve",
-            "--kubeconfig", str(self.gangkeeper_kubeconfig),
-            "--host", "127.0.0.1",
-            "--port", str(port),
-            "--cert-dir", str(self.gangkeeper_cert_dir),
-        ]  # fmt: skip
-        config_path = _gangkeeper_config(self.directory, backend, config)
-        if config_path is not None:
-            argv += ["--config", str(config_path)]
-        return argv
-
-    def _webhook_called(self) -> bool:
-        """Whether the API server now calls gangkeeper for a gang pod in the opted-in
-        namespace (a server-side dry run: nothing is created).
-
-        Registration takes effect once the API server's informer has the new
-        configurations; returning before that would let a user's first
-        `kubectl apply` slip past gangkeeper. Either answer proves the call: the
-        pod comes back gated, or a gangkeeper webhook refused it.
-        """
-        probe = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": "gangkeeper-sandbox-probe",
-                "annotations": {
-                    GANG_NAME_ANNOTATION: "probe",
-                    MIN_MEMBER_ANNOTATION: "1",
-                },
-            },
-            "spec": {
-                "containers": [
-                    {
-                        "name": "probe",
-                        "image": "registry.invalid/probe",
-                        "resources": {"limits": {"nvidia.com/gpu": "1"}},
-                    }
-                ]
-            },
-        }
-        done = self.kubectl(
-            "create", "--dry-run=server", "-n", OPTED_IN_NAMESPACE, "-o", "json", "-f", "-",
-            input=json.dumps(probe), check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            return "gangkeeper.io" in done.stderr
-        gates = json.loads(done.stdout)["spec"].get("schedulingGates") or []
-        return any(g.get("name") == GATE for g in gates)
-
-    def _install_rbac(self, backend: str | None) -> None:
-        """The namespace, ServiceAccount and RBAC of gangkeeper's install manifests:
-        gangkeeper runs with exactly the permissions a real install grants it."""
-        docs = yaml.safe_load_all(
-            self._render("--namespace", GANGKEEPER_NAMESPACE, backend=backend)
-        )
-        wanted = [d for d in docs if isinstance(d, dict) and d.get("kind") in _RBAC_KINDS]
-        self._kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(wanted))
-
-    def _register_webhooks(self, url: str, backend: str | None) -> None:
-        ca = str(self.gangkeeper_cert_dir / "ca.crt")
-        rendered = self._render("--url", url, "--ca-bundle", ca, backend=backend)
-        self._kubectl("apply", "--server-side", "-f", "-", input=rendered)
-
-    def _render(self, *args: str, backend: str | None) -> str:
-        """Output of `gangkeeper manifests ARGS [--backend B]`, run as a user would."""
-        argv = [sys.executable, "-m", "gangkeeper.webhook.cli", "manifests", *args]
-        if backend:
-            argv += ["--backend", backend]
-        rendered = subprocess.run(argv, capture_output=True, text=True, check=False)
-        if rendered.returncode != 0:
-            raise SandboxError(
-                f"`gangkeeper {' '.join(argv[3:])}` failed ({rendered.returncode}): "
-                f"{rendered.stderr.strip()}"
-            )
-        return rendered.stdout
-
-    # -- components ------------------------------------------------------------------
-
     # -- helpers ---------------------------------------------------------------------
+
+    @property
+    def cli(self) -> Kubectl:
+        """The sandbox's kubectl as its admin."""
+        return Kubectl(self.binaries.kubectl, self.kubeconfig)
 
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
         """Run the sandbox's kubectl against it."""
-        return subprocess.run(
-            [str(self.binaries.kubectl), f"--kubeconfig={self.kubeconfig}", *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            check=check,
-        )
-
-    def _kubectl(self, *args: str, input: str | None = None) -> None:
-        done = self.kubectl(*args, input=input, check=False)
-        if done.returncode != 0:
-            raise SandboxError(f"kubectl {' '.join(args)} failed: {done.stderr.strip()}")
+        return self.cli.run(*args, input=input, check=check)
 
     def _wait(self, component: str, ready: Callable[[], bool], deadline: float) -> None:
-        """Poll `ready` until true; fail fast when the component's process died."""
-        name = component.split(" ", maxsplit=1)[0]
-        while True:
-            if name in self.processes.names() and not self.processes.alive(name):
-                raise SandboxError(
-                    f"{name} exited during startup; see {self.processes.logs / (name + '.log')}"
-                    f"{_tail(self.processes.logs / (name + '.log'))}"
-                )
-            if ready():
-                return
-            if time.monotonic() > deadline:
-                raise SandboxError(
-                    f"{component} not ready in time; see {self.processes.logs / (name + '.log')}"
-                    f"{_tail(self.processes.logs / (name + '.log'))}"
-                )
-            time.sleep(0.2)
+        wait_until(self.processes, component, ready, deadline)
 
     def _write_state(self, state: Mapping[str, Any]) -> None:
         (self.directory / STATE_FILE).write_text(json.dumps(state, indent=2))
@@ -663,36 +448,6 @@ def _load_fleet(path: Path) -> list[Mapping[str, Any]]:
         raise SandboxError(f"fleet file: {e}") from e
 
 
-def _gangkeeper_config(directory: Path, backend: str | None, config: Path | None) -> Path | None:
-    """The --config for serve: the user's file, with `backend` overridden when given."""
-    if backend is None:
-        return config
-    data: dict[str, Any] = {}
-    if config is not None:
-        loaded = yaml.safe_load(config.read_text()) or {}
-        if not isinstance(loaded, dict):
-            raise SandboxError(f"{config}: a gangkeeper config must be a mapping")
-        data = loaded
-    data["backend"] = backend
-    path = directory / "gangkeeper-config.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
-def _client_context(ca: Path, client: KeyPair) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=str(ca))
-    ctx.load_cert_chain(str(client.cert), str(client.key))
-    return ctx
-
-
-def _http_ok(url: str, tls: ssl.SSLContext | None) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2.0, context=tls) as response:
-            return bool(response.status == 200)
-    except (OSError, urllib.error.URLError, ssl.SSLError):
-        return False
-
-
 def _has_default_sa(core: Any, namespace: str) -> bool:
     from kubernetes.client.exceptions import ApiException
 
@@ -701,11 +456,3 @@ def _has_default_sa(core: Any, namespace: str) -> bool:
     except ApiException:
         return False
     return True
-
-
-def _tail(log: Path, lines: int = 15) -> str:
-    try:
-        text = log.read_text(errors="replace").splitlines()[-lines:]
-    except OSError:
-        return ""
-    return "\n  " + "\n  ".join(text) if text else ""

@@ -14,7 +14,8 @@ What is checked where:
             or (per `config.on_conflict`) carries another gang system's keys.
   /validate Pod CREATE: the feasibility verdict of its gang. Workload objects on CREATE,
             and on UPDATE when `spec` changed (a metadata-only update, e.g. a finalizer
-            being removed, must never be blocked because the cluster shrank since).
+            being removed, or a Job suspended or resumed, must never be blocked
+            because the cluster shrank since).
   anything else (other operations, sub-resources, kinds no recogniser knows) is
   allowed untouched. dryRun requests get exactly the same answer: nothing here writes.
 
@@ -167,6 +168,9 @@ def parse_review(body: bytes, *, max_bytes: int = MAX_BODY_BYTES) -> Review:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadReview(400, f"body is not JSON: {exc}") from None
+    except RecursionError:
+        # Python's parser recurses once per level; no AdmissionReview nests this deep.
+        raise BadReview(400, "body is not usable JSON: it nests too deeply") from None
     if not isinstance(data, dict):
         raise BadReview(400, f"body is a JSON {type(data).__name__}, not an AdmissionReview")
     api_version, kind = data.get("apiVersion"), data.get("kind")
@@ -340,10 +344,19 @@ def _pod_answer(review: Review, policy: Policy) -> Answer:
 
 
 def _spec_unchanged(review: Review) -> bool:
+    """The spec is the same but perhaps for `suspend`: suspending or resuming a Job
+    (gangkeeper's requeue, Kueue, a user) never changes what its gang needs."""
     old, new = review.request.get("oldObject"), review.object
-    return isinstance(old, Mapping) and isinstance(new, Mapping) and old.get("spec") == new.get(
-        "spec"
-    )
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return False
+
+    def shape(obj: Mapping[str, Any]) -> object:
+        spec = obj.get("spec")
+        return {k: v for k, v in spec.items() if k != "suspend"} if isinstance(
+            spec, Mapping
+        ) else spec
+
+    return shape(old) == shape(new)
 
 
 def _object_answer(review: Review, policy: Policy) -> Answer:

@@ -32,6 +32,7 @@ from gangkeeper.policies.decision import NEVER_NAMESPACES, Memos
 from . import admission
 from .admission import Policy
 from .cluster_view import ClusterView
+from .limits import Limits, client_cert_name
 from .metrics import Metrics
 from .tls import ReloadingTLS
 
@@ -57,7 +58,11 @@ class Server:
     services: Sequence[Service] = ()
     #: Where the expiry metric reads notAfter from (the serving certificate).
     cert_file: Path | None = None
-    max_body_bytes: int = admission.MAX_BODY_BYTES
+    #: Body size and deadline (enforced here); the connection limits are uvicorn's.
+    limits: Limits = field(default_factory=Limits)
+    #: `serve --client-ca`: /mutate and /validate answer only a client whose certificate
+    #: the TLS handshake verified against that CA (401 otherwise).
+    require_client_cert: bool = False
     cert_poll_seconds: float = 2.0
     #: Serve the admission endpoints (off in `serve --controller-only`).
     admission: bool = True
@@ -126,27 +131,42 @@ PolicyDep = Annotated[admission.Policy, Depends(get_policy)]
 # --- admission -----------------------------------------------------------------------
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, refused once it passes `limit` without reading the rest."""
+async def _read_body(request: Request, limits: Limits) -> bytes:
+    """The body, refused once it passes the size cap (413) or its deadline (408)."""
+    limit = limits.max_body_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise admission.BadReview(413, f"body of {declared} bytes is over the limit of {limit}")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise admission.BadReview(413, f"body is over the limit of {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(limits.body_timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise admission.BadReview(413, f"body is over the limit of {limit} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise admission.BadReview(
+            408, f"body not received within {limits.body_timeout:g} s ({size} bytes so far)"
+        ) from None
     return b"".join(chunks)
 
 
+#: Refusals after which the rest of the body may still be on its way (or never come):
+#: the connection cannot carry another request, so it is closed after the answer.
+_CLOSE_AFTER = frozenset({401, 408, 413})
+
+
 def _json(data: Any, status: int = 200) -> Response:
-    return Response(
-        json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode(),
-        status_code=status,
-        media_type="application/json",
-    )
+    try:
+        body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        # A lone surrogate (`"\ud800"` is valid JSON) echoed back has no UTF-8 form;
+        # escaped, the answer is still JSON and still names what was sent.
+        body = json.dumps(data, separators=(",", ":")).encode()
+    headers = {"connection": "close"} if status in _CLOSE_AFTER else None
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
 async def _admit(
@@ -154,8 +174,12 @@ async def _admit(
 ) -> Response:
     started = time.perf_counter()
     try:
-        body = await _read_body(request, server.max_body_bytes)
-        review = admission.parse_review(body, max_bytes=server.max_body_bytes)
+        if server.require_client_cert and client_cert_name(request.scope) is None:
+            raise admission.BadReview(
+                401, "a client certificate signed by the --client-ca is required"
+            )
+        body = await _read_body(request, server.limits)
+        review = admission.parse_review(body, max_bytes=server.limits.max_body_bytes)
     except admission.BadReview as bad:
         server.metrics.observe_admission(
             endpoint, "error", "bad-request", time.perf_counter() - started

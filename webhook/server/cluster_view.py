@@ -224,8 +224,11 @@ class _BoundPodCapacity:
 #: Pod spec fields `pod_demand` and `placement_of` read; a cached member keeps only these.
 _DEMAND_FIELDS = ("overhead", "nodeSelector", "nodeName", "tolerations")
 _CONTAINER_FIELDS = ("name", "resources", "restartPolicy")
+#: resourceVersion too: the policy remembers what each sibling version gave
+#: (`pod_gangs.SiblingFacts`), so a member is recognised once, not at every admission.
 _MEMBER_META = (
-    "name", "namespace", "uid", "labels", "annotations", "ownerReferences", "deletionTimestamp"
+    "name", "namespace", "uid", "resourceVersion", "labels", "annotations",
+    "ownerReferences", "deletionTimestamp",
 )
 
 

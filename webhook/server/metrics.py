@@ -9,10 +9,13 @@ Exposed series:
     gangkeeper_admission_duration_seconds{endpoint,verdict}   histogram
     gangkeeper_admission_requests_total{endpoint,outcome}     counter
     gangkeeper_admission_rejections_total{endpoint,reason}    counter
+    gangkeeper_admission_decisions_total{endpoint,verdict,reason}  counter
     gangkeeper_cache_synced{resource}                         gauge 0/1
     gangkeeper_certificate_expiry_timestamp_seconds           gauge (unix time)
     gangkeeper_certificate_reloads_total                      counter
-plus whatever numeric values extra collectors return (e.g. the gang controller's).
+plus whatever numeric values extra collectors return (e.g. the gang controller's);
+a collector's family with `NAME_bucket` series (label `le`) and `NAME_sum`/`NAME_count`
+is rendered as one histogram `NAME`.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ class Metrics:
         self._durations: dict[tuple[str, str], _Histogram] = {}
         self._requests: dict[tuple[str, str], int] = {}
         self._rejections: dict[tuple[str, str], int] = {}
+        self._decisions: dict[tuple[str, str, str], int] = {}
         self._synced: dict[str, bool] = {}
         self._cert_expiry: float | None = None
         self._cert_reloads = 0
@@ -89,6 +93,10 @@ class Metrics:
             if reason:
                 rkey = (endpoint, reason)
                 self._rejections[rkey] = self._rejections.get(rkey, 0) + 1
+            # Kueue-style: every decision by verdict, with the rejection reason or,
+            # for an admitted object, what was done with it.
+            dkey = (endpoint, verdict, reason or outcome)
+            self._decisions[dkey] = self._decisions.get(dkey, 0) + 1
 
     def set_synced(self, resource: str, synced: bool) -> None:
         with self._lock:
@@ -112,6 +120,7 @@ class Metrics:
             durations = {k: (list(h.counts), h.total) for k, h in self._durations.items()}
             requests = dict(self._requests)
             rejections = dict(self._rejections)
+            decisions = dict(self._decisions)
             synced = dict(self._synced)
             expiry = self._cert_expiry
             reloads = self._cert_reloads
@@ -139,6 +148,14 @@ class Metrics:
             {(("endpoint", e), ("reason", r)): float(n) for (e, r), n in rejections.items()},
         )
         self._family(
+            out, "gangkeeper_admission_decisions_total", "counter",
+            "Admission decisions by verdict and reason (or outcome when admitted).",
+            {
+                (("endpoint", e), ("verdict", v), ("reason", r)): float(n)
+                for (e, v, r), n in decisions.items()
+            },
+        )
+        self._family(
             out, "gangkeeper_cache_synced", "gauge",
             "1 when the watch cache of a resource has listed at least once.",
             {(("resource", r),): float(s) for r, s in synced.items()},
@@ -160,7 +177,24 @@ class Metrics:
                 continue
             for (metric, labels), value in samples.items():
                 extra.setdefault(metric, {})[labels] = value
+        histograms = {
+            m.removesuffix("_bucket")
+            for m in extra
+            if m.endswith("_bucket") and m.removesuffix("_bucket") + "_count" in extra
+        }
         for metric, family in sorted(extra.items()):
+            histogram = next(
+                (h for h in histograms if metric in (f"{h}_bucket", f"{h}_sum", f"{h}_count")),
+                None,
+            )
+            if histogram is not None:
+                if metric == f"{histogram}_bucket":
+                    out.append(f"# TYPE {histogram} histogram")
+                    # In the collector's order: its buckets come in increasing `le`.
+                    for series in ("_bucket", "_sum", "_count"):
+                        for labels, value in extra[histogram + series].items():
+                            out.append(f"{histogram}{series}{_labels(labels)} {_number(value)}")
+                continue
             kind = "counter" if metric.endswith("_total") else "gauge"
             self._family(out, metric, kind, "", family)
         return "\n".join(out) + "\n"

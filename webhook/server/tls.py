@@ -12,7 +12,12 @@ context first means a half-written pair (certificate already renewed, key not ye
 simply ignored until both files agree. The callback runs for every ClientHello, with or
 without SNI, and only assigns an attribute.
 
-May read the two certificate files and nothing else; no network, no HTTP.
+With `client_ca`, every context asks the client for a certificate and verifies one
+that is sent against that CA (CERT_OPTIONAL: the kubelet's probes and Prometheus send
+none); whether the admission endpoints then insist on one is the app's decision, from
+the verified name the protocol puts in the request scope (`limits`).
+
+May read the certificate files (and the client CA) and nothing else; no network, no HTTP.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ class CertificateUnavailable(Exception):
     """The certificate or key file is missing, unreadable, or the pair does not match."""
 
 
-def _context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
+def _context(cert_file: Path, key_file: Path, client_ca: Path | None = None) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     # The API server speaks HTTP/1.1 to webhooks; advertising it keeps ALPN honest.
@@ -42,6 +47,14 @@ def _context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
         raise CertificateUnavailable(
             f"cannot load certificate {cert_file} with key {key_file}: {exc}"
         ) from exc
+    if client_ca is not None:
+        # On every context, the listening one and each reloaded one the SNI callback
+        # switches to: the switch keeps the verify mode but reads this CA store.
+        context.verify_mode = ssl.CERT_OPTIONAL
+        try:
+            context.load_verify_locations(cafile=str(client_ca))
+        except (OSError, ssl.SSLError) as exc:
+            raise CertificateUnavailable(f"cannot load client CA {client_ca}: {exc}") from exc
     return context
 
 
@@ -65,16 +78,17 @@ class LoadedCertificate:
 class ReloadingTLS:
     """A server SSL context that follows the certificate files on disk."""
 
-    def __init__(self, cert_file: Path, key_file: Path) -> None:
+    def __init__(self, cert_file: Path, key_file: Path, client_ca: Path | None = None) -> None:
         self.cert_file = cert_file
         self.key_file = key_file
+        self.client_ca = client_ca
         self._lock = threading.Lock()
         digest = _digest(cert_file, key_file)
-        self._current = LoadedCertificate(digest, _context(cert_file, key_file))
+        self._current = LoadedCertificate(digest, _context(cert_file, key_file, client_ca))
         self._seen_digest = digest
         self.reloads = 0
         # The context the listening socket is bound to; it only dispatches to the current one.
-        self.server_context = _context(cert_file, key_file)
+        self.server_context = _context(cert_file, key_file, client_ca)
         self.server_context.sni_callback = self._select
 
     def _select(
@@ -90,7 +104,7 @@ class ReloadingTLS:
                 return False
             self._seen_digest = digest
             try:
-                context = _context(self.cert_file, self.key_file)
+                context = _context(self.cert_file, self.key_file, self.client_ca)
             except CertificateUnavailable as exc:
                 # Typically the certificate was written and the key is about to be:
                 # keep serving the old pair and retry when the content changes again.

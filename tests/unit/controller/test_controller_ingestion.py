@@ -38,11 +38,13 @@ def controller() -> GangController:
         ("a gang member asking for no GPU", pod("g-1", 0, gang="g", min_member=2), True),
         ("a bound GPU pod of no gang", pod("solo", 2, node_name="n1", phase="Running"), True),
         ("an unbound GPU pod of no gang (in flight)", pod("pending", 1), True),
-        ("a CPU-only pod of no gang", pod("web", 0, node_name="n1", phase="Running"), False),
+        # Its cpu, memory and pod slot count where it runs (placement checks them).
+        ("a bound CPU-only pod of no gang", pod("web", 0, node_name="n1", phase="Running"), True),
+        ("an unbound CPU-only pod of no gang", pod("cron", 0), False),
         ("a finished GPU pod", pod("done", 1, node_name="n1", phase="Succeeded"), False),
     ],
 )
-def test_the_controller_keeps_only_gang_members_and_gpu_pods(
+def test_the_controller_keeps_only_gang_members_gpu_pods_and_bound_pods(
     controller: GangController, what: str, raw: dict[str, Any], kept: bool
 ) -> None:
     assert (controller._pod(raw) is not None) is kept, what

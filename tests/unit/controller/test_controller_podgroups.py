@@ -13,7 +13,7 @@ from gangkeeper.policies.release.groups import (
     native_resource,
 )
 from gangkeeper.policies.release.observe import observe_gangs, pod_info
-from gangkeeper.webhook.controller.controller import ungate_patch
+from gangkeeper.webhook.controller.writes import ungate_patch
 
 OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-uid"}
 

@@ -396,3 +396,34 @@ def test_mpi_run_launcher_as_node_gives_resources_per_node_to_launcher_and_nodes
         "launcher": {GPU: 8},
         "node": {GPU: 8},
     }
+
+
+@pytest.mark.parametrize(
+    ("policy", "keyed_by"),
+    [
+        (None, ""),
+        ({}, ""),
+        ({"coscheduling": {"scheduleTimeoutSeconds": 60}},
+         "Kubeflow Trainer podGroupPolicy.coscheduling (label scheduling.x-k8s.io/pod-group)"
+         " of ClusterTrainingRuntime/torch"),
+        ({"volcano": {}},
+         "Kubeflow Trainer podGroupPolicy.volcano (annotation scheduling.k8s.io/group-name)"
+         " of ClusterTrainingRuntime/torch"),
+    ],
+)
+def test_a_runtime_pod_group_policy_says_trainer_keys_the_gang_itself(
+    policy: dict[str, Any] | None, keyed_by: str
+) -> None:
+    runtime = training_runtime("torch", node_job(1))
+    if policy is not None:
+        runtime["spec"]["podGroupPolicy"] = policy
+    [gang] = recognize_object(trainjob("tj", "torch", num_nodes=2), Lookup(runtime), CONFIG)
+    assert gang.keyed_by == keyed_by
+    assert gang.min_member == 2  # still sized and checked for feasibility
+
+
+def test_a_pod_group_policy_that_is_not_a_mapping_is_invalid_naming_the_field() -> None:
+    runtime = training_runtime("torch", node_job(1))
+    runtime["spec"]["podGroupPolicy"] = "coscheduling"
+    with pytest.raises(InvalidObject, match=r"ClusterTrainingRuntime/torch\.spec\.podGroupPolicy"):
+        recognize_object(trainjob("tj", "torch", num_nodes=2), Lookup(runtime), CONFIG)

@@ -1,0 +1,175 @@
+"""The autoscaling keys of gangkeeper's config, parsed into a frozen `Autoscaling`.
+
+    autoscaling: placeholders        # placeholders (default) | provisioningrequest | off
+    namespaceAutoscaling: {lab: off} # per-namespace override
+    clusterAutoscales: false         # true: any pool may grow, declared or not
+    provisioningTimeoutSeconds: 600  # placeholders not all bound by then: removed
+    provisioningRetrySeconds: 60     # first wait after a timeout (doubles, at most 16x)
+    placeholders: {image: registry.k8s.io/pause:3.10, priorityClassName: gangkeeper-placeholder}
+    provisioningRequest:             # autoscaling: provisioningrequest
+      className: best-effort-atomic-scale-up.autoscaling.x-k8s.io  # or check-capacity...
+      retryLimit: 3                  # Failed/BookingExpired asks retried (Kueue's default)
+
+`provisioningrequest` asks cluster-autoscaler through its ProvisioningRequest API
+(`autoscaling.x-k8s.io/v1`) where the cluster serves it, and falls back to
+placeholders where it does not.
+
+Pure: no I/O. Bad values raise InvalidConfig naming the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast, get_args
+
+from ..errors import InvalidConfig
+from ..names import PLACEHOLDER_PRIORITY_CLASS
+
+AutoscalingMode = Literal["placeholders", "provisioningrequest", "off"]
+_MODES: tuple[str, ...] = get_args(AutoscalingMode)
+
+#: The pause image the placeholders run (they never do anything but hold room).
+DEFAULT_PLACEHOLDER_IMAGE = "registry.k8s.io/pause:3.10"
+#: Retries wait `retry_seconds * 2**(attempt-1)`, at most this many times the first wait.
+MAX_BACKOFF_FACTOR = 16
+#: cluster-autoscaler's provisioning classes (its API's ProvisioningClass* constants):
+#: scale up for the whole request or not at all; or only check (and book) what exists.
+BEST_EFFORT_ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
+#: Failed or expired ProvisioningRequests retried before giving up (Kueue's default
+#: backoffLimitCount).
+DEFAULT_RETRY_LIMIT = 3
+
+#: The top-level keys this module reads (config.py merges them into its known keys).
+KEYS = frozenset(
+    {
+        "autoscaling",
+        "namespaceAutoscaling",
+        "clusterAutoscales",
+        "provisioningTimeoutSeconds",
+        "provisioningRetrySeconds",
+        "placeholders",
+        "provisioningRequest",
+    }
+)
+_PLACEHOLDER_KEYS = frozenset({"image", "priorityClassName"})
+_REQUEST_KEYS = frozenset({"className", "retryLimit"})
+
+
+@dataclass(frozen=True)
+class Autoscaling:
+    """How the controller asks autoscalers for the nodes of gangs (`gate` backend)."""
+
+    mode: AutoscalingMode = "placeholders"
+    namespace_modes: Mapping[str, AutoscalingMode] = field(default_factory=dict)
+    #: Every pool may grow (the cluster autoscales), not only the declared `pools`.
+    cluster_autoscales: bool = False
+    provisioning_timeout_seconds: int = 600
+    retry_seconds: int = 60
+    image: str = DEFAULT_PLACEHOLDER_IMAGE
+    priority_class: str = PLACEHOLDER_PRIORITY_CLASS
+    #: `provisioningClassName` of the ProvisioningRequests (`provisioningrequest` mode).
+    provisioning_class: str = BEST_EFFORT_ATOMIC
+    #: Asks retried after Failed or BookingExpired before the gang gives up.
+    retry_limit: int = DEFAULT_RETRY_LIMIT
+
+    def mode_for(self, namespace: str) -> AutoscalingMode:
+        return self.namespace_modes.get(namespace, self.mode)
+
+    @property
+    def ever_on(self) -> bool:
+        """Placeholders may be created in some namespace (RBAC and PriorityClass needed)."""
+        return self.mode != "off" or any(m != "off" for m in self.namespace_modes.values())
+
+    @property
+    def uses_requests(self) -> bool:
+        """Some namespace asks through ProvisioningRequests (their RBAC is needed)."""
+        return "provisioningrequest" in (self.mode, *self.namespace_modes.values())
+
+    def backoff_seconds(self, attempt: int) -> int:
+        """How long to wait before asking again after `attempt` timed-out asks."""
+        factor: int = min(2 ** max(0, attempt - 1), MAX_BACKOFF_FACTOR)
+        return self.retry_seconds * factor
+
+
+def _mode(key: str, value: object) -> AutoscalingMode:
+    if value is False:  # YAML 1.1 (PyYAML) reads an unquoted `off` as false
+        value = "off"
+    if value not in _MODES:
+        raise InvalidConfig(key, f"must be one of {', '.join(_MODES)}, got {value!r}")
+    return cast(AutoscalingMode, value)
+
+
+def _seconds(key: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidConfig(key, f"must be a whole number of seconds ≥ 1, got {value!r}")
+    return value
+
+
+def _text(key: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidConfig(key, f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _mapping(data: Mapping[str, Any], key: str, known: frozenset[str]) -> Mapping[str, Any]:
+    value = _given(data, key, {})
+    if not isinstance(value, Mapping):
+        raise InvalidConfig(key, f"must be a mapping, got {value!r}")
+    unknown = sorted(str(k) for k in set(value) - known)
+    if unknown:
+        listed = ", ".join(sorted(known))
+        raise InvalidConfig(f"{key}.{unknown[0]}", f"unknown key (known: {listed})")
+    return value
+
+
+def _given(data: Mapping[str, Any], key: str, default: object) -> Any:
+    value = data.get(key)
+    return default if value is None else value
+
+
+def load_autoscaling(data: Mapping[str, Any]) -> Autoscaling:
+    """The autoscaling settings from the whole (already checked to be a mapping) config."""
+    defaults = Autoscaling()
+    namespaces = _given(data, "namespaceAutoscaling", {})
+    if not isinstance(namespaces, Mapping):
+        raise InvalidConfig("namespaceAutoscaling", "must be a mapping of namespace to mode")
+    placeholders = _mapping(data, "placeholders", _PLACEHOLDER_KEYS)
+    requests = _mapping(data, "provisioningRequest", _REQUEST_KEYS)
+    retry_limit = _given(requests, "retryLimit", defaults.retry_limit)
+    if isinstance(retry_limit, bool) or not isinstance(retry_limit, int) or retry_limit < 0:
+        raise InvalidConfig(
+            "provisioningRequest.retryLimit", f"must be a whole number ≥ 0, got {retry_limit!r}"
+        )
+    cluster_autoscales = _given(data, "clusterAutoscales", False)
+    if not isinstance(cluster_autoscales, bool):
+        raise InvalidConfig(
+            "clusterAutoscales", f"must be true or false, got {cluster_autoscales!r}"
+        )
+    return Autoscaling(
+        mode=_mode("autoscaling", _given(data, "autoscaling", defaults.mode)),
+        namespace_modes={
+            _text("namespaceAutoscaling", ns): _mode(f"namespaceAutoscaling.{ns}", mode)
+            for ns, mode in namespaces.items()
+        },
+        cluster_autoscales=cluster_autoscales,
+        provisioning_timeout_seconds=_seconds(
+            "provisioningTimeoutSeconds",
+            _given(data, "provisioningTimeoutSeconds", defaults.provisioning_timeout_seconds),
+        ),
+        retry_seconds=_seconds(
+            "provisioningRetrySeconds",
+            _given(data, "provisioningRetrySeconds", defaults.retry_seconds),
+        ),
+        image=_text("placeholders.image", _given(placeholders, "image", defaults.image)),
+        priority_class=_text(
+            "placeholders.priorityClassName",
+            _given(placeholders, "priorityClassName", defaults.priority_class),
+        ),
+        provisioning_class=_text(
+            "provisioningRequest.className",
+            _given(requests, "className", defaults.provisioning_class),
+        ),
+        retry_limit=retry_limit,
+    )

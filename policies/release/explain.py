@@ -1,0 +1,214 @@
+"""`gangkeeper explain`: why one gang waits, in the style of `kubectl describe`.
+
+`explain(pods, nodes, config, now, target)` finds the gang of a pod or of a workload
+(by the `gangkeeper.io/owner` annotation its pods carry), runs the controller's own
+plan (so the verdict is the controller's), and gathers what a person asks next: the
+members present and needed, the GPUs the gang asks for and the free GPUs on the nodes
+its members may use (what it was compared with), the older waiting gangs that hold
+some of those nodes (the holding rule of `plan`: a waiting gang that could fit on the
+empty cluster holds every node its members may use), and its pods. `render` formats
+that and the Events the command lists.
+
+Pure: plain Pod/Node/Event dicts in, text out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..autoscaling.provisioning import request_info
+from ..capacity import Capacity
+from ..config import Config
+from ..feasibility import check_gang
+from .fleet import Fleet
+from .observe import GangObservation, PodInfo, is_live, observe_gangs, pod_info
+from .plan import GangReport, gang_model, plan
+
+
+class NotAGang(LookupError):
+    """The target is not (part of) a gang gangkeeper knows; the message says why."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """`pod/NAME` (or a bare NAME) or `KIND/NAME` of a workload, in a namespace."""
+
+    namespace: str
+    kind: str
+    name: str
+
+    @classmethod
+    def parse(cls, text: str, namespace: str) -> Target:
+        kind, _, name = text.rpartition("/")
+        if not name:
+            raise NotAGang(f"{text!r}: give POD, pod/NAME or KIND/NAME")
+        return cls(namespace, (kind or "pod").lower(), name)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    report: GangReport
+    owner: str
+    #: Total GPUs asked per resource by the members still gated.
+    demand: Mapping[str, int]
+    #: Free GPUs per node the members may use: ((node, {resource: free}), ...).
+    free: tuple[tuple[str, Mapping[str, int]], ...]
+    #: Older waiting gangs and the nodes of this gang's they hold.
+    held_by: tuple[tuple[str, tuple[str, ...]], ...]
+    #: (pod name, gated, node) for every live member.
+    members: tuple[tuple[str, bool, str], ...]
+
+
+def _find(gangs: Sequence[GangObservation], target: Target) -> GangObservation:
+    mine = [g for g in gangs if g.namespace == target.namespace]
+    if target.kind in ("pod", "pods", "po"):
+        for gang in mine:
+            if any(m.name == target.name for m in gang.members):
+                return gang
+        raise NotAGang(
+            f"pod {target.namespace}/{target.name} is not a live member of a gang "
+            "(no gangkeeper.io/gang label, or finished, or not found)"
+        )
+    for gang in mine:
+        owner = gang.owner
+        if owner and owner.kind.lower() in _kinds(target.kind) and owner.name == target.name:
+            return gang
+    raise NotAGang(
+        f"no live gang pods owned by {target.kind}/{target.name} in {target.namespace}"
+    )
+
+
+def _kinds(kind: str) -> set[str]:
+    """`jobset`, `jobsets`, `JobSet` all name the kind JobSet."""
+    return {kind, kind.removesuffix("s"), kind.removesuffix("es")}
+
+
+def explain(
+    pods: Iterable[Mapping[str, Any]],
+    nodes: Iterable[Mapping[str, Any]],
+    config: Config,
+    now: float,
+    target: Target,
+    *,
+    requests: Iterable[Mapping[str, Any]] | None = None,
+) -> Explanation:
+    """`requests`: the cluster's ProvisioningRequest dicts (None: not served/asked)."""
+    node_list = list(nodes)
+    live: list[PodInfo] = [pod_info(p, config) for p in pods if is_live(p)]
+    gangs = observe_gangs(live, config)
+    gang = _find(gangs, target)
+    asked = None if requests is None else [i for r in requests if (i := request_info(r))]
+    reports = {(r.namespace, r.label): r
+               for r in plan(live, node_list, config, now, requests=asked).reports}
+    report = reports[(gang.namespace, gang.label)]
+    fleet = Fleet(node_list, live, config)
+    gated = gang.gated
+    demand: dict[str, int] = {}
+    for member in gated:
+        for resource, amount in member.demand.items():
+            demand[resource] = demand.get(resource, 0) + amount
+    usable = sorted({n for m in (gated or gang.members) for n in fleet.eligible(m.placement)})
+    free = tuple((n, fleet.free(n)) for n in usable)
+    empty = Capacity(config)  # the empty cluster, for the holding rule
+    for facts in fleet.nodes.values():
+        empty.upsert_facts(facts)
+    held_by = []
+    for older in gangs:
+        if older is gang:
+            break  # observe_gangs is oldest first: only those before it come first
+        other = reports.get((older.namespace, older.label))
+        if other is None or other.state != "waiting" or other.code not in ("no-fit", "held"):
+            continue
+        later = older.missing_later_members()
+        if not check_gang(gang_model(older, older.gated, later=later), empty).allowed:
+            continue  # a gang that cannot fit even on the empty cluster holds nothing
+        theirs = {n for m in older.gated for n in fleet.eligible(m.placement)}
+        shared = tuple(n for n in usable if n in theirs)
+        if shared:
+            held_by.append((f"{older.namespace}/{older.name}", shared))
+    owner = f"{gang.owner.kind}/{gang.owner.name}" if gang.owner else "<none>"
+    members = tuple((m.name, m.gated, m.node_name) for m in gang.members)
+    return Explanation(report, owner, demand, free, tuple(held_by), members)
+
+
+def _age(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+    return [
+        (indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))).rstrip()
+        for row in (header, *rows)
+    ]
+
+
+def _event_time(event: Mapping[str, Any]) -> str:
+    for key in ("eventTime", "lastTimestamp", "deprecatedLastTimestamp", "firstTimestamp"):
+        value = event.get(key)
+        if value:
+            return str(value)
+    return str((event.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+def render(expl: Explanation, events: Sequence[Mapping[str, Any]]) -> str:
+    """kubectl-describe style text; `events` are events.k8s.io/v1 Event dicts."""
+    r = expl.report
+    needed = "?" if r.min_member is None else str(r.min_member)
+    state = "stuck" if r.stuck else r.state
+    lines = [
+        f"Name:         {r.namespace}/{r.name}",
+        f"Gang label:   {r.label}",
+        f"Owner:        {expl.owner}",
+        f"Backend:      {r.backend}",
+        f"State:        {state}" + (f" ({r.code})" if r.code else ""),
+        f"Members:      {r.present} present / {needed} needed ({r.gated} gated, {r.bound} bound)",
+        f"Age:          {_age(r.age_seconds)}",
+        f"Why:          {r.reason}",
+    ]
+    asked = ", ".join(f"{res}: {n}" for res, n in sorted(expl.demand.items())) or "none gated"
+    lines.append(f"Asks for:     {asked}")
+    resources = sorted({res for _, free in expl.free for res in free} | set(expl.demand))
+    totals = ", ".join(
+        f"{res}: {sum(free.get(res, 0) for _, free in expl.free)}" for res in resources
+    )
+    lines.append(
+        f"Compared with: {totals or 'no GPUs'} free on the {len(expl.free)} nodes "
+        "its members may use"
+    )
+    if expl.free:
+        rows = [
+            [node, ", ".join(f"{res}={free.get(res, 0)}" for res in resources)]
+            for node, free in expl.free
+        ]
+        lines += _table(["NODE", "FREE"], rows)
+    lines.append("Held for older gangs:" + ("" if expl.held_by else " none"))
+    for gang, held in expl.held_by:
+        lines.append(f"  {gang}: {', '.join(held)}")
+    lines.append("Pods:")
+    lines += _table(
+        ["NAME", "GATED", "NODE"],
+        [[name, "yes" if gated else "no", node or "<none>"] for name, gated, node in expl.members],
+    )
+    lines.append("Events:" + ("" if events else " <none>"))
+    if events:
+        rows = [
+            [
+                str(e.get("type", "")),
+                str(e.get("reason", "")),
+                _event_time(e),
+                "{kind}/{name}".format(**{"kind": "", "name": "", **(e.get("regarding") or {})}),
+                str(e.get("reportingController") or (e.get("source") or {}).get("component", "")),
+                str(e.get("note") or e.get("message") or ""),
+            ]
+            for e in sorted(events, key=_event_time)
+        ]
+        lines += _table(["TYPE", "REASON", "TIME", "OBJECT", "FROM", "MESSAGE"], rows)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,146 @@
+"""Release as a placement: the gate backend's gang, assigned node by node on the fleet.
+
+`place_gang(gang, members, later, fleet)` asks the assigner (`policies.placement`) for
+a node for every gated member with GPU demand — and for every later member still to
+come, whose room is held — over the fleet's nodes not held for an earlier gang, with what is free on
+each after bound pods, pods in flight and the gangs released before in this pass.
+On success the members are placed on the fleet where the assignment says, so the next
+gang in line sees them, and the pins (pod uid → hostname label value) are returned.
+
+Topology (`gangkeeper.io/topology-required` / `-preferred` on the members, the key
+listed in the config's `topology`): the gang is assigned inside one domain of that
+node label, the fullest one that holds it first (so emptier domains stay whole for
+the next gang), and waits when no domain can; preferred is packed into as few domains
+as possible (`placement.domains`), and uses every node when no set of domains can
+hold it.
+
+`pins_for(pods, nodes)` turns nodes chosen elsewhere (first-fit for members beyond
+minMember) into pins.
+
+Pure: `PodInfo`s and the pass's `Fleet` in, frozen values out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..names import PIN_LABEL
+from ..node_resources import shown
+from ..placement.assign import Assignment, Member, NodeView, NoRoom, Unpinned, assign, eligible
+from ..placement.domains import fewest_domains
+from .fleet import Fleet
+from .observe import GangObservation, LaterMembers, PodInfo
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """Pod uid → the hostname label value of the node it is pinned to."""
+
+    pins: Mapping[str, str]
+    #: Pod name → node name, for `gangkeeper status`.
+    nodes: Mapping[str, str]
+
+
+def _member(pod: PodInfo) -> Member:
+    return Member(pod.name, pod.requests, pod.placement, pod.unpinnable)
+
+
+def _later(entry: LaterMembers, index: int) -> Member:
+    # A later member's pod does not exist yet: its demand is all that is known, and
+    # it takes a pod slot.
+    return Member(f"later-{index}", {**entry.demand, "pods": 1}, entry.placement)
+
+
+def _domains(views: list[NodeView], key: str) -> list[list[NodeView]]:
+    """The nodes of each domain of `key` (nodes without the label are in none), the
+    domain with the least free first."""
+    by_value: dict[str, list[NodeView]] = {}
+    for view in views:
+        if key in view.labels:
+            by_value.setdefault(view.labels[key], []).append(view)
+    return sorted(by_value.values(), key=lambda nodes: (sum(sum(n.free.values()) for n in nodes)))
+
+
+def _assign(
+    gang: GangObservation, wanted: list[Member], fleet: Fleet, keys: Sequence[str]
+) -> Assignment | Unpinned | NoRoom:
+    views = fleet.views()
+    topology = next((m.topology for m in gang.members if m.topology), ())
+    if not topology or topology[1] not in keys:
+        return assign(wanted, views)
+    mode, key = topology
+    if mode == "preferred":
+        packed = fewest_domains(wanted, views, key)
+        return packed if not isinstance(packed, NoRoom) else assign(wanted, views)
+    for nodes in _domains(views, key):
+        result = assign(wanted, nodes)
+        if not isinstance(result, NoRoom):
+            return result
+    return NoRoom(f"no single {key} domain has room for all {len(wanted)} members now")
+
+
+def place_gang(
+    gang: GangObservation,
+    members: Sequence[PodInfo],
+    later: Sequence[tuple[LaterMembers, int]],
+    fleet: Fleet,
+    topology_keys: Sequence[str] = (),
+) -> Pinned | Unpinned | NoRoom:
+    """Assign and place `members` (and room for `later`); see the module docstring."""
+    # Members without GPUs may run on any node, most likely one gangkeeper does not
+    # track (it keeps GPU nodes only): they go unpinned, and the scheduler places them.
+    pods = {m.name: m for m in members if not m.node_name and m.demand}
+    wanted = [_member(p) for p in pods.values()]
+    held: dict[str, LaterMembers] = {}
+    for entry, count in later:
+        for _ in range(count):
+            placeholder = _later(entry, len(held))
+            held[placeholder.name] = entry
+            wanted.append(placeholder)
+    result = _assign(gang, wanted, fleet, topology_keys)
+    if isinstance(result, NoRoom):
+        return NoRoom(f"{result.reason}{_short(wanted, fleet)}")
+    if not isinstance(result, Assignment):
+        return result
+    pins: dict[str, str] = {}
+    nodes: dict[str, str] = {}
+    for name, node in result.nodes.items():
+        pod = pods.get(name)
+        if pod is None:
+            entry = held[name]
+            uid = f"later:{gang.namespace}/{gang.label}/{name}"
+            fleet.add(uid, node, entry.demand, {**entry.demand, "pods": 1})
+            continue
+        fleet.add(pod.uid, node, pod.demand, pod.requests)
+        pins[pod.uid] = fleet.nodes[node].labels[PIN_LABEL]
+        nodes[pod.name] = node
+    return Pinned(pins, nodes)
+
+
+def _short(wanted: Sequence[Member], fleet: Fleet) -> str:
+    """The resources the members ask for more of than is free on the nodes they may use,
+    with numbers ("cpu: 8 cpu asked, 4 free"), or "" when each total would fit."""
+    views = fleet.views()
+    parts: list[str] = []
+    for resource in sorted({r for m in wanted for r, a in m.requests.items() if a > 0}):
+        need = sum(m.requests.get(resource, 0) for m in wanted)
+        names = {v.name for m in wanted for v in views if eligible(m, v)}
+        free = sum(v.free.get(resource, 0) for v in views if v.name in names)
+        if need > free:
+            parts.append(f"{shown(resource, need)} asked, {shown(resource, free)} free")
+    return f" ({'; '.join(parts)} on the nodes they may use)" if parts else ""
+
+
+def pins_for(placed: Iterable[tuple[PodInfo, str | None]], fleet: Fleet) -> Pinned:
+    """Pins for pods the fleet placed first-fit (`Fleet.place(..., pinnable=True)`)."""
+    pins: dict[str, str] = {}
+    nodes: dict[str, str] = {}
+    for pod, node in placed:
+        if node is None:
+            continue
+        hostname = fleet.nodes[node].labels.get(PIN_LABEL, "")
+        if hostname:
+            pins[pod.uid] = hostname
+            nodes[pod.name] = node
+    return Pinned(pins, nodes)

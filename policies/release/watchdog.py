@@ -1,0 +1,88 @@
+"""What happened to released gangs: members pinned but never bound, gangs partly
+bound, gangs bound but never Ready.
+
+A pin is a promise made at release; a pod gangkeeper does not control can still take
+the pinned node's room before the member binds (or the node goes away), and the
+member then waits for ever while its gang-mates hold GPUs. `stuck(gang, now, config)`
+finds members released pinned (`gangkeeper.io/released-at`, written in the patch
+that lifted the gate) more than `rebindSeconds` ago and still unbound. If the gang's
+owner recreates deleted pods (Job, and through it JobSet and Trainer;
+LeaderWorkerSet; the training-operator kinds), the controller deletes them so the
+owner recreates them, the webhook gates them again and the plan places them anew, at
+most `rebindRetries` times per gang; for a bare pod it only reports (Event, status).
+
+`partly_bound(gang)` and `never_ready(gang, now, config)` feed the metrics and Events
+that say how long a gang held GPUs it could not use.
+
+Pure: `GangObservation`s and the time in, frozen values out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import Config
+from ..names import PIN_LABEL
+from .observe import GangObservation, PodInfo
+
+#: Top-level owners whose controllers recreate a deleted member pod.
+RECREATING_OWNERS = frozenset(
+    {
+        "Job", "JobSet", "TrainJob", "LeaderWorkerSet", "PyTorchJob", "TFJob", "MPIJob",
+        "XGBoostJob", "PaddleJob", "JAXJob",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Stuck:
+    """Members of a released gang pinned and still unbound after `rebindSeconds`."""
+
+    gang: GangObservation
+    members: tuple[PodInfo, ...]
+    #: The owner recreates deleted members: deleting them brings the gang back.
+    recreate: bool
+    #: Seconds the longest-waiting of them has waited since its release.
+    waited: float
+
+
+def _pinned(member: PodInfo) -> bool:
+    return any(key == PIN_LABEL for key, _ in member.placement.node_selector)
+
+
+def stuck(gang: GangObservation, now: float, config: Config) -> Stuck | None:
+    """The gang's stuck members, or None when none is."""
+    members = tuple(
+        m
+        for m in gang.members
+        # A member another system still gates is held by it, not stuck.
+        if not m.gates
+        and not m.node_name
+        and m.released_at
+        and _pinned(m)
+        and now - m.released_at >= config.rebind_seconds
+    )
+    if not members:
+        return None
+    owner = gang.owner
+    recreate = owner is not None and owner.kind in RECREATING_OWNERS
+    return Stuck(gang, members, recreate, max(now - m.released_at for m in members))
+
+
+def partly_bound(gang: GangObservation) -> bool:
+    """Every gate lifted, some members bound and some not: GPUs held to no use."""
+    return not gang.gated and 0 < gang.bound < gang.present
+
+
+def partly_bound_for(gang: GangObservation, now: float) -> float:
+    """Seconds since the earliest release of a partly bound gang (0 when unknown)."""
+    times = [m.released_at for m in gang.members if m.released_at]
+    return max(0.0, now - min(times)) if times and partly_bound(gang) else 0.0
+
+
+def never_ready(gang: GangObservation, now: float, config: Config) -> bool:
+    """All members bound, not all Ready, `podsReadyTimeoutSeconds` after release."""
+    if gang.gated or gang.bound < gang.present or all(m.ready for m in gang.members):
+        return False
+    times = [m.released_at for m in gang.members if m.released_at]
+    return bool(times) and now - max(times) >= config.pods_ready_timeout_seconds

@@ -1,0 +1,103 @@
+"""Could the gang's members ever get the cpu, memory and storage they ask for?
+
+GPU packing (`feasibility`) is not enough: a gang whose members ask for more cpu or
+memory than any GPU node they may use offers is admitted, released when its GPUs are
+free, and then never binds. `check_resources(gang, capacity)` refuses it, with
+numbers, on the "ever" view (every live GPU node at its allocatable, declared pools):
+
+- `member-too-big`: a role's member needs, together, its GPUs and its other requests
+  on one node, and no node it may use offers all of them;
+- `total-demand`: the whole gang needs more of a resource than all the nodes its
+  roles may use together offer.
+
+Only proofs reject: roles without GPUs (they may run on nodes gangkeeper does not
+track), placements that read node identity, a resource some eligible node or pool
+does not report, and gangs with minMember below their size (which members run is not
+known) are all admitted.
+
+Pure: `Gang` and `Capacity` in, a reason or None out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .capacity import Capacity
+from .model import Gang, Role
+from .node_resources import OtherVector, shown, unknown
+
+#: Nodes named in a message before the list is cut.
+_LISTED = 4
+
+
+def _gpus(role: Role, capacity: Capacity) -> dict[str, int]:
+    return {r: a for r, a in role.demand.items() if a > 0 and capacity.config.is_gpu_resource(r)}
+
+
+def _eligible(role: Role, capacity: Capacity) -> tuple[list[int], Counter[OtherVector]] | None:
+    shapes = capacity.eligible_shapes(role.placement)
+    if shapes is None:
+        return None
+    return shapes, capacity.other.of(shapes)
+
+
+def _member_fits(
+    role: Role, gpus: dict[str, int], shapes: list[int], capacity: Capacity
+) -> bool | None:
+    """Whether some node the role may use holds a whole member (None: unknown)."""
+    for sid in shapes:
+        have = dict(capacity.shape_gpus(sid))
+        if any(have.get(r, 0) < a for r, a in gpus.items()):
+            continue
+        for vector in capacity.other.of([sid]):
+            offered = dict(vector)
+            if any(r not in offered for r in role.requests):
+                return None
+            if all(offered[r] >= a for r, a in role.requests.items()):
+                return True
+    return False
+
+
+def _largest(vectors: Counter[OtherVector], resource: str) -> int:
+    return max((dict(v).get(resource, 0) for v in vectors), default=0)
+
+
+def check_resources(gang: Gang, capacity: Capacity) -> tuple[str, str] | None:
+    """(code, reason) when the gang can never get its non-GPU requests; else None."""
+    if gang.min_member < gang.size:
+        return None
+    roles = [r for r in gang.roles if r.count > 0 and r.requests and _gpus(r, capacity)]
+    who = f"gang {gang.namespace}/{gang.name}"
+    union: dict[int, None] = {}
+    need: dict[str, int] = {}
+    for role in roles:
+        found = _eligible(role, capacity)
+        if found is None:
+            return None
+        shapes, vectors = found
+        union.update(dict.fromkeys(shapes))
+        for resource, amount in role.requests.items():
+            need[resource] = need.get(resource, 0) + amount * role.count
+        if not shapes or _member_fits(role, _gpus(role, capacity), shapes, capacity) is not False:
+            continue
+        wants = ", ".join(shown(r, a) for r, a in sorted(role.requests.items()))
+        largest = ", ".join(
+            shown(r, _largest(vectors, r)) for r in sorted(role.requests) if not unknown(vectors, r)
+        )
+        gpu_text = " + ".join(f"{a} {r}" for r, a in sorted(_gpus(role, capacity).items()))
+        return "member-too-big", (
+            f"{who} (role {role.name}): each member needs {gpu_text} with {wants} on one "
+            f"node; no node it may use offers that (the largest offer {largest})"
+        )
+    vectors = capacity.other.of(list(union))
+    for resource, total in sorted(need.items()):
+        if unknown(vectors, resource):
+            continue
+        have = sum(dict(v)[resource] * n for v, n in vectors.items())
+        if total > have:
+            nodes = sum(vectors.values())
+            return "total-demand", (
+                f"{who} needs {shown(resource, total)} in all; the {nodes} nodes it may use "
+                f"offer at most {shown(resource, have)}"
+            )
+    return None

@@ -1,0 +1,110 @@
+"""A declared pool's maxCount includes the live nodes it already has.
+
+Before, a pool's live nodes were counted on top of its maxCount, so once an autoscaler
+had made some of its nodes, admission let through gangs beyond the pool's real limit
+(seen with Karpenter: a gang admitted that no NodePool could ever hold, which then
+waited for nodes that never came).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gangkeeper.policies.capacity import Capacity
+from gangkeeper.policies.config import load_config
+from gangkeeper.policies.feasibility import check_gang
+from gangkeeper.policies.model import Gang, Placement, Role, Source
+
+GPU = "nvidia.com/gpu"
+POOL = {"karpenter.sh/nodepool": "h100"}
+ON_POOL = Placement(node_selector=tuple(POOL.items()))
+
+
+def node(name: str, gpus: int = 8, labels: dict[str, str] | None = None,
+         cpu: str = "64") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "512Gi", GPU: str(gpus)}},
+    }
+
+
+def config(max_count: int, labels: dict[str, str] | None = None, cpu: str = "64") -> Any:
+    return load_config({"pools": [{
+        "name": "h100", "maxCount": max_count, "labels": POOL if labels is None else labels,
+        "allocatable": {GPU: 8, "cpu": cpu, "memory": "512Gi"}}]})
+
+
+def gang(members: int, *, cpu: int = 1, placement: Placement = ON_POOL) -> Gang:
+    role = Role("worker", members, {GPU: 8}, placement, requests={"cpu": cpu * 1000})
+    return Gang("team", "llm", members, (role,), Source("batch/v1", "Job", "team", "llm"))
+
+
+def pool_nodes(capacity: Capacity) -> int:
+    return sum(b.count for b in capacity.bins([ON_POOL]) if 0 in b.eligible)
+
+
+def test_the_pools_own_nodes_count_toward_its_max_count() -> None:
+    capacity = Capacity(config(4))
+    assert pool_nodes(capacity) == 4  # at zero nodes: the whole pool
+    for i in range(3):
+        capacity.upsert_node(node(f"n{i}", labels=POOL))
+    assert pool_nodes(capacity) == 4  # 3 made + 1 more it may make, not 3 + 4
+    for i in range(3, 6):
+        capacity.upsert_node(node(f"n{i}", labels=POOL))
+    assert pool_nodes(capacity) == 6  # past maxCount: what is there is there
+    for i in range(6):
+        capacity.delete_node(f"n{i}")
+    assert pool_nodes(capacity) == 4
+
+
+def test_a_gang_beyond_the_pool_is_refused_once_the_pool_has_nodes() -> None:
+    capacity = Capacity.from_nodes([node("n0", labels=POOL), node("n1", labels=POOL)], config(4))
+    assert check_gang(gang(4), capacity).allowed
+    verdict = check_gang(gang(5), capacity)  # 2 live + 4 declared admitted it before
+    assert not verdict.allowed
+    assert "40" in verdict.reason and "32" in verdict.reason, verdict.reason
+
+
+def test_the_pools_cpu_follows_its_headroom() -> None:
+    # Only the pool's template (256 cpu) holds a 100-cpu member; its live nodes have 64.
+    nodes = [node("n0", labels=POOL), node("n1", labels=POOL)]
+    capacity = Capacity.from_nodes(nodes, config(3, cpu="256"))
+    assert check_gang(gang(1, cpu=100), capacity).allowed  # one more node may come
+    capacity.upsert_node(node("n2", labels=POOL))
+    verdict = check_gang(gang(1, cpu=100), capacity)
+    assert not verdict.allowed and "100 cpu" in verdict.reason, verdict.reason
+
+
+def test_nodes_the_pool_cannot_recognise_leave_it_at_max_count() -> None:
+    unlabelled = Capacity.from_nodes([node("n0"), node("n1")], config(4, labels={}))
+    assert sum(b.count for b in unlabelled.bins([Placement()]) if 0 in b.eligible) == 6
+    other_gpus = Capacity.from_nodes([node("n0", gpus=4, labels=POOL)], config(4))
+    assert pool_nodes(other_gpus) == 5  # a 4-GPU node is not one of the 8-GPU pool's
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    max_count=st.integers(min_value=1, max_value=6),
+    ops=st.lists(st.tuples(st.integers(min_value=0, max_value=7), st.booleans(),
+                           st.booleans()), max_size=30),
+)
+def test_pool_nodes_are_always_the_larger_of_live_and_max_count(
+    max_count: int, ops: list[tuple[int, bool, bool]]
+) -> None:
+    """For every sequence of node adds, relabels and deletes."""
+    capacity = Capacity(config(max_count))
+    live: dict[str, bool] = {}  # node → carries the pool's labels
+    for index, present, in_pool in ops:
+        name = f"n{index}"
+        if present:
+            capacity.upsert_node(node(name, labels=POOL if in_pool else {"other": "x"}))
+            live[name] = in_pool
+        else:
+            capacity.delete_node(name)
+            live.pop(name, None)
+        owned = sum(live.values())
+        assert pool_nodes(capacity) == max(owned, max_count)

@@ -1,0 +1,79 @@
+"""What `status`, `ungate` and `explain` read before they decide: the config file, a
+client for the cluster, and its live Pods and Nodes (all namespaces: pods anywhere
+use the GPUs a gang waits for), and, where the config asks through them and the cluster
+serves them, the ProvisioningRequests (so the answer is the controller's).
+
+May touch: the kubeconfig and config files it is given, and the API (lists only).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gangkeeper.policies.config import Config
+
+from ..files.config import ConfigFileError, load_config_file
+from ..kube.api import ApiError
+from ..kube.client import KubeconfigError, api_client
+from ..kube.informer import list_all
+from ..kube.rest import Rest
+
+#: Pods that hold or wait for capacity (finished ones hold none).
+LIVE_PODS = [("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")]
+
+
+class ClusterStateError(Exception):
+    """The config, the kubeconfig or the API failed; the message says which."""
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    config: Config
+    rest: Rest
+    pods: list[Mapping[str, Any]]
+    nodes: list[Mapping[str, Any]]
+    #: None: not asked for by the config, or not served.
+    requests: list[Mapping[str, Any]] | None = None
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """--kubeconfig and --config, as every cluster-reading command spells them."""
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="cluster to ask (default: in-cluster, then $KUBECONFIG or ~/.kube/config)",
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", help="gangkeeper config YAML (GPU names, backend, timeout)"
+    )
+
+
+def read_cluster_state(args: argparse.Namespace) -> ClusterState:
+    """The config from `args.config` and the cluster at `args.kubeconfig`."""
+    try:
+        config = load_config_file(args.config)
+        rest = Rest(api_client(args.kubeconfig))
+        pods = list_all(rest, "/api/v1/pods", LIVE_PODS)
+        nodes = list_all(rest, "/api/v1/nodes")
+        requests = _requests(rest) if config.autoscaling.uses_requests else None
+    except (ConfigFileError, KubeconfigError) as exc:
+        raise ClusterStateError(str(exc)) from exc
+    except ApiError as exc:
+        raise ClusterStateError(f"cannot list pods and nodes: {exc}") from exc
+    return ClusterState(config, rest, pods, nodes, requests)
+
+
+def _requests(rest: Rest) -> list[Mapping[str, Any]] | None:
+    try:
+        return list_all(rest, REQUESTS_PATH)
+    except ApiError as exc:
+        if exc.status == 404:  # not served: the controller uses placeholders
+            return None
+        raise
+
+
+#: cluster-autoscaler's ProvisioningRequests, every namespace.
+REQUESTS_PATH = "/apis/autoscaling.x-k8s.io/v1/provisioningrequests"

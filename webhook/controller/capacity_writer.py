@@ -1,0 +1,49 @@
+"""What the two writers of asked-for capacity share: placeholder pods
+(`placeholders.PlaceholderWriter`) and ProvisioningRequests
+(`provisioning.RequestWriter`) carry out a plan's decisions with the same API client,
+config, worker pool, Event and counter sinks, write query and leader fence.
+
+Holds references only: no I/O of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+
+from gangkeeper.policies.config import Config
+
+from ..kube.api import Api
+
+#: (regarding, reason, note): posts one Warning Event (the controller's).
+Emit = Callable[[Mapping[str, str], str, str], None]
+#: (metric name, labels, value): the controller's counters.
+Count = Callable[[str, tuple[tuple[str, str], ...], float], None]
+
+
+class CapacityWriter:
+    """The controller's handles a capacity writer writes through."""
+
+    def __init__(
+        self,
+        rest: Api,
+        config: Config,
+        *,
+        pool: Callable[[], ThreadPoolExecutor],
+        emit: Emit,
+        count: Count,
+        write_query: tuple[tuple[str, str], ...],
+        may_write: Callable[[], bool] = lambda: True,
+    ) -> None:
+        """`may_write`: the controller's fence (still surely the leader)."""
+        self._rest = rest
+        self._config = config
+        self._pool = pool
+        self._emit = emit
+        self._count = count
+        self._query = write_query
+        self._may_write = may_write
+        self._init_state()
+
+    def _init_state(self) -> None:
+        """A writer's own state (what it remembers between passes), set up here."""

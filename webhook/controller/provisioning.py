@@ -1,0 +1,281 @@
+"""The ProvisioningRequest writes: PodTemplates, requests, deletions and Events.
+
+The plan (`policies.autoscaling.provisioning`, through `release.plan`) says which
+request each gang that asks through cluster-autoscaler's ProvisioningRequest API should
+have; `RequestWriter` makes it so, as leader only:
+
+- **create**: one PodTemplate per member shape, copied from one member read once (GET;
+  the informer keeps members reduced) as its placeholder would be (`placeholder_pod`:
+  the effective requests, nodeSelector, required affinity, tolerations, topology),
+  with the member's PriorityClass, then the request naming them, both labelled with
+  the gang and owner-referenced to its workload with `controller: false`. Names are
+  deterministic (`<gang>-gkpr-<attempt>`, `-<set>` for templates), so "already exists"
+  is adoption (a restarted controller, or a pass ago).
+- **delete**: requests the plan replaces (a retry) or no gang needs (orphans), and
+  PodTemplates of no live request.
+- **Events**: one per request and reason (retry after `Failed`/`BookingExpired`, give
+  up, capacity revoked), and one per gang and cause when the API server refuses a
+  create (quota, RBAC) with its message.
+
+The members' annotations and release go in the controller's gate-lifting patch
+(`writes.ungate_patch`): one guarded patch per member.
+
+May do API I/O (podtemplates, provisioningrequests, pods: get); decides nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import wait
+from typing import Any
+
+from gangkeeper.policies import names
+from gangkeeper.policies.autoscaling.placeholder import placeholder_pod
+from gangkeeper.policies.autoscaling.provisioning import (
+    PodSet,
+    RequestAsk,
+    RequestInfo,
+    TemplateInfo,
+    request_info,
+    template_info,
+    template_orphans,
+)
+from gangkeeper.policies.config import Config
+from gangkeeper.policies.release.plan import Plan
+
+from ..kube.api import Api, ApiError
+from ..kube.informer import Informer, Informers, Store
+from ..kube.resources import Resource
+from .capacity_writer import CapacityWriter
+from .placeholders import gang_targets
+from .writes import delete_options
+
+log = logging.getLogger(__name__)
+
+PROVISIONING_REQUESTS = Resource(
+    "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest"
+)
+POD_TEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate")
+
+
+def pod_template(
+    member: Mapping[str, Any], name: str, request: RequestAsk, config: Config,
+    owner: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The PodTemplate that shows cluster-autoscaler one member shape (a pod dict in)."""
+    gang_label = request.gang.label
+    pod = placeholder_pod(member, gang_label, config.autoscaling, owner)
+    spec = dict(pod["spec"])
+    # The members' own priority, not the placeholders' (nothing runs from a template).
+    for key in ("priorityClassName", "preemptionPolicy"):
+        spec.pop(key, None)
+    priority_class = (member.get("spec") or {}).get("priorityClassName")
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    meta = member.get("metadata") or {}
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": str(meta.get("namespace", "")),
+        "labels": _labels(gang_label, request.name),
+    }
+    if owner is not None:
+        metadata["ownerReferences"] = pod["metadata"]["ownerReferences"]
+    return {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": metadata,
+        "template": {"metadata": {"labels": _labels(gang_label, request.name)}, "spec": spec},
+    }
+
+
+def provisioning_request(ask: RequestAsk, owner: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ProvisioningRequest of an ask (its PodTemplates named in `ask.create`)."""
+    gang = ask.gang
+    metadata: dict[str, Any] = {
+        "name": ask.name,
+        "namespace": gang.namespace,
+        "labels": {
+            names.PROVISIONING_LABEL: gang.label,
+            names.MANAGED_BY_LABEL: names.MANAGED_BY,
+        },
+    }
+    if owner is not None:
+        metadata["ownerReferences"] = [{**owner, "controller": False, "blockOwnerDeletion": False}]
+    return {
+        "apiVersion": PROVISIONING_REQUESTS.api_version,
+        "kind": PROVISIONING_REQUESTS.kind,
+        "metadata": metadata,
+        "spec": {
+            "provisioningClassName": ask.class_name,
+            "podSets": [
+                {"podTemplateRef": {"name": s.template}, "count": s.count} for s in ask.create
+            ],
+        },
+    }
+
+
+def _labels(gang_label: str, request: str) -> dict[str, str]:
+    return {
+        names.PROVISIONING_LABEL: gang_label,
+        names.PROVISIONING_REQUEST_LABEL: request,
+        names.MANAGED_BY_LABEL: names.MANAGED_BY,
+        # The webhook must never key a pod made from it (nothing does, but say so).
+        names.SKIP_LABEL: "true",
+    }
+
+
+class RequestWriter(CapacityWriter):
+    """Carries out a plan's ProvisioningRequest decisions; see the module docstring."""
+
+    def _init_state(self) -> None:
+        #: (request uid or gang key, reason) already reported by an Event.
+        self._reported: set[tuple[str, str]] = set()
+
+    def apply(
+        self, result: Plan, requests: Sequence[RequestInfo], templates: Iterable[TemplateInfo]
+    ) -> None:
+        """Create and delete what the plan says; post the Events it asks for."""
+        doomed: list[RequestInfo] = list(result.request_orphans)
+        creations: list[RequestAsk] = []
+        for ask in result.request_asks:
+            doomed.extend(ask.delete)
+            if ask.create:
+                creations.append(ask)
+            reason, note = ask.event
+            if reason:
+                self._report(ask, ask.about, reason, note)
+        pool = self._pool()
+        wait([pool.submit(self._delete_request, r) for r in doomed])
+        wait([pool.submit(self._create, ask) for ask in creations])
+        created = {(a.gang.namespace, a.name) for a in creations}
+        stale = template_orphans(list(templates), requests, {r.uid for r in doomed}, created)
+        wait([pool.submit(self._delete_template, t) for t in stale])
+
+    # -- writes --------------------------------------------------------------------------
+
+    def _create(self, ask: RequestAsk) -> None:
+        gang = ask.gang
+        owner = gang.owner.reference() if gang.owner is not None else None
+        for pod_set in ask.create:
+            if not self._template(ask, pod_set, owner):
+                return
+        if not self._may_write():
+            return
+        body = provisioning_request(ask, owner)
+        try:
+            self._rest.request("POST", PROVISIONING_REQUESTS.object_path(gang.namespace, "")
+                               .rstrip("/"), self._query, body=body)
+        except ApiError as err:
+            if err.status != 409:  # 409: made a pass ago, or by a previous leader
+                self._refused(ask, "ProvisioningRequest", err)
+            return
+        self._count("gangkeeper_provisioning_requests_created_total", (), 1.0)
+        log.info("ProvisioningRequest %s/%s for gang %s", gang.namespace, ask.name, gang.name)
+
+    def _template(self, ask: RequestAsk, pod_set: PodSet, owner: Mapping[str, Any] | None) -> bool:
+        member = pod_set.member
+        if not self._may_write():
+            return False
+        try:
+            raw = self._rest.get(f"/api/v1/namespaces/{member.namespace}/pods/{member.name}")
+        except ApiError as err:
+            if err.status != 404:  # gone: the next pass decides again
+                log.warning("reading member %s/%s: %s", member.namespace, member.name, err)
+            return False
+        body = pod_template(raw, pod_set.template, ask, self._config, owner)
+        try:
+            self._rest.request("POST", POD_TEMPLATES.object_path(member.namespace, "")
+                               .rstrip("/"), self._query, body=body)
+        except ApiError as err:
+            if err.status == 409:
+                return True
+            self._refused(ask, "PodTemplate", err)
+            return False
+        return True
+
+    def _delete_request(self, request: RequestInfo) -> None:
+        self._delete(PROVISIONING_REQUESTS, request.namespace, request.name, request.uid,
+                     "gangkeeper_provisioning_requests_deleted_total")
+
+    def _delete_template(self, template: TemplateInfo) -> None:
+        self._delete(POD_TEMPLATES, template.namespace, template.name, template.uid, "")
+
+    def _delete(
+        self, resource: Resource, namespace: str, name: str, uid: str, counter: str
+    ) -> None:
+        if not self._may_write():
+            return
+        try:
+            self._rest.request("DELETE", resource.object_path(namespace, name), self._query,
+                               body=delete_options(uid))
+        except ApiError as err:
+            if err.status not in (404, 409):
+                log.warning("deleting %s %s/%s: %s", resource.kind, namespace, name, err)
+            return
+        if counter:
+            self._count(counter, (), 1.0)
+
+    # -- Events ----------------------------------------------------------------------------
+
+    def _report(self, ask: RequestAsk, about: str, reason: str, note: str) -> None:
+        key = (about, reason)
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        self._count("gangkeeper_provisioning_request_events_total", (("reason", reason),), 1.0)
+        log.warning("%s", note)
+        for target in gang_targets(ask.gang):
+            self._emit(target, reason, note)
+
+    def _refused(self, ask: RequestAsk, kind: str, err: ApiError) -> None:
+        gang = ask.gang
+        cause = "quota" if "quota" in str(err).lower() else str(err.status)
+        self._count("gangkeeper_provisioning_request_errors_total", (("cause", cause),), 1.0)
+        note = (f"gang {gang.namespace}/{gang.name} waits for nodes, but its {kind} was "
+                f"refused, so cluster-autoscaler is not asked: {err}")
+        self._report(ask, f"{gang.namespace}/{gang.label}/{gang.arrived}/{cause}",
+                     "GangProvisioningRefused", note)
+
+
+class ProvisioningRequests:
+    """The controller's view of its ProvisioningRequests and PodTemplates (two
+    informers) and the writer that acts on them."""
+
+    def __init__(self, requests: Informer, templates: Informer, writer: RequestWriter,
+                 request_store: Store[RequestInfo], template_store: Store[TemplateInfo]) -> None:
+        self._requests = requests
+        self._templates = templates
+        self.writer = writer
+        self.request_store = request_store
+        self.template_store = template_store
+
+    @classmethod
+    def watching(
+        cls, informers: Informers, rest: Api, config: Config, on_change: Callable[[], None],
+        **writer: Any,
+    ) -> ProvisioningRequests | None:
+        """Subscribed to both resources; None when no namespace asks through requests
+        (then nothing is watched, and RBAC has no rule for them)."""
+        if not config.autoscaling.uses_requests:
+            return None
+        request_store: Store[RequestInfo] = Store(request_info, on_change)
+        template_store: Store[TemplateInfo] = Store(template_info, on_change)
+        return cls(
+            informers.subscribe(PROVISIONING_REQUESTS, request_store),
+            informers.subscribe(POD_TEMPLATES, template_store),
+            RequestWriter(rest, config, **writer),
+            request_store,
+            template_store,
+        )
+
+    def served(self) -> list[RequestInfo] | None:
+        """The requests, once both are listed; None while the API is not served (or not
+        listed yet), when the plan asks with placeholders instead."""
+        listed = self._requests.synced.is_set() and self._templates.synced.is_set()
+        if not listed or self._requests.absent:
+            return None
+        return self.request_store.items()
+
+    def apply(self, result: Plan, requests: Sequence[RequestInfo]) -> None:
+        self.writer.apply(result, requests, self.template_store.items())
