@@ -50,6 +50,9 @@ class Faults:
         self.action, self.step = ACTIONS[parts[0]], parts[1]
         if len(parts) == 3:
             self.after = int(parts[2])
+        # Logged now, not when firing: see `at`.
+        log.warning("%s: will send %s to myself at %s (after %d)", ENV, self.action.name,
+                    self.step, self.after)
 
     def at(self, step: str) -> None:
         """Fire if `step` is the one asked for (and it has not fired yet)."""
@@ -63,5 +66,10 @@ class Faults:
             if self._fired:
                 return
             self._fired = True
-        log.warning("%s: sending %s to myself at %s", ENV, self.action.name, step)
-        os.kill(os.getpid(), self.action)
+            # Signal first, still holding the lock and the GIL: anything that lets
+            # other threads run (a log write does) lets the burst's other workers send
+            # more patches, and on a loaded machine CI once saw all 60 of a burst sent
+            # before a "stop after 10" took effect. os.kill keeps the GIL.
+            os.kill(os.getpid(), self.action)
+        # Reached only after SIGCONT (a SIGKILL never returns).
+        log.warning("%s: resumed after %s at %s", ENV, self.action.name, step)
