@@ -132,13 +132,18 @@ class Cluster:
         resource: str = "nvidia.com/gpu",
         labels: Mapping[str, str] | None = None,
         taints: Sequence[Mapping[str, str]] | None = None,
+        unschedulable: bool = False,
     ) -> list[str]:
         """`count` kwok nodes `prefix-0..` with `gpus` each, once Ready; deleted at
-        session end."""
+        session end. `unschedulable` creates them cordoned (in the same write, so no
+        watcher ever sees them schedulable)."""
         manifests = [
             gpu_node(f"{prefix}-{i}", gpus, resource=resource, labels=labels, taints=taints)
             for i in range(count)
         ]
+        if unschedulable:
+            for manifest in manifests:
+                manifest.setdefault("spec", {})["unschedulable"] = True
         names = create_nodes(self.core, manifests)
         self._nodes.extend(names)
         # kwok makes them Ready; by then gangkeeper's watch has their capacity too.

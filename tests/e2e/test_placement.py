@@ -188,8 +188,11 @@ def test_a_node_whose_cpu_runs_out_is_not_chosen(cluster: Any, gang_namespace: s
 
 def test_a_cordoned_node_is_never_chosen(cluster: Any, gang_namespace: str) -> None:
     pool = unique("cordon")
-    first, *rest = cluster.create_gpu_nodes(pool, 3, 8, labels={POOL_LABEL: pool})
-    cluster.core.patch_node(first, {"spec": {"unschedulable": True}})
+    # Cordoned at creation: a cordon patched in after the nodes are Ready races the
+    # pods' creation in the controller's two watches (nodes and pods).
+    cluster.create_gpu_nodes(f"{pool}-cordoned", 1, 8, labels={POOL_LABEL: pool},
+                             unschedulable=True)
+    rest = cluster.create_gpu_nodes(pool, 2, 8, labels={POOL_LABEL: pool})
     names = {f"w-{i}" for i in range(2)}
     for name in sorted(names):
         cluster.core.create_namespaced_pod(
