@@ -12,6 +12,7 @@ not gangkeeper itself (nor the editable install's finder).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -52,10 +53,18 @@ def run_python(program: Path, *args: str, cwd: Path | None = None
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    # From a copy of what the Dockerfile copies: setuptools builds in the source folder,
+    # and a build/ left there by an earlier build would put back what pyproject leaves out.
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    for folder in PACKAGES:
+        skipped = shutil.ignore_patterns("__pycache__", *(f"*{s}" for s in NOT_SHIPPED))
+        shutil.copytree(REPO / folder, source / folder, ignore=skipped)
     out = tmp_path_factory.mktemp("wheel")
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
-         str(out), str(REPO)],
+         str(out), str(source)],
         capture_output=True, text=True, timeout=600, check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
