@@ -92,6 +92,10 @@ PIN_LABEL = "kubernetes.io/hostname"
 #: pinned the member; the watchdog (`rebindSeconds`) reads it back.
 RELEASED_AT_ANNOTATION = "gangkeeper.io/released-at"
 
+#: PodGroup annotation the controller changes to nudge a coscheduling scheduler that
+#: parked the gang (value: the time of the capacity change; only the change matters).
+NUDGE_ANNOTATION = "gangkeeper.io/capacity-changed-at"
+
 #: Label the controller puts on a Job it suspended to requeue its gang (value
 #: `REQUEUE_SUSPENDED`); it resumes the Job and removes the label once the pods are
 #: gone, and a new leader finds the Jobs it must resume by this label.

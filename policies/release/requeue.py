@@ -27,13 +27,11 @@ from typing import Any
 
 from ..config import Config
 from ..errors import PolicyError
+from ..names import NUDGE_ANNOTATION
 from ..quantity import parse_quantity
 from .observe import PodInfo
 from .plan import GangReport
 
-#: The PodGroup annotation gangkeeper changes to nudge the scheduler; its value is the
-#: time of the capacity change (only the change matters, not the value).
-REQUEUE_ANNOTATION = "gangkeeper.io/capacity-changed-at"
 #: Backends whose scheduler parks gang pods until an event it registered.
 NUDGED_BACKENDS = frozenset({"coscheduling"})
 
@@ -96,4 +94,4 @@ def groups_to_nudge(
 
 def requeue_patch(stamp: str) -> dict[str, Any]:
     """Merge patch touching only gangkeeper's annotation (a PodGroup/Update event)."""
-    return {"metadata": {"annotations": {REQUEUE_ANNOTATION: stamp}}}
+    return {"metadata": {"annotations": {NUDGE_ANNOTATION: stamp}}}

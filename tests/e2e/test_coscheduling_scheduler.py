@@ -33,12 +33,11 @@ from typing import Any
 import pytest
 from builders.cluster import POOL_LABEL, unique
 
-from gangkeeper.policies.names import GATE
+from gangkeeper.policies.names import GATE, NUDGE_ANNOTATION
 
 BACKEND = "coscheduling"
 SCHEDULER = "scheduler-plugins-scheduler"
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-REQUEUE_ANNOTATION = "gangkeeper.io/capacity-changed-at"
 BASELINE_SECONDS = float(os.environ.get("GANGKEEPER_E2E_BASELINE_SECONDS", "30"))
 #: With the nudge, all 8 must bind within this many seconds of the GPUs being freed
 #: (the scheduler's pod backoff is at most 10 s).
@@ -186,7 +185,7 @@ def test_seed_story_on_coscheduling_binds_all_eight_seconds_after_gpus_free_up_o
     podgroup = cluster.custom.get_namespaced_custom_object(
         "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", group
     )
-    assert REQUEUE_ANNOTATION in (podgroup["metadata"].get("annotations") or {})
+    assert NUDGE_ANNOTATION in (podgroup["metadata"].get("annotations") or {})
     assert nudged is not None and nudged <= NUDGED_BIND_SECONDS, (
         f"all 8 bound {nudged}s after the GPUs were freed (nudged); want ≤ {NUDGED_BIND_SECONDS}s"
     )

@@ -6,10 +6,10 @@ from __future__ import annotations
 from builders.gangs import node, pod
 
 from gangkeeper.policies.config import Config
-from gangkeeper.policies.release.observe import pod_info
+from gangkeeper.policies.names import NUDGE_ANNOTATION
+from gangkeeper.policies.release.observe import PodInfo, pod_info
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.requeue import (
-    REQUEUE_ANNOTATION,
     capacity_rose,
     free_gpus,
     groups_to_nudge,
@@ -20,7 +20,9 @@ CFG = Config()
 NODES = [node("n0", 4), node("n1", 4)]
 
 
-def released(count: int, bound: int, *, backend: str = "coscheduling", gang: str = "train"):  # type: ignore[no-untyped-def]
+def released(
+    count: int, bound: int, *, backend: str = "coscheduling", gang: str = "train"
+) -> list[PodInfo]:
     """Members of a gang whose gates are lifted; the first `bound` are on n0/n1."""
     return [
         pod_info(
@@ -65,5 +67,5 @@ def test_bound_gated_and_other_backend_gangs_are_not_nudged() -> None:
 
 def test_the_nudge_changes_only_gangkeepers_annotation() -> None:
     assert requeue_patch("2026-12-01T10:00:00.000000Z") == {
-        "metadata": {"annotations": {REQUEUE_ANNOTATION: "2026-12-01T10:00:00.000000Z"}}
+        "metadata": {"annotations": {NUDGE_ANNOTATION: "2026-12-01T10:00:00.000000Z"}}
     }
