@@ -3,9 +3,10 @@
 Shapes: Kueue's plain pod group, kubernetes-sigs/kueue v0.17.0
 `site/static/examples/pods-kueue/kueue-pod-group.yaml` (label
 `kueue.x-k8s.io/pod-group-name`, annotation `kueue.x-k8s.io/pod-group-total-count` on
-every pod, pods made with generateName); gangkeeper's own annotated pods (DESIGN.md
-contracts). Before this, each pod was itself plus minMember - 1 members demanding
-nothing even with all members present, so both gangs below were admitted.
+every pod, pods made with generateName); gangkeeper's own annotated pods (the README's
+"Names gangkeeper writes and reads"). Before this, each pod was itself plus minMember - 1
+members demanding nothing even with all members present, so both gangs below were
+admitted.
 """
 
 from __future__ import annotations
