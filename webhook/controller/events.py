@@ -1,5 +1,5 @@
-"""Events about gangs: stuck ones (once per gang instance and cause per process), and
-gangs released unpinned.
+"""Events about gangs: stuck ones (once per gang instance, cause and member count per
+process), and gangs released unpinned.
 
 `GangEvents.stuck(reports, pods)` posts an events.k8s.io/v1 Warning to the owner and
 up to `EVENT_POD_LIMIT` member pods of every gang that has waited longer than
@@ -51,20 +51,26 @@ class GangEvents:
         self._pool_of = pool
         self._count = count
         self._may_write = may_write
-        self._evented: set[tuple[str, str, float, str]] = set()
+        #: Gang instance (namespace, label, arrival) -> what its last Event said:
+        #: (cause, members present). At most one entry per live gang.
+        self._evented: dict[tuple[str, str, float], tuple[str, int]] = {}
 
     def stuck(self, reports: tuple[GangReport, ...], pods: Iterable[PodInfo]) -> None:
         # Forget gangs that are gone, so the memory stays bounded by live gangs.
-        present = {(r.namespace, r.label, r.arrived) for r in reports}
-        self._evented = {k for k in self._evented if k[:3] in present}
+        live = {(r.namespace, r.label, r.arrived) for r in reports}
+        self._evented = {k: v for k, v in self._evented.items() if k in live}
         pods_by_gang: dict[tuple[str, str], list[PodInfo]] | None = None
         for report in reports:
             if not report.stuck:
                 continue
-            key = (report.namespace, report.label, report.arrived, report.code)
-            if key in self._evented:
+            # Again when the cause or the number of members changes (a member created
+            # after the first report gets one, and the note says the new count), not
+            # on every pass: numbers of free GPUs in a reason would make a storm.
+            key = (report.namespace, report.label, report.arrived)
+            said = (report.code, report.present)
+            if self._evented.get(key) == said:
                 continue
-            self._evented.add(key)
+            self._evented[key] = said
             if pods_by_gang is None:
                 pods_by_gang = {}
                 for pod in pods:
