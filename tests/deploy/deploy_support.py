@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from builders import polling
 from kubernetes import client
 from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
@@ -48,14 +48,7 @@ class ControlPlane:
 
     @staticmethod
     def wait_for(predicate: Callable[[], T], timeout: float = 60.0, message: str = "") -> T:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-            time.sleep(0.2)
+        return polling.wait_for(predicate, timeout, message=message)
 
     def namespace(self, name: str, labels: dict[str, str]) -> str:
         core = client.CoreV1Api(self.api_client)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from builders import polling
 from deploy_support import REPO
 from kubernetes import client
 from kubernetes import config as kube_config
@@ -85,14 +86,7 @@ class Release:
 
 
 def wait_for(predicate: Callable[[], T], what: str, timeout: float = 90.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.3)
+    return polling.wait_for(predicate, timeout, interval=0.3, message=what)
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,7 @@ from typing import Any, NoReturn, TypeVar
 
 import pytest
 import yaml
+from builders import polling
 from kubernetes import client
 from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
@@ -206,24 +207,7 @@ class Cluster:
             path.write_text(original)
             self.gangkeeper_restart()
 
-    @staticmethod
-    def wait_for(
-        predicate: Callable[[], T],
-        timeout: float = 30.0,
-        interval: float = 0.2,
-        message: str = "",
-    ) -> T:
-        """Poll until `predicate()` is truthy and return its value; fail after `timeout`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"timed out after {timeout}s waiting for {message or predicate}"
-                )
-            time.sleep(interval)
+    wait_for = staticmethod(polling.wait_for)
 
     def new_namespace(self, *, opted_in: bool, name: str | None = None) -> str:
         if name is not None:

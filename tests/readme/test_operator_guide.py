@@ -26,13 +26,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from builders import polling
 
 from gangkeeper.webhook.sandbox import (
     BUILD_COMMAND,
@@ -102,14 +102,7 @@ class Operator:
 
 
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.5)
+    return polling.wait_for(predicate, timeout, interval=0.5, message=what)
 
 
 @pytest.fixture(scope="module")
