@@ -11,24 +11,36 @@ keeps every other resource a pod requests (cpu, memory, ephemeral-storage, the p
 slot), so the assigner (`policies.placement`) sees what is free on each node
 (`views`) and a pod is placed only where all of it fits.
 
+For the assigner the fleet also keeps its nodes grouped (`groups`): nodes of one
+*class* (labels other than per-node identity, taints, readiness, cordon, whether a pin
+can name them) with equal free amounts, each group a sorted run of node ranks, moved
+from group to group as pods are placed. A gang whose members read no node identity is
+then assigned over a few dozen groups instead of every node (`placement.assign_groups`),
+and nothing per node is rebuilt for it.
+
 Pure: Node dicts (read by `policies.nodes`) and `PodInfo`s in; eligibility comes from
 `policies.eligibility`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..capacity import Capacity
 from ..config import Config
-from ..eligibility import node_eligible
+from ..eligibility import node_eligible, uses_node_identity
 from ..errors import PolicyError
 from ..model import Placement
 from ..names import PIN_LABEL
 from ..nodes import NodeFacts, read_node
-from ..placement.assign import NodeView
+from ..placement.assign import Group, NodeView, free_key
 from .observe import PodInfo
+
+_Free = tuple[tuple[str, int], ...]
+#: What decides a node's eligibility for a pod that reads no node identity.
+_Class = tuple[tuple[tuple[str, str], ...], tuple[Any, ...], bool, bool, bool]
 
 
 class Fleet:
@@ -57,6 +69,8 @@ class Fleet:
         self._taken: dict[str, dict[str, int]] = {}
         self._eligible: dict[Placement, tuple[str, ...]] = {}
         self._reserved: set[str] = set()
+        self._views: dict[str, NodeView] = {}
+        self._grouping: _Grouping | None = None
         for pod in pods:
             if pod.node_name:
                 self.add(pod.uid, pod.node_name, pod.demand, pod.requests)
@@ -75,6 +89,7 @@ class Fleet:
         for resource, amount in (demand if requests is None else requests).items():
             taken[resource] = taken.get(resource, 0) + amount
         self.capacity.add_pod(uid, node_name, demand)
+        self._changed(node_name)
 
     def unplace(
         self,
@@ -91,6 +106,13 @@ class Fleet:
         for resource, amount in (demand if requests is None else requests).items():
             taken[resource] = taken.get(resource, 0) - amount
         self.capacity.remove_pod(uid)
+        self._changed(node_name)
+
+    def _changed(self, node_name: str) -> None:
+        """What is free on the node changed: its view and its group follow."""
+        self._views.pop(node_name, None)
+        if self._grouping is not None and node_name in self.nodes:
+            self._grouping.move(node_name, free_key(self.free_all(node_name)))
 
     def free_all(self, node_name: str) -> dict[str, int]:
         """Every resource still free on the node (allocatable less what pods take)."""
@@ -98,10 +120,12 @@ class Fleet:
         taken = self._taken.get(node_name, {})
         return {r: max(0, a - taken.get(r, 0)) for r, a in facts.allocatable.items()}
 
-    def views(self) -> list[NodeView]:
-        """The nodes not held for an earlier gang, as the assigner sees them now."""
-        return [
-            NodeView(
+    def view(self, name: str) -> NodeView:
+        """One node as the assigner sees it now (kept until what is free on it changes)."""
+        view = self._views.get(name)
+        if view is None:
+            facts = self.nodes[name]
+            view = self._views[name] = NodeView(
                 name=name,
                 labels=facts.labels,
                 taints=facts.scheduling_taints,
@@ -110,9 +134,28 @@ class Fleet:
                 unschedulable=facts.unschedulable,
                 hostname=facts.labels.get(PIN_LABEL, ""),
             )
-            for name, facts in sorted(self.nodes.items())
-            if name not in self._reserved
-        ]
+        return view
+
+    def views(self) -> list[NodeView]:
+        """The nodes not held for an earlier gang, as the assigner sees them now."""
+        return [self.view(name) for name in self.grouping.names if name not in self._reserved]
+
+    @property
+    def grouping(self) -> _Grouping:
+        if self._grouping is None:
+            self._grouping = _Grouping(self)
+        return self._grouping
+
+    def groups(self) -> tuple[list[Group], list[str]]:
+        """The nodes not held for an earlier gang, grouped for `assign_groups`, and the
+        names the groups index (every node, in name order)."""
+        grouping = self.grouping
+        return grouping.groups(), grouping.names
+
+    @property
+    def identity_labels(self) -> tuple[str, ...]:
+        """Labels unique per node: a placement reading one is judged node by node."""
+        return self._config.node_identity_labels
 
     def free(self, node_name: str) -> dict[str, int]:
         facts = self.nodes[node_name]
@@ -126,19 +169,36 @@ class Fleet:
         """
         names = self._eligible.get(placement)
         if names is None:
-            names = self._eligible[placement] = tuple(
-                sorted(
-                    name
-                    for name, facts in self.nodes.items()
-                    if node_eligible(
-                        placement,
-                        node_name=name,
-                        labels=facts.labels,
-                        taints=facts.scheduling_taints,
-                    )
+            names = self._eligible[placement] = self._eligible_names(placement)
+        return tuple(n for n in names if (n in self._reserved) == held)
+
+    def _eligible_names(self, placement: Placement) -> tuple[str, ...]:
+        identity = self.identity_labels
+        pinned = [(k, v) for k, v in placement.node_selector if k in identity]
+        if pinned:
+            # A pin (the hostname label) names one node: look it up, do not scan.
+            candidates = sorted(self.grouping.with_label(*pinned[0]))
+        elif uses_node_identity(placement, identity):
+            candidates = self.grouping.names
+        else:
+            # Nodes of one class are eligible alike: judge one of each.
+            candidates = self.grouping.of_classes(
+                lambda like: node_eligible(
+                    placement, node_name=like.name, labels=like.labels,
+                    taints=like.scheduling_taints,
                 )
             )
-        return tuple(n for n in names if (n in self._reserved) == held)
+            return tuple(candidates)
+        return tuple(
+            name
+            for name in candidates
+            if node_eligible(
+                placement,
+                node_name=name,
+                labels=self.nodes[name].labels,
+                taints=self.nodes[name].scheduling_taints,
+            )
+        )
 
     def place(self, pod: PodInfo, *, pinnable: bool = False) -> str | None:
         """Take room for a pod on the first eligible node where it fits; None if none.
@@ -176,4 +236,89 @@ class Fleet:
         for name in names:
             self._reserved.add(name)
             self.capacity.delete_node(name)
+            if self._grouping is not None:
+                self._grouping.drop(name)
         return tuple(names)
+
+
+class _Grouping:
+    """The fleet's nodes not held, by (class, free amounts): sorted runs of ranks."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self._fleet = fleet
+        self.names = sorted(fleet.nodes)
+        self._rank = {name: rank for rank, name in enumerate(self.names)}
+        identity = set(fleet.identity_labels)
+        classes: dict[_Class, int] = {}
+        #: Per class, the node whose labels stand for the class.
+        self._like: list[str] = []
+        self._class: dict[str, int] = {}
+        self._key: dict[str, _Free] = {}
+        self._runs: dict[tuple[int, _Free], list[int]] = {}
+        self._likes: dict[tuple[int, _Free], NodeView] = {}
+        self._by_label: dict[str, dict[str, list[str]]] = {}
+        for name in self.names:
+            facts = fleet.nodes[name]
+            kind: _Class = (
+                tuple(sorted((k, v) for k, v in facts.labels.items() if k not in identity)),
+                facts.scheduling_taints,
+                facts.ready,
+                facts.unschedulable,
+                bool(facts.labels.get(PIN_LABEL)),
+            )
+            if kind not in classes:
+                classes[kind] = len(self._like)
+                self._like.append(name)
+            self._class[name] = classes[kind]
+            if name in fleet._reserved:
+                continue
+            key = self._key[name] = free_key(fleet.free_all(name))
+            self._runs.setdefault((self._class[name], key), []).append(self._rank[name])
+
+    def with_label(self, key: str, value: str) -> list[str]:
+        """The nodes whose label `key` (one unique per node) is `value`."""
+        index = self._by_label.get(key)
+        if index is None:
+            index = self._by_label[key] = {}
+            for name, facts in self._fleet.nodes.items():
+                if key in facts.labels:
+                    index.setdefault(facts.labels[key], []).append(name)
+        return index.get(value, [])
+
+    def of_classes(self, keep: Callable[[NodeFacts], bool]) -> list[str]:
+        """Every node (in name order) of the classes whose first node `keep` accepts."""
+        chosen = {c for c, name in enumerate(self._like) if keep(self._fleet.nodes[name])}
+        return [name for name in self.names if self._class[name] in chosen]
+
+    def drop(self, name: str) -> None:
+        key = self._key.pop(name, None)
+        if key is not None:
+            run = self._runs[(self._class[name], key)]
+            del run[bisect_left(run, self._rank[name])]
+
+    def move(self, name: str, key: _Free) -> None:
+        if name not in self._key or self._key[name] == key:
+            return
+        self.drop(name)
+        self._key[name] = key
+        insort(self._runs.setdefault((self._class[name], key), []), self._rank[name])
+
+    def groups(self) -> list[Group]:
+        out = []
+        for group, run in self._runs.items():
+            if not run:
+                continue
+            like = self._likes.get(group)
+            if like is None:
+                facts = self._fleet.nodes[self._like[group[0]]]
+                like = self._likes[group] = NodeView(
+                    name=facts.name,
+                    labels=facts.labels,
+                    taints=facts.scheduling_taints,
+                    free=dict(group[1]),
+                    ready=facts.ready,
+                    unschedulable=facts.unschedulable,
+                    hostname=facts.labels.get(PIN_LABEL, ""),
+                )
+            out.append(Group(like, run))
+        return out

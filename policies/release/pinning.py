@@ -25,9 +25,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..eligibility import uses_node_identity
 from ..names import PIN_LABEL
 from ..node_resources import shown
-from ..placement.assign import Assignment, Member, NodeView, NoRoom, Unpinned, assign, eligible
+from ..placement.assign import (
+    Assignment,
+    Member,
+    NodeView,
+    NoRoom,
+    Unpinned,
+    assign,
+    assign_groups,
+    eligible,
+)
 from ..placement.domains import fewest_domains
 from .fleet import Fleet
 from .observe import GangObservation, LaterMembers, PodInfo
@@ -65,10 +75,15 @@ def _domains(views: list[NodeView], key: str) -> list[list[NodeView]]:
 def _assign(
     gang: GangObservation, wanted: list[Member], fleet: Fleet, keys: Sequence[str]
 ) -> Assignment | Unpinned | NoRoom:
-    views = fleet.views()
     topology = next((m.topology for m in gang.members if m.topology), ())
     if not topology or topology[1] not in keys:
-        return assign(wanted, views)
+        identity = fleet.identity_labels
+        if not any(uses_node_identity(m.placement, identity) for m in wanted):
+            # The fleet's groups are the nodes as the assigner would group them.
+            groups, names = fleet.groups()
+            return assign_groups(wanted, groups, names)
+        return assign(wanted, fleet.views())
+    views = fleet.views()
     mode, key = topology
     if mode == "preferred":
         packed = fewest_domains(wanted, views, key)

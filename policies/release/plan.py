@@ -256,6 +256,17 @@ class _Pass:
     requeues: list[Requeue] = field(default_factory=list)
     now: float = 0.0
     _ever: Capacity | None = None
+    #: Pod uid → hostname pinned by this pass's releases, per gang.
+    pins: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    _by_host: dict[str, str] | None = None
+
+    def node_of_host(self, host: str) -> str:
+        """The node whose hostname label is `host` (the host itself when none is)."""
+        if self._by_host is None:
+            self._by_host = {
+                f.labels.get(PIN_LABEL, ""): n for n, f in self.fleet.nodes.items()
+            }
+        return self._by_host.get(host, host)
 
     def ever(self) -> Capacity:
         """The empty cluster of the nodes the fleet knows (built once per pass)."""
@@ -287,6 +298,7 @@ class _Pass:
         if placeholders or annotations:
             release = replace(release, placeholders=placeholders, annotations=annotations)
         self.releases.append(release)
+        self.pins.setdefault(gang.key, {}).update(release.pins)
 
     def release_fitting(
         self, gang: GangObservation, chosen: Sequence[tuple[PodInfo, str | None]]
@@ -426,17 +438,14 @@ def _decide(gang: GangObservation, run: _Pass) -> Outcome:
 def _assignment(gang: GangObservation, run: _Pass) -> tuple[tuple[str, str], ...]:
     """Member → node: where it is bound, else where it is pinned (by the user, an
     earlier pass or this one; a pin names a hostname label, shown as the node)."""
-    by_host = {f.labels.get(PIN_LABEL, ""): n for n, f in run.fleet.nodes.items()}
-    pinned = {
-        uid: host
-        for release in run.releases
-        if release.gang.key == gang.key
-        for uid, host in release.pins.items()
-    }
+    pinned = run.pins.get(gang.key, {})
     out: list[tuple[str, str]] = []
     for member in gang.members:
+        if member.node_name:
+            out.append((member.name, member.node_name))
+            continue
         host = pinned.get(member.uid) or dict(member.placement.node_selector).get(PIN_LABEL, "")
-        node = member.node_name or by_host.get(host, host)
+        node = run.node_of_host(host) if host else ""
         if node:
             out.append((member.name, node))
     return tuple(out)
