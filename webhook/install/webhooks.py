@@ -54,15 +54,14 @@ _RENDERED_ORDER = (
 )
 
 
-def _in_rendered_order(prefixes: tuple[str, ...]) -> tuple[str, ...]:
+def training_label_prefixes() -> tuple[str, ...]:
+    """Label key prefixes (and exact keys) that mark a pod of a known training system, so
+    the pod webhooks see it even without a GPU request (a CPU-only worker of a GPU gang):
+    those the recognisers' kinds put on their pods (`base.MarksPods`)."""
     rank = {prefix: i for i, prefix in enumerate(_RENDERED_ORDER)}
-    return tuple(sorted(prefixes, key=lambda p: rank.get(p, len(rank))))
+    return tuple(sorted(marking_labels(), key=lambda p: rank.get(p, len(rank))))
 
 
-#: Label key prefixes (and exact keys) that mark a pod of a known training system, so the
-#: pod webhooks see it even without a GPU request (a CPU-only worker of a GPU gang):
-#: those the recognisers' kinds put on their pods (`base.MarksPods`).
-TRAINING_LABEL_PREFIXES: tuple[str, ...] = _in_rendered_order(marking_labels())
 #: Annotations that make a pod a gang member by themselves.
 TRAINING_ANNOTATIONS: tuple[str, ...] = (GANG_NAME_ANNOTATION, VOLCANO_GROUP_ANNOTATION)
 
@@ -125,7 +124,9 @@ def gpu_request_condition(gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES) 
 
 def training_marker_condition() -> str:
     """CEL: the pod carries a known training-system label or a gang annotation."""
-    prefixes = " ||\n    ".join(f"k.startsWith({_cel_string(p)})" for p in TRAINING_LABEL_PREFIXES)
+    prefixes = " ||\n    ".join(
+        f"k.startsWith({_cel_string(p)})" for p in training_label_prefixes()
+    )
     annotations = " ||\n    ".join(
         f"{_cel_string(a)} in object.metadata.annotations" for a in TRAINING_ANNOTATIONS
     )
