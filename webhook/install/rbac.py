@@ -1,6 +1,8 @@
 """Least-privilege RBAC: every rule with the reason it exists (emitted as a comment).
 
-Pure: builds dicts.
+The rules about workload kinds (read each kind and the owners its recogniser follows,
+patch those whose gangs are requeued by suspension) are derived from what the
+recognisers declare (`kinds`), with the reasons they give. Pure: builds dicts.
 """
 
 from __future__ import annotations

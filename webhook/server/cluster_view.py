@@ -89,12 +89,14 @@ class StaticClusterView:
     ) -> None:
         self._capacity = Capacity.from_nodes(nodes, config)
         self._owners: dict[tuple[str, str, str, str], KubeObject] = {}
+        cluster_scoped = _cluster_scoped_kinds()
         for obj in owners:
             meta = _meta(obj)
+            no_namespace = "" if obj.get("kind") in cluster_scoped else "default"
             key = _key(
                 _group(str(obj.get("apiVersion", ""))),
                 str(obj.get("kind", "")),
-                str(meta.get("namespace") or ("" if _cluster_scoped(obj) else "default")),
+                str(meta.get("namespace") or no_namespace),
                 str(meta.get("name", "")),
             )
             self._owners[key] = obj
@@ -130,8 +132,8 @@ def _followed() -> tuple[Resource, ...]:
     )
 
 
-def _cluster_scoped(obj: Mapping[str, Any]) -> bool:
-    return obj.get("kind") in {r.kind for r in _followed() if not r.namespaced}
+def _cluster_scoped_kinds() -> frozenset[str]:
+    return frozenset(r.kind for r in _followed() if not r.namespaced)
 
 
 def owner_resources() -> tuple[Resource, ...]:

@@ -227,9 +227,10 @@ class WidgetRecognizer:
     pod_label_prefixes = ("widgets.example.com/",)
 
     def __init__(self, how: str = "suspend") -> None:
-        self.requeue = Requeuing("suspend", "requeue a Widget by pausing it")
-        if how == "recreate":
-            self.requeue = Requeuing("recreate")
+        self.requeue = (
+            Requeuing("recreate") if how == "recreate"
+            else Requeuing("suspend", "requeue a Widget by pausing it")
+        )
 
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
