@@ -2,18 +2,26 @@
 
 A recogniser turns one kind of object into gangs (`recognize_object`) and tells
 whether a pod belongs to a gang of its kind (`recognize_pod`), using an owner-lookup
-function the caller supplies. One capability is optional: a recogniser that can say
-from a pod's `PodSignals` alone that it would decline the pod (`ScreensPods`) is not
-asked about pods it rules out. Registration is explicit data on a `Registry`
-instance (see `registry.py`), which refuses duplicate names. Pure: no I/O beyond the
-lookup.
+function the caller supplies. The other capabilities are optional, each a small
+protocol discovered when present (as Kueue's optional interfaces):
+- `ScreensPods`: it can say from a pod's `PodSignals` alone that it would decline the
+  pod, and is not asked about pods it rules out;
+- `FollowsOwners`: the owners besides its own kinds it looks up on the way from a pod
+  to its workload (`OwnerResource`: what the server watches and the RBAC lets it read);
+- `MarksPods`: the label keys (or prefixes) its controller puts on pods, so the pod
+  webhooks' match conditions let such a pod through without a GPU request;
+- `RequeuesGangs`: how the controller requeues a gang its kind owns (`Requeuing`:
+  `suspend` through the resource's `spec.suspend`, or `recreate` by deleting the pods).
+`capabilities.py` derives every table other layers need from them. Registration is
+explicit data on a `Registry` instance (see `registry.py`), which refuses duplicate
+names. Pure: no I/O beyond the lookup.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
@@ -78,6 +86,58 @@ class ScreensPods(Protocol):
 
 
 Screen = Callable[[PodSignals], bool]
+
+
+@dataclass(frozen=True)
+class OwnerResource:
+    """An object between a pod and the workload that sizes its gang (LeaderWorkerSet ->
+    StatefulSet -> pod), or one the workload is read with (a TrainJob's runtime)."""
+
+    group: str
+    version: str
+    resource: str  # plural, e.g. "statefulsets"
+    kind: str
+    #: Why gangkeeper reads it: the reason the RBAC rule that lets the webhook read it
+    #: carries (owners of one API group and reason share one rule).
+    why: str
+    namespaced: bool = True
+
+
+@runtime_checkable
+class FollowsOwners(Protocol):
+    """Optional: a recogniser that looks up owners of kinds besides its own `rules`."""
+
+    @property
+    def follows(self) -> tuple[OwnerResource, ...]: ...
+
+
+@runtime_checkable
+class MarksPods(Protocol):
+    """Optional: label keys, or key prefixes, its kind's controller sets on every pod."""
+
+    @property
+    def pod_label_prefixes(self) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True)
+class Requeuing:
+    """How a gang owned by the recogniser's kinds (its `rules`) is requeued."""
+
+    #: `suspend`: set the owner's boolean `spec.suspend`, whose controller deletes the
+    #: pods without counting them as failed, and unset it once they are gone;
+    #: `recreate`: delete the pods, which the owner's controller recreates.
+    how: Literal["suspend", "recreate"]
+    #: `suspend` only: why suspension requeues the gang without failing it, the reason
+    #: the RBAC rule that lets the controller patch the owner carries.
+    why: str = ""
+
+
+@runtime_checkable
+class RequeuesGangs(Protocol):
+    """Optional: the kind's controller brings a requeued gang's pods back."""
+
+    @property
+    def requeue(self) -> Requeuing: ...
 
 
 class DuplicateRecognizer(ValueError):

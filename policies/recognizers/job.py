@@ -20,7 +20,7 @@ from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_mapping, field_path
-from .base import PodSignals, ResourceRule
+from .base import PodSignals, Requeuing, ResourceRule
 from .common import (
     build_gang,
     claims,
@@ -62,6 +62,14 @@ def _kueue_minimum(annotations: Mapping[str, str]) -> int | None:
 class JobRecognizer:
     name = "job"
     rules = (ResourceRule("batch", ("v1",), "jobs", "Job"),)
+    requeue = Requeuing(
+        "suspend",
+        "requeue a Job's gang without failing the Job (a pod deleted by anyone but the Job "
+        "controller counts against backoffLimit): set spec.suspend, so the Job controller "
+        "deletes its pods uncounted, and unset it once they are gone, with gangkeeper's "
+        "label and requeue count (rebindSeconds, podsReadyRequeue); patch only: get and "
+        "list (a new leader finds the Jobs left suspended by label) come from the owner rule",
+    )
 
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config

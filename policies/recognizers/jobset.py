@@ -31,7 +31,7 @@ from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_mapping, as_str, field_path
-from .base import PodSignals, ResourceRule
+from .base import PodSignals, Requeuing, ResourceRule
 from .common import (
     Link,
     TemplateRole,
@@ -179,6 +179,14 @@ def jobset_of_pod(
 class JobSetRecognizer:
     name = "jobset"
     rules = (ResourceRule("jobset.x-k8s.io", ("v1alpha2",), "jobsets", "JobSet"),)
+    pod_label_prefixes = ("jobset.sigs.k8s.io/",)
+    # JobSet v0.11.1 `suspendJobs` (pkg/controllers/jobset_controller.go).
+    requeue = Requeuing(
+        "suspend",
+        "requeue a JobSet's gang the same way (a suspended JobSet suspends its Jobs, whose "
+        "pods the Job controller deletes uncounted); patch only, get and list from the "
+        "owner rule",
+    )
 
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config

@@ -27,6 +27,7 @@ ROLE = "member"
 class KueuePodGroupRecognizer:
     name = "kueue-podgroup"
     rules: tuple[ResourceRule, ...] = ()
+    pod_label_prefixes = ("kueue.x-k8s.io/pod-group",)  # -name, and Kueue's others
 
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config

@@ -24,7 +24,7 @@ from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role, Source
 from ..podspec import as_mapping, as_str, field_path, other_requests, placement_of, pod_demand
-from .base import ResourceRule
+from .base import OwnerResource, Requeuing, ResourceRule
 from .common import (
     UNSEEN_ROLE,
     TemplateRole,
@@ -56,6 +56,17 @@ class LeaderWorkerSetRecognizer:
     rules = (
         ResourceRule("leaderworkerset.x-k8s.io", ("v1",), "leaderworkersets", "LeaderWorkerSet"),
     )
+    follows = (
+        OwnerResource(
+            "apps", "v1", "statefulsets", "StatefulSet",
+            "objects between a pod and the workload that sizes its gang (LeaderWorkerSet -> "
+            "StatefulSet -> pod; TrainJob -> (Cluster)TrainingRuntime); read-only caches, "
+            "one direct get on a cache miss",
+        ),
+    )
+    pod_label_prefixes = ("leaderworkerset.sigs.k8s.io/",)
+    # The LWS controller recreates a deleted member (its StatefulSets do).
+    requeue = Requeuing("recreate")
 
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config

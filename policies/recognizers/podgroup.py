@@ -37,6 +37,8 @@ class PodGroupRecognizer:
     version: str
     #: Where a pod names its PodGroup: ("label" | "annotation", key).
     pod_key: tuple[str, str]
+    #: Labels its scheduler's pods carry (`base.MarksPods`).
+    pod_label_prefixes: tuple[str, ...]
 
     @property
     def rules(self) -> tuple[ResourceRule, ...]:
@@ -91,10 +93,12 @@ VOLCANO = PodGroupRecognizer(
     group="scheduling.volcano.sh",
     version="v1beta1",
     pod_key=("annotation", "scheduling.k8s.io/group-name"),
+    pod_label_prefixes=("volcano.sh/",),
 )
 COSCHEDULING = PodGroupRecognizer(
     name="coscheduling-podgroup",
     group="scheduling.x-k8s.io",
     version="v1alpha1",
     pod_key=("label", "scheduling.x-k8s.io/pod-group"),
+    pod_label_prefixes=("scheduling.x-k8s.io/pod-group",),
 )

@@ -3,7 +3,9 @@
 `default_registry()` lists every recogniser in the order pods are asked about:
 workload kinds first (each claims only pods whose top-level owner is of its kind),
 then PodGroup and Kueue keys on the pod, and gangkeeper's own annotations last as
-the fallback. Adding a kind is one module and one line here.
+the fallback. Adding a kind is one module and one line here (a kind of the
+training-operator family is one row of `trainingoperator.KINDS`); what the rest of
+gangkeeper needs to know about it is derived from what it declares (`capabilities`).
 
 `recognize_object` and `recognize_pod` never crash on junk: an object that is not a
 Kubernetes object, or of a kind nobody knows, is simply not a gang ([] / None).
@@ -21,7 +23,7 @@ from functools import cache
 from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup
 from ..pod_gangs import POD_BASED, SiblingFacts, summed
-from . import jaxjob, mpijob, paddlejob, pytorchjob, tfjob, xgboostjob
+from . import trainingoperator
 from .annotations import AnnotationsRecognizer
 from .base import PodSignals, Recognizer, Registry
 from .common import one_call, owner_chain, read_meta, type_of
@@ -38,22 +40,18 @@ from .trainjob import TrainJobRecognizer
 def default_registry() -> Registry:
     """A registry of every recogniser gangkeeper ships (built once, then shared)."""
     registry = Registry()
-    for recognizer in (
+    shipped: tuple[Recognizer, ...] = (
         TrainJobRecognizer(),
         JobSetRecognizer(),
         JobRecognizer(),
-        pytorchjob.RECOGNIZER,
-        tfjob.RECOGNIZER,
-        mpijob.RECOGNIZER,
-        xgboostjob.RECOGNIZER,
-        paddlejob.RECOGNIZER,
-        jaxjob.RECOGNIZER,
+        *trainingoperator.KINDS,
         LeaderWorkerSetRecognizer(),
         VOLCANO,
         COSCHEDULING,
         KueuePodGroupRecognizer(),
         AnnotationsRecognizer(),
-    ):
+    )
+    for recognizer in shipped:
         registry.register(recognizer)
     return registry
 

@@ -9,7 +9,8 @@ v1.9.0 `pkg/controller.v1/common/job.go`). An elastic PyTorchJob without it
 (`spec.elasticPolicy.minReplicas`, `pkg/apis/kubeflow.org/v1/pytorch_types.go`) needs
 minReplicas workers plus its Master, if any — the convention of KAI scheduler's pod
 grouper and kubeflow/trainer#1571; members beyond the minimum are released as they
-come. Each kind is a `TrainingOperatorRecognizer` instance in its own small module.
+come. Each kind is one row of `KINDS`, a `TrainingOperatorRecognizer` that
+the registry registers from there: adding a kind of the family is one row.
 
 Pods are matched through their controller ownerReference (the operator always sets
 it) and their replica-type label; there is no fallback by name: the job holds the size.
@@ -26,7 +27,7 @@ from typing import Any
 from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_mapping, field_path
-from .base import PodSignals, ResourceRule
+from .base import PodSignals, Requeuing, ResourceRule
 from .common import (
     build_gang,
     claims,
@@ -43,6 +44,10 @@ GROUP = "kubeflow.org"
 #: Set by the training-operator on every pod it creates (value in lower case); the
 #: mpi-operator v2 sets job-role instead.
 REPLICA_TYPE_LABELS = ("training.kubeflow.org/replica-type", "training.kubeflow.org/job-role")
+#: Every label the training-operator sets on pods (job-name too) has this prefix.
+POD_LABEL_PREFIX = "training.kubeflow.org/"
+#: The operator recreates a deleted replica pod.
+_RECREATED = Requeuing("recreate")
 
 
 def _elastic_minimum(spec: Mapping[str, Any], replica_specs: Mapping[str, Any]) -> int | None:
@@ -62,17 +67,26 @@ def _elastic_minimum(spec: Mapping[str, Any], replica_specs: Mapping[str, Any]) 
 
 @dataclass(frozen=True)
 class TrainingOperatorRecognizer:
-    """A recogniser for one kind of the family; a per-kind module only fills the names."""
+    """A recogniser for one kind of the family; a row of `KINDS` only fills the names."""
 
     name: str
     kind: str
     plural: str
+    #: The spec field of the replica specs, keyed by replica type.
     replica_specs: str
     versions: tuple[str, ...] = ("v1",)
 
     @property
     def rules(self) -> tuple[ResourceRule, ...]:
         return (ResourceRule(GROUP, self.versions, self.plural, self.kind),)
+
+    @property
+    def pod_label_prefixes(self) -> tuple[str, ...]:
+        return (POD_LABEL_PREFIX,)
+
+    @property
+    def requeue(self) -> Requeuing:
+        return _RECREATED
 
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config
@@ -129,3 +143,19 @@ class TrainingOperatorRecognizer:
             if role is not None:
                 return PodMembership(gangs[0], role)
         return None
+
+
+#: The family, one row per kind, in the order the registry asks them about pods.
+#: MPIJob is both the training-operator's kubeflow.org/v1 and the mpi-operator's
+#: v2beta1 (the one its upstream examples use): both keep `spec.mpiReplicaSpecs`
+#: (Launcher, Worker).
+KINDS: tuple[TrainingOperatorRecognizer, ...] = (
+    TrainingOperatorRecognizer("pytorchjob", "PyTorchJob", "pytorchjobs", "pytorchReplicaSpecs"),
+    TrainingOperatorRecognizer("tfjob", "TFJob", "tfjobs", "tfReplicaSpecs"),
+    TrainingOperatorRecognizer(
+        "mpijob", "MPIJob", "mpijobs", "mpiReplicaSpecs", versions=("v1", "v2beta1")
+    ),
+    TrainingOperatorRecognizer("xgboostjob", "XGBoostJob", "xgboostjobs", "xgbReplicaSpecs"),
+    TrainingOperatorRecognizer("paddlejob", "PaddleJob", "paddlejobs", "paddleReplicaSpecs"),
+    TrainingOperatorRecognizer("jaxjob", "JAXJob", "jaxjobs", "jaxReplicaSpecs"),
+)

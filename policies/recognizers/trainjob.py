@@ -39,7 +39,7 @@ from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..names import COSCHEDULING_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION
 from ..podspec import as_list, as_mapping, as_str, field_path
 from ..quantity import gpu_count
-from .base import PodSignals, ResourceRule
+from .base import OwnerResource, PodSignals, Requeuing, ResourceRule
 from .common import (
     build_gang,
     claims,
@@ -61,6 +61,7 @@ RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 NODE = "node"
 LAUNCHER = "launcher"
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+_RUNTIMES_WHY = "the runtimes that give a TrainJob its shape; read-only"
 #: The gang schedulers a runtime's podGroupPolicy can name (v2.2.0), with the key
 #: Trainer puts on every pod for each (value: the TrainJob's name).
 POD_GROUP_SOURCES = {
@@ -234,6 +235,22 @@ def _keyed_by(runtime_spec: Mapping[str, Any], rt: str, prefix: str) -> str:
 class TrainJobRecognizer:
     name = "trainjob"
     rules = (ResourceRule("trainer.kubeflow.org", (TRAINER_VERSION,), "trainjobs", "TrainJob"),)
+    follows = (
+        OwnerResource(
+            TRAINJOB[0], TRAINER_VERSION, "trainingruntimes", "TrainingRuntime", _RUNTIMES_WHY
+        ),
+        OwnerResource(
+            TRAINJOB[0], TRAINER_VERSION, "clustertrainingruntimes", "ClusterTrainingRuntime",
+            _RUNTIMES_WHY, namespaced=False,
+        ),
+    )
+    pod_label_prefixes = ("trainer.kubeflow.org/",)
+    # Trainer v2.2.0 `pkg/runtime/framework/plugins/jobset/jobset.go`, `Build`.
+    requeue = Requeuing(
+        "suspend",
+        "requeue a TrainJob's gang the same way (a suspended TrainJob re-applies its JobSet "
+        "suspended); patch only, get and list from the owner rule",
+    )
 
     def recognize_object(
         self, obj: KubeObject, lookup: OwnerLookup, config: Config

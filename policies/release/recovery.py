@@ -38,13 +38,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from types import MappingProxyType
 from typing import Literal
 
 from ..config import Config
 from ..model import Placement
 from ..names import PIN_LABEL
 from ..placement.assign import Assignment, Member, assign
+from ..recognizers.capabilities import suspended_owners
+from ..recognizers.registry import default_registry
 from .fleet import Fleet
 from .observe import GangObservation, Owner, PodInfo
 from .watchdog import RECREATING_OWNERS, Stuck, never_ready, stuck
@@ -75,12 +76,9 @@ class Requeue:
 
 #: Owners requeued by suspension, never by deleting their pods: (apiVersion, kind) to
 #: the resource's plural. Each has a boolean `spec.suspend` whose controller deletes
-#: the pods itself without counting them as failed.
-SUSPENDED_OWNERS: Mapping[tuple[str, str], str] = MappingProxyType({
-    ("batch/v1", "Job"): "jobs",
-    ("jobset.x-k8s.io/v1alpha2", "JobSet"): "jobsets",
-    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): "trainjobs",
-})
+#: the pods itself without counting them as failed (its recogniser says so:
+#: `recognizers.base.RequeuesGangs`).
+SUSPENDED_OWNERS: Mapping[tuple[str, str], str] = suspended_owners(default_registry())
 
 
 def owner_kind(gang: GangObservation) -> str:

@@ -23,15 +23,13 @@ from dataclasses import dataclass
 
 from ..config import Config
 from ..names import PIN_LABEL
+from ..recognizers.capabilities import recreating_kinds
+from ..recognizers.registry import default_registry
 from .observe import GangObservation, PodInfo
 
-#: Top-level owners whose controllers recreate a deleted member pod.
-RECREATING_OWNERS = frozenset(
-    {
-        "Job", "JobSet", "TrainJob", "LeaderWorkerSet", "PyTorchJob", "TFJob", "MPIJob",
-        "XGBoostJob", "PaddleJob", "JAXJob",
-    }
-)  # fmt: skip
+#: Top-level owners whose controllers recreate a deleted member pod (each recogniser
+#: says how its kind is requeued: `recognizers.base.RequeuesGangs`).
+RECREATING_OWNERS = recreating_kinds(default_registry())
 
 
 @dataclass(frozen=True)

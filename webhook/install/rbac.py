@@ -1,6 +1,8 @@
 """Least-privilege RBAC: every rule with the reason it exists (emitted as a comment).
 
-Pure: builds dicts.
+The rules about workload kinds (read each kind and the owners its recogniser follows,
+patch those whose gangs are requeued by suspension) are derived from what the
+recognisers declare (`kinds`), with the reasons they give. Pure: builds dicts.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from gangkeeper.policies.names import (
     VALIDATING_WEBHOOK_CONFIGURATION,
 )
 
-from .kinds import recognised_resources
+from .kinds import followed_owner_resources, recognised_resources, requeued_kinds
 from .objects import CertMode, Manifest, metadata
 
 
@@ -41,7 +43,7 @@ class RbacRule:
             self.rule["resourceNames"] = list(names)
 
 
-CONTROLLER_RULES: tuple[RbacRule, ...] = (
+_POD_RULES: tuple[RbacRule, ...] = (
     RbacRule(
         "controller: watch gang pods and patch them to remove the gangkeeper.io/gang "
         "scheduling gate and pin them to their node (patch, not update: never overwrites "
@@ -54,32 +56,9 @@ CONTROLLER_RULES: tuple[RbacRule, ...] = (
         ["pods"],
         ["list", "watch", "patch", "delete"],
     ),
-    RbacRule(
-        "controller: requeue a Job's gang without failing the Job (a pod deleted by "
-        "anyone but the Job controller counts against backoffLimit): set spec.suspend, "
-        "so the Job controller deletes its pods uncounted, and unset it once they are "
-        "gone, with gangkeeper's label and requeue count (rebindSeconds, "
-        "podsReadyRequeue); patch only: get and list (a new leader finds the Jobs left "
-        "suspended by label) come from the owner rule",
-        ["batch"],
-        ["jobs"],
-        ["patch"],
-    ),
-    RbacRule(
-        "controller: requeue a JobSet's gang the same way (a suspended JobSet suspends its "
-        "Jobs, whose pods the Job controller deletes uncounted); patch only, get and list "
-        "from the owner rule",
-        ["jobset.x-k8s.io"],
-        ["jobsets"],
-        ["patch"],
-    ),
-    RbacRule(
-        "controller: requeue a TrainJob's gang the same way (a suspended TrainJob "
-        "re-applies its JobSet suspended); patch only, get and list from the owner rule",
-        ["trainer.kubeflow.org"],
-        ["trainjobs"],
-        ["patch"],
-    ),
+)
+
+_EVENT_AND_GROUP_RULES: tuple[RbacRule, ...] = (
     RbacRule(
         "controller: record why a gang waits, on the pods' namespaces (events.k8s.io/v1 "
         "Events, created once per gang and cause: no patch)",
@@ -106,7 +85,7 @@ CONTROLLER_RULES: tuple[RbacRule, ...] = (
     ),
 )
 
-WEBHOOK_RULES: tuple[RbacRule, ...] = (
+_NODE_RULES: tuple[RbacRule, ...] = (
     RbacRule(
         "webhook + controller: node capacity (GPU allocatable, labels, taints) decides "
         "feasibility; read-only",
@@ -114,21 +93,39 @@ WEBHOOK_RULES: tuple[RbacRule, ...] = (
         ["nodes"],
         ["list", "watch"],
     ),
-    RbacRule(
-        "webhook: objects between a pod and the workload that sizes its gang "
-        "(LeaderWorkerSet -> StatefulSet -> pod; TrainJob -> (Cluster)TrainingRuntime); "
-        "read-only caches, one direct get on a cache miss",
-        ["apps"],
-        ["statefulsets"],
-        ["get", "list", "watch"],
-    ),
-    RbacRule(
-        "webhook: the runtimes that give a TrainJob its shape; read-only",
-        ["trainer.kubeflow.org"],
-        ["trainingruntimes", "clustertrainingruntimes"],
-        ["get", "list", "watch"],
-    ),
 )
+
+
+def suspend_rules() -> tuple[RbacRule, ...]:
+    """Patch on every kind whose gangs are requeued by suspension (`Requeuing`), with
+    the reason its recogniser gives."""
+    return tuple(
+        RbacRule(f"controller: {requeue.why}", [rule.group], [rule.resource], ["patch"])
+        for rule, requeue in requeued_kinds("suspend")
+    )
+
+
+def followed_rules() -> tuple[RbacRule, ...]:
+    """Read access to the owners the recognisers follow besides their own kinds, one rule
+    per API group and reason (resources in the order the recognisers declare them)."""
+    by_reason: dict[tuple[str, str], list[str]] = {}
+    for owner in followed_owner_resources():
+        resources = by_reason.setdefault((owner.group, owner.why), [])
+        if owner.resource not in resources:
+            resources.append(owner.resource)
+    return tuple(
+        RbacRule(f"webhook: {why}", [group], resources, ["get", "list", "watch"])
+        for (group, why), resources in by_reason.items()
+    )
+
+
+def controller_rules() -> tuple[RbacRule, ...]:
+    return (*_POD_RULES, *suspend_rules(), *_EVENT_AND_GROUP_RULES)
+
+
+def webhook_rules() -> tuple[RbacRule, ...]:
+    return (*_NODE_RULES, *followed_rules())
+
 
 _OWNER_REASON = (
     "webhook: size gangs from their owning workloads, one rule per API group of the "
@@ -145,7 +142,7 @@ def owner_rules() -> tuple[RbacRule, ...]:
     read = {"get", "list", "watch"}
     covered = {
         (group, resource)
-        for rule in (*CONTROLLER_RULES, *WEBHOOK_RULES)
+        for rule in (*controller_rules(), *webhook_rules())
         if read <= set(rule.rule["verbs"])
         for group in rule.rule["apiGroups"]
         for resource in rule.rule["resources"]
@@ -245,8 +242,8 @@ SECRET_RULES: tuple[RbacRule, ...] = (
 def rule_reason(rule: Mapping[str, Any]) -> str | None:
     """The justification of an emitted PolicyRule (None for an unknown rule)."""
     every = (
-        *CONTROLLER_RULES,
-        *WEBHOOK_RULES,
+        *controller_rules(),
+        *webhook_rules(),
         *owner_rules(),
         *CABUNDLE_RULES,
         *AUTOSCALING_RULES,
@@ -285,7 +282,7 @@ def rbac_objects(
     namespace: str, cert_mode: CertMode, *, autoscaling: bool = True,
     provisioning_requests: bool = False,
 ) -> list[Manifest]:
-    cluster_rules = [*CONTROLLER_RULES, *WEBHOOK_RULES, *owner_rules()]
+    cluster_rules = [*controller_rules(), *webhook_rules(), *owner_rules()]
     namespaced = list(NAMESPACED_RULES)
     if cert_mode == "self":
         cluster_rules += CABUNDLE_RULES

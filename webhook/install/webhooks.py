@@ -36,12 +36,14 @@ from gangkeeper.policies.names import (
     WORKLOAD_VALIDATE_WEBHOOK,
 )
 
-from .kinds import recognised_resources
+from .kinds import marking_labels, recognised_resources
 from .objects import CertMode, Manifest, metadata
 
-#: Label key prefixes (and exact keys) that mark a pod of a known training system, so the
-#: pod webhooks see it even without a GPU request (a CPU-only worker of a GPU gang).
-TRAINING_LABEL_PREFIXES: tuple[str, ...] = (
+#: The order the match condition listed the prefixes in before the recognisers declared
+#: them, kept so that the rendered CEL, and with it deploy/, stays as it was. Order only:
+#: which prefixes there are is the recognisers' (`marking_labels`), and one not named
+#: here, a new kind's, comes after these.
+_RENDERED_ORDER = (
     "training.kubeflow.org/",
     "trainer.kubeflow.org/",
     "jobset.sigs.k8s.io/",
@@ -50,6 +52,16 @@ TRAINING_LABEL_PREFIXES: tuple[str, ...] = (
     "scheduling.x-k8s.io/pod-group",
     "volcano.sh/",
 )
+
+
+def training_label_prefixes() -> tuple[str, ...]:
+    """Label key prefixes (and exact keys) that mark a pod of a known training system, so
+    the pod webhooks see it even without a GPU request (a CPU-only worker of a GPU gang):
+    those the recognisers' kinds put on their pods (`base.MarksPods`)."""
+    rank = {prefix: i for i, prefix in enumerate(_RENDERED_ORDER)}
+    return tuple(sorted(marking_labels(), key=lambda p: rank.get(p, len(rank))))
+
+
 #: Annotations that make a pod a gang member by themselves.
 TRAINING_ANNOTATIONS: tuple[str, ...] = (GANG_NAME_ANNOTATION, VOLCANO_GROUP_ANNOTATION)
 
@@ -112,7 +124,9 @@ def gpu_request_condition(gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES) 
 
 def training_marker_condition() -> str:
     """CEL: the pod carries a known training-system label or a gang annotation."""
-    prefixes = " ||\n    ".join(f"k.startsWith({_cel_string(p)})" for p in TRAINING_LABEL_PREFIXES)
+    prefixes = " ||\n    ".join(
+        f"k.startsWith({_cel_string(p)})" for p in training_label_prefixes()
+    )
     annotations = " ||\n    ".join(
         f"{_cel_string(a)} in object.metadata.annotations" for a in TRAINING_ANNOTATIONS
     )

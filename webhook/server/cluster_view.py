@@ -40,7 +40,9 @@ from gangkeeper.policies.model import KubeObject
 from gangkeeper.policies.names import GANG_LABEL, GANG_NAME_ANNOTATION
 from gangkeeper.policies.pod_gangs import siblings_among
 from gangkeeper.policies.podspec import pod_demand
+from gangkeeper.policies.recognizers.capabilities import followed_owners
 from gangkeeper.policies.recognizers.kueue import GROUP_LABEL as KUEUE_GROUP_LABEL
+from gangkeeper.policies.recognizers.registry import default_registry
 
 from ..kube.informer import Informer, Informers, object_key
 from ..kube.resources import NODES, PODS, Resource
@@ -87,12 +89,14 @@ class StaticClusterView:
     ) -> None:
         self._capacity = Capacity.from_nodes(nodes, config)
         self._owners: dict[tuple[str, str, str, str], KubeObject] = {}
+        cluster_scoped = _cluster_scoped_kinds()
         for obj in owners:
             meta = _meta(obj)
+            no_namespace = "" if obj.get("kind") in cluster_scoped else "default"
             key = _key(
                 _group(str(obj.get("apiVersion", ""))),
                 str(obj.get("kind", "")),
-                str(meta.get("namespace") or ("" if _cluster_scoped(obj) else "default")),
+                str(meta.get("namespace") or no_namespace),
                 str(meta.get("name", "")),
             )
             self._owners[key] = obj
@@ -119,33 +123,29 @@ class StaticClusterView:
 
 
 
-#: Owners the recognisers follow that no recogniser validates itself.
-_INTERMEDIATE_OWNERS: tuple[Resource, ...] = (
-    Resource("apps", "v1", "statefulsets", "StatefulSet"),  # LeaderWorkerSet → sts → pod
-    Resource("trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime"),
-    Resource(
-        "trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime",
-        namespaced=False,
-    ),
-)
+def _followed() -> tuple[Resource, ...]:
+    """Owners the recognisers follow besides their own kinds (`FollowsOwners`: a
+    LeaderWorkerSet's StatefulSets, a TrainJob's runtimes)."""
+    return tuple(
+        Resource(o.group, o.version, o.resource, o.kind, namespaced=o.namespaced)
+        for o in followed_owners(default_registry())
+    )
 
 
-def _cluster_scoped(obj: Mapping[str, Any]) -> bool:
-    return obj.get("kind") in {r.kind for r in _INTERMEDIATE_OWNERS if not r.namespaced}
+def _cluster_scoped_kinds() -> frozenset[str]:
+    return frozenset(r.kind for r in _followed() if not r.namespaced)
 
 
 def owner_resources() -> tuple[Resource, ...]:
     """Every kind a gang is sized from: each recogniser's rules (all served versions
-    tried, an unserved one is simply absent) plus the intermediate owners."""
-    from gangkeeper.policies.recognizers.registry import default_registry
-
+    tried, an unserved one is simply absent) plus the owners they follow."""
     found: dict[tuple[str, str, str], Resource] = {}
     for recognizer in default_registry():
         for rule in recognizer.rules:
             for version in rule.versions:
                 resource = Resource(rule.group, version, rule.resource, rule.kind)
                 found.setdefault((rule.group, version, rule.resource), resource)
-    for resource in _INTERMEDIATE_OWNERS:
+    for resource in _followed():
         found.setdefault((resource.group, resource.version, resource.plural), resource)
     return tuple(found.values())
 
