@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..config import Config
+from ..errors import DuplicateRecognizer as DuplicateRecognizer
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 
 
@@ -78,10 +79,6 @@ class ScreensPods(Protocol):
 
 
 Screen = Callable[[PodSignals], bool]
-
-
-class DuplicateRecognizer(ValueError):
-    pass
 
 
 class Registry:
