@@ -33,10 +33,9 @@ _MODES: tuple[str, ...] = get_args(AutoscalingMode)
 DEFAULT_PLACEHOLDER_IMAGE = "registry.k8s.io/pause:3.10"
 #: Retries wait `retry_seconds * 2**(attempt-1)`, at most this many times the first wait.
 MAX_BACKOFF_FACTOR = 16
-#: cluster-autoscaler's provisioning classes (its API's ProvisioningClass* constants):
-#: scale up for the whole request or not at all; or only check (and book) what exists.
+#: cluster-autoscaler's provisioning class (its API's ProvisioningClass* constants) that
+#: scales up for the whole request or not at all.
 BEST_EFFORT_ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
-CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 #: Failed or expired ProvisioningRequests retried before giving up (Kueue's default
 #: backoffLimitCount).
 DEFAULT_RETRY_LIMIT = 3
@@ -76,11 +75,6 @@ class Autoscaling:
 
     def mode_for(self, namespace: str) -> AutoscalingMode:
         return self.namespace_modes.get(namespace, self.mode)
-
-    @property
-    def ever_on(self) -> bool:
-        """Placeholders may be created in some namespace (RBAC and PriorityClass needed)."""
-        return self.mode != "off" or any(m != "off" for m in self.namespace_modes.values())
 
     @property
     def uses_requests(self) -> bool:
