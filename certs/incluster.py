@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from gangkeeper.policies.errors import CertSyncError as CertSyncError
+from gangkeeper.policies.errors import CertWriteConflict as Conflict
 from gangkeeper.policies.names import SECRET_NAME, SERVICE_NAME, WEBHOOK_CONFIGURATIONS
 
 from .issue import Material, renew, service_dns_names
@@ -39,14 +41,6 @@ WEBHOOK_KINDS: tuple[WebhookKind, ...] = ("mutating", "validating")
 SECRET_KEYS = (CA_CERT, CA_KEY, TLS_CERT, TLS_KEY)
 #: Writers racing on the Secret converge after one re-read; a few tries cover bursts.
 MAX_CONFLICT_RETRIES = 5
-
-
-class Conflict(Exception):
-    """The object changed (409) or already exists: re-read and decide again."""
-
-
-class CertSyncError(RuntimeError):
-    """reconcile() could not settle the Secret; the message says which object and why."""
 
 
 class KubeCalls(Protocol):

@@ -29,6 +29,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from gangkeeper.policies.errors import CertificateError as CertificateError
+
 CA_LIFETIME = timedelta(days=365)
 SERVING_LIFETIME = timedelta(days=90)
 #: Renew when less than this fraction of a certificate's lifetime remains.
@@ -36,14 +38,6 @@ RENEW_FRACTION = 1 / 3
 #: Backdating absorbs clock skew between this process and the API server.
 BACKDATE = timedelta(minutes=5)
 CA_COMMON_NAME = "gangkeeper-ca"
-
-
-class CertificateError(ValueError):
-    """PEM material that cannot be read, named by where it came from."""
-
-    def __init__(self, source: str, message: str) -> None:
-        super().__init__(f"{source}: {message}")
-        self.source = source
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from .capacity import Capacity
 from .config import Config, NodePool, load_config
 from .decision import ObjectDecision, PodDecision, decide_pod, validate_object
 from .eligibility import node_eligible, tolerates
-from .errors import InvalidConfig, InvalidObject, PolicyError
+from .errors import GangkeeperError, InvalidConfig, InvalidObject, PolicyError
 from .feasibility import check_gang, fits_now
 from .model import (
     Backend,
@@ -59,6 +59,7 @@ __all__ = [
     "Capacity",
     "Config",
     "Gang",
+    "GangkeeperError",
     "InvalidConfig",
     "InvalidObject",
     "KubeObject",

@@ -303,10 +303,6 @@ class Capacity:
         return len(self._members)
 
     @property
-    def pools_declared(self) -> bool:
-        return bool(self._pools)
-
-    @property
     def unknown(self) -> bool:
         """No GPU node and no declared pool: the cluster's GPUs are not known at all.
 

@@ -16,6 +16,17 @@ from typing import Any, Literal, cast, get_args
 
 from .autoscaling.settings import KEYS as AUTOSCALING_KEYS
 from .autoscaling.settings import Autoscaling, load_autoscaling
+from .config_checks import (
+    choice,
+    count,
+    flag,
+    given,
+    label_value,
+    listed,
+    mapping,
+    reject_unknown,
+    string,
+)
 from .errors import InvalidConfig, InvalidObject
 from .model import Backend, Taint
 from .quantity import gpu_count, parse_quantity
@@ -169,59 +180,7 @@ CONFIG_KEYS: frozenset[str] = frozenset(_KEYS)
 
 
 def _backend(key: str, value: object) -> Backend:
-    if value not in _BACKENDS:
-        raise InvalidConfig(key, f"must be one of {', '.join(_BACKENDS)}, got {value!r}")
-    return cast(Backend, value)
-
-
-def _mapping(key: str, value: object) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise InvalidConfig(key, f"must be a mapping, got {type(value).__name__}")
-    return value
-
-
-def _list(key: str, value: object) -> list[Any]:
-    if not isinstance(value, list):
-        raise InvalidConfig(key, f"must be a list, got {type(value).__name__}")
-    return value
-
-
-def _string(key: str, value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidConfig(key, f"must be a non-empty string, got {value!r}")
-    return value
-
-
-def _count(key: str, value: object, minimum: int = 0) -> int:
-    # bool is an int in Python; `true` in YAML is never a count.
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidConfig(key, f"must be a whole number ≥ {minimum}, got {value!r}")
-    return value
-
-
-def _flag(key: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidConfig(key, f"must be true or false, got {value!r}")
-    return value
-
-
-def _choice(key: str, value: object, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise InvalidConfig(key, f"must be one of {', '.join(choices)}, got {value!r}")
-    assert isinstance(value, str)
-    return value
-
-
-def _label_value(key: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise InvalidConfig(key, f"must be a string, got {value!r}")
-    return value
-
-
-def _given(data: Mapping[str, Any], key: str, default: object) -> Any:
-    """data[key], or the default when absent or null (an empty YAML section)."""
-    value = data.get(key)
-    return default if value is None else value
+    return cast(Backend, choice(key, value, _BACKENDS))
 
 
 def _gpus(key: str, value: object) -> int:
@@ -235,7 +194,7 @@ def _gpus(key: str, value: object) -> int:
 
 
 def _resource_name(key: str, value: object) -> str:
-    name = _string(key, value)
+    name = string(key, value)
     # Device plugins only expose domain-prefixed extended resources (vendor.com/x).
     if "/" not in name or name.startswith("/") or name.endswith("/"):
         raise InvalidConfig(
@@ -260,24 +219,24 @@ def _amount(key: str, resource: str, value: object, gpu_patterns: tuple[str, ...
 
 
 def _pool(key: str, raw: object, gpu_patterns: tuple[str, ...]) -> NodePool:
-    data = _mapping(key, raw)
-    unknown = set(data) - {"name", "maxCount", "labels", "taints", "allocatable"}
-    if unknown:
-        raise InvalidConfig(f"{key}.{sorted(unknown)[0]}", "unknown key")
-    name = _string(f"{key}.name", data.get("name"))
+    data = mapping(key, raw)
+    reject_unknown(
+        data, ("name", "maxCount", "labels", "taints", "allocatable"), key, list_known=False
+    )
+    name = string(f"{key}.name", data.get("name"))
     labels = {
-        _string(f"{key}.labels", k): _label_value(f"{key}.labels.{k}", v)
-        for k, v in _mapping(f"{key}.labels", _given(data, "labels", {})).items()
+        string(f"{key}.labels", k): label_value(f"{key}.labels.{k}", v)
+        for k, v in mapping(f"{key}.labels", given(data, "labels", {})).items()
     }
     taints = []
-    for i, t in enumerate(_list(f"{key}.taints", _given(data, "taints", []))):
+    for i, t in enumerate(listed(f"{key}.taints", given(data, "taints", []))):
         tk = f"{key}.taints[{i}]"
-        tm = _mapping(tk, t)
+        tm = mapping(tk, t)
         taints.append(
             Taint(
-                key=_string(f"{tk}.key", tm.get("key")),
-                value=_label_value(f"{tk}.value", tm.get("value", "")),
-                effect=_choice(
+                key=string(f"{tk}.key", tm.get("key")),
+                value=label_value(f"{tk}.value", tm.get("value", "")),
+                effect=choice(
                     f"{tk}.effect",
                     tm.get("effect", "NoSchedule"),
                     ("NoSchedule", "PreferNoSchedule", "NoExecute"),
@@ -285,12 +244,12 @@ def _pool(key: str, raw: object, gpu_patterns: tuple[str, ...]) -> NodePool:
             )
         )
     allocatable = {
-        _string(f"{key}.allocatable", k): _amount(f"{key}.allocatable.{k}", str(k), v, gpu_patterns)
-        for k, v in _mapping(f"{key}.allocatable", _given(data, "allocatable", {})).items()
+        string(f"{key}.allocatable", k): _amount(f"{key}.allocatable.{k}", str(k), v, gpu_patterns)
+        for k, v in mapping(f"{key}.allocatable", given(data, "allocatable", {})).items()
     }
     return NodePool(
         name=name,
-        max_count=_count(f"{key}.maxCount", data.get("maxCount"), minimum=1),
+        max_count=count(f"{key}.maxCount", data.get("maxCount"), minimum=1),
         labels=labels,
         taints=tuple(taints),
         allocatable=allocatable,
@@ -304,55 +263,53 @@ def load_config(raw: Mapping[str, Any] | None) -> Config:
     """
     if raw is None:
         return Config()
-    data = _mapping("<root>", raw)
-    unknown = sorted(str(k) for k in set(data) - _KEYS)
-    if unknown:
-        raise InvalidConfig(unknown[0], f"unknown key (known: {', '.join(sorted(_KEYS))})")
+    data = mapping("<root>", raw)
+    reject_unknown(data, _KEYS)
     defaults = Config()
     scheduler_names = dict(DEFAULT_SCHEDULER_NAMES)
-    for backend, name in _mapping("schedulerNames", _given(data, "schedulerNames", {})).items():
+    for backend, name in mapping("schedulerNames", given(data, "schedulerNames", {})).items():
         _backend(f"schedulerNames.{backend}", backend)
-        scheduler_names[backend] = _string(f"schedulerNames.{backend}", name)
-    raw_gpu = _list("gpuResources", _given(data, "gpuResources", list(DEFAULT_GPU_RESOURCES)))
+        scheduler_names[backend] = string(f"schedulerNames.{backend}", name)
+    raw_gpu = listed("gpuResources", given(data, "gpuResources", list(DEFAULT_GPU_RESOURCES)))
     gpu = tuple(_resource_name(f"gpuResources[{i}]", r) for i, r in enumerate(raw_gpu))
     if not gpu:
         raise InvalidConfig("gpuResources", "must name at least one resource")
     pools = tuple(
         _pool(f"pools[{i}]", p, gpu)
-        for i, p in enumerate(_list("pools", _given(data, "pools", [])))
+        for i, p in enumerate(listed("pools", given(data, "pools", [])))
     )
     seen: set[str] = set()
     for i, pool in enumerate(pools):
         if pool.name in seen:
             raise InvalidConfig(f"pools[{i}].name", f"duplicate pool name {pool.name!r}")
         seen.add(pool.name)
-    raw_identity = _list(
+    raw_identity = listed(
         "nodeIdentityLabels",
-        _given(data, "nodeIdentityLabels", list(DEFAULT_NODE_IDENTITY_LABELS)),
+        given(data, "nodeIdentityLabels", list(DEFAULT_NODE_IDENTITY_LABELS)),
     )
-    identity = tuple(_string(f"nodeIdentityLabels[{i}]", k) for i, k in enumerate(raw_identity))
+    identity = tuple(string(f"nodeIdentityLabels[{i}]", k) for i, k in enumerate(raw_identity))
     namespace_backends = {
-        _string("namespaceBackends", ns): _backend(f"namespaceBackends.{ns}", b)
-        for ns, b in _mapping("namespaceBackends", _given(data, "namespaceBackends", {})).items()
+        string("namespaceBackends", ns): _backend(f"namespaceBackends.{ns}", b)
+        for ns, b in mapping("namespaceBackends", given(data, "namespaceBackends", {})).items()
     }
     return Config(
-        backend=_backend("backend", _given(data, "backend", defaults.backend)),
+        backend=_backend("backend", given(data, "backend", defaults.backend)),
         namespace_backends=namespace_backends,
         gpu_resources=gpu,
         scheduler_names=scheduler_names,
         on_conflict=cast(
             ConflictPolicy,
-            _choice("onConflict", _given(data, "onConflict", defaults.on_conflict), _CONFLICT),
+            choice("onConflict", given(data, "onConflict", defaults.on_conflict), _CONFLICT),
         ),
         on_unreadable=cast(
             UnreadablePolicy,
-            _choice(
-                "onUnreadable", _given(data, "onUnreadable", defaults.on_unreadable), _UNREADABLE
+            choice(
+                "onUnreadable", given(data, "onUnreadable", defaults.on_unreadable), _UNREADABLE
             ),
         ),
-        gang_timeout_seconds=_count(
+        gang_timeout_seconds=count(
             "gangTimeoutSeconds",
-            _given(data, "gangTimeoutSeconds", defaults.gang_timeout_seconds),
+            given(data, "gangTimeoutSeconds", defaults.gang_timeout_seconds),
             1,
         ),
         pools=pools,
@@ -360,46 +317,46 @@ def load_config(raw: Mapping[str, Any] | None) -> Config:
         autoscaling=load_autoscaling(data),
         trainer_resources=cast(
             TrainerResources,
-            _choice(
+            choice(
                 "trainerResourcesPerNode",
-                _given(data, "trainerResourcesPerNode", defaults.trainer_resources),
+                given(data, "trainerResourcesPerNode", defaults.trainer_resources),
                 _TRAINER_RESOURCES,
             ),
         ),
         placement=cast(
             PlacementPolicy,
-            _choice("placement", _given(data, "placement", defaults.placement), _PLACEMENT),
+            choice("placement", given(data, "placement", defaults.placement), _PLACEMENT),
         ),
         namespace_placement={
-            _string("namespacePlacement", ns): cast(
-                PlacementPolicy, _choice(f"namespacePlacement.{ns}", value, _PLACEMENT)
+            string("namespacePlacement", ns): cast(
+                PlacementPolicy, choice(f"namespacePlacement.{ns}", value, _PLACEMENT)
             )
-            for ns, value in _mapping(
-                "namespacePlacement", _given(data, "namespacePlacement", {})
+            for ns, value in mapping(
+                "namespacePlacement", given(data, "namespacePlacement", {})
             ).items()
         },
-        rebind_seconds=_count(
-            "rebindSeconds", _given(data, "rebindSeconds", defaults.rebind_seconds), 1
+        rebind_seconds=count(
+            "rebindSeconds", given(data, "rebindSeconds", defaults.rebind_seconds), 1
         ),
-        rebind_retries=_count(
-            "rebindRetries", _given(data, "rebindRetries", defaults.rebind_retries), 0
+        rebind_retries=count(
+            "rebindRetries", given(data, "rebindRetries", defaults.rebind_retries), 0
         ),
         rebind_scope=cast(
             RebindScope,
-            _choice(
-                "rebindScope", _given(data, "rebindScope", defaults.rebind_scope), _REBIND_SCOPE
+            choice(
+                "rebindScope", given(data, "rebindScope", defaults.rebind_scope), _REBIND_SCOPE
             ),
         ),
-        pods_ready_requeue=_flag(
-            "podsReadyRequeue", _given(data, "podsReadyRequeue", defaults.pods_ready_requeue)
+        pods_ready_requeue=flag(
+            "podsReadyRequeue", given(data, "podsReadyRequeue", defaults.pods_ready_requeue)
         ),
         topology=tuple(
-            _string(f"topology[{i}]", k)
-            for i, k in enumerate(_list("topology", _given(data, "topology", [])))
+            string(f"topology[{i}]", k)
+            for i, k in enumerate(listed("topology", given(data, "topology", [])))
         ),
-        pods_ready_timeout_seconds=_count(
+        pods_ready_timeout_seconds=count(
             "podsReadyTimeoutSeconds",
-            _given(data, "podsReadyTimeoutSeconds", defaults.pods_ready_timeout_seconds),
+            given(data, "podsReadyTimeoutSeconds", defaults.pods_ready_timeout_seconds),
             1,
         ),
     )

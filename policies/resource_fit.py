@@ -26,9 +26,6 @@ from .capacity import Capacity
 from .model import Gang, Role
 from .node_resources import OtherVector, shown, unknown
 
-#: Nodes named in a message before the list is cut.
-_LISTED = 4
-
 
 def _gpus(role: Role, capacity: Capacity) -> dict[str, int]:
     return {r: a for r, a in role.demand.items() if a > 0 and capacity.config.is_gpu_resource(r)}

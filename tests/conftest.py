@@ -54,7 +54,7 @@ def k8s_manager(request: pytest.FixtureRequest) -> Iterator[Callable[..., type[A
 
     def factory(provider_name: str | None = None) -> type[Any]:
         if (provider_name or "").lower() == SANDBOX_PROVIDER or (not provider_name and sandbox):
-            from gangkeeper.webhook.sandbox.k8s_provider import SandboxManager
+            from support.k8s_provider import SandboxManager
 
             return SandboxManager
         manager: type[Any] = select_provider_manager(provider_name, options)

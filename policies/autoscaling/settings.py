@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
+from ..config_checks import choice, count, flag, given, section, string
 from ..errors import InvalidConfig
 from ..names import PLACEHOLDER_PRIORITY_CLASS
 
@@ -33,10 +34,9 @@ _MODES: tuple[str, ...] = get_args(AutoscalingMode)
 DEFAULT_PLACEHOLDER_IMAGE = "registry.k8s.io/pause:3.10"
 #: Retries wait `retry_seconds * 2**(attempt-1)`, at most this many times the first wait.
 MAX_BACKOFF_FACTOR = 16
-#: cluster-autoscaler's provisioning classes (its API's ProvisioningClass* constants):
-#: scale up for the whole request or not at all; or only check (and book) what exists.
+#: cluster-autoscaler's provisioning class (its API's ProvisioningClass* constants) that
+#: scales up for the whole request or not at all.
 BEST_EFFORT_ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
-CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 #: Failed or expired ProvisioningRequests retried before giving up (Kueue's default
 #: backoffLimitCount).
 DEFAULT_RETRY_LIMIT = 3
@@ -78,11 +78,6 @@ class Autoscaling:
         return self.namespace_modes.get(namespace, self.mode)
 
     @property
-    def ever_on(self) -> bool:
-        """Placeholders may be created in some namespace (RBAC and PriorityClass needed)."""
-        return self.mode != "off" or any(m != "off" for m in self.namespace_modes.values())
-
-    @property
     def uses_requests(self) -> bool:
         """Some namespace asks through ProvisioningRequests (their RBAC is needed)."""
         return "provisioningrequest" in (self.mode, *self.namespace_modes.values())
@@ -96,80 +91,48 @@ class Autoscaling:
 def _mode(key: str, value: object) -> AutoscalingMode:
     if value is False:  # YAML 1.1 (PyYAML) reads an unquoted `off` as false
         value = "off"
-    if value not in _MODES:
-        raise InvalidConfig(key, f"must be one of {', '.join(_MODES)}, got {value!r}")
-    return cast(AutoscalingMode, value)
-
-
-def _seconds(key: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidConfig(key, f"must be a whole number of seconds ≥ 1, got {value!r}")
-    return value
-
-
-def _text(key: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidConfig(key, f"must be a non-empty string, got {value!r}")
-    return value
-
-
-def _mapping(data: Mapping[str, Any], key: str, known: frozenset[str]) -> Mapping[str, Any]:
-    value = _given(data, key, {})
-    if not isinstance(value, Mapping):
-        raise InvalidConfig(key, f"must be a mapping, got {value!r}")
-    unknown = sorted(str(k) for k in set(value) - known)
-    if unknown:
-        listed = ", ".join(sorted(known))
-        raise InvalidConfig(f"{key}.{unknown[0]}", f"unknown key (known: {listed})")
-    return value
-
-
-def _given(data: Mapping[str, Any], key: str, default: object) -> Any:
-    value = data.get(key)
-    return default if value is None else value
+    return cast(AutoscalingMode, choice(key, value, _MODES))
 
 
 def load_autoscaling(data: Mapping[str, Any]) -> Autoscaling:
     """The autoscaling settings from the whole (already checked to be a mapping) config."""
     defaults = Autoscaling()
-    namespaces = _given(data, "namespaceAutoscaling", {})
+    namespaces = given(data, "namespaceAutoscaling", {})
     if not isinstance(namespaces, Mapping):
         raise InvalidConfig("namespaceAutoscaling", "must be a mapping of namespace to mode")
-    placeholders = _mapping(data, "placeholders", _PLACEHOLDER_KEYS)
-    requests = _mapping(data, "provisioningRequest", _REQUEST_KEYS)
-    retry_limit = _given(requests, "retryLimit", defaults.retry_limit)
-    if isinstance(retry_limit, bool) or not isinstance(retry_limit, int) or retry_limit < 0:
-        raise InvalidConfig(
-            "provisioningRequest.retryLimit", f"must be a whole number ≥ 0, got {retry_limit!r}"
-        )
-    cluster_autoscales = _given(data, "clusterAutoscales", False)
-    if not isinstance(cluster_autoscales, bool):
-        raise InvalidConfig(
-            "clusterAutoscales", f"must be true or false, got {cluster_autoscales!r}"
-        )
+    placeholders = section(data, "placeholders", _PLACEHOLDER_KEYS)
+    requests = section(data, "provisioningRequest", _REQUEST_KEYS)
+    retry_limit = count(
+        "provisioningRequest.retryLimit", given(requests, "retryLimit", defaults.retry_limit)
+    )
+    cluster_autoscales = flag("clusterAutoscales", given(data, "clusterAutoscales", False))
     return Autoscaling(
-        mode=_mode("autoscaling", _given(data, "autoscaling", defaults.mode)),
+        mode=_mode("autoscaling", given(data, "autoscaling", defaults.mode)),
         namespace_modes={
-            _text("namespaceAutoscaling", ns): _mode(f"namespaceAutoscaling.{ns}", mode)
+            string("namespaceAutoscaling", ns): _mode(f"namespaceAutoscaling.{ns}", mode)
             for ns, mode in namespaces.items()
         },
         cluster_autoscales=cluster_autoscales,
-        provisioning_timeout_seconds=_seconds(
+        provisioning_timeout_seconds=count(
             "provisioningTimeoutSeconds",
-            _given(data, "provisioningTimeoutSeconds", defaults.provisioning_timeout_seconds),
+            given(data, "provisioningTimeoutSeconds", defaults.provisioning_timeout_seconds),
+            1,
+            what="whole number of seconds",
         ),
-        retry_seconds=_seconds(
+        retry_seconds=count(
             "provisioningRetrySeconds",
-            _given(data, "provisioningRetrySeconds", defaults.retry_seconds),
+            given(data, "provisioningRetrySeconds", defaults.retry_seconds),
+            1,
+            what="whole number of seconds",
         ),
-        image=_text("placeholders.image", _given(placeholders, "image", defaults.image)),
-        priority_class=_text(
+        image=string("placeholders.image", given(placeholders, "image", defaults.image)),
+        priority_class=string(
             "placeholders.priorityClassName",
-            _given(placeholders, "priorityClassName", defaults.priority_class),
+            given(placeholders, "priorityClassName", defaults.priority_class),
         ),
-        provisioning_class=_text(
+        provisioning_class=string(
             "provisioningRequest.className",
-            _given(requests, "className", defaults.provisioning_class),
+            given(requests, "className", defaults.provisioning_class),
         ),
         retry_limit=retry_limit,
     )

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from ..config import Config
+from ..errors import DuplicateRecognizer as DuplicateRecognizer
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 
 
@@ -138,10 +139,6 @@ class RequeuesGangs(Protocol):
 
     @property
     def requeue(self) -> Requeuing: ...
-
-
-class DuplicateRecognizer(ValueError):
-    pass
 
 
 class Registry:

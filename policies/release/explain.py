@@ -21,14 +21,11 @@ from typing import Any
 from ..autoscaling.provisioning import request_info
 from ..capacity import Capacity
 from ..config import Config
+from ..errors import NotAGang as NotAGang
 from ..feasibility import check_gang
 from .fleet import Fleet
 from .observe import GangObservation, PodInfo, is_live, observe_gangs, pod_info
 from .plan import GangReport, gang_model, plan
-
-
-class NotAGang(LookupError):
-    """The target is not (part of) a gang gangkeeper knows; the message says why."""
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 By default the cluster is a gangkeeper sandbox (real etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler and `gangkeeper serve` on loopback) started
 once per session through the pytest-kubernetes provider in
-`gangkeeper.webhook.sandbox.k8s_provider`. `pytest --k8s-provider=kind` or
+`tests/support/k8s_provider.py`. `pytest --k8s-provider=kind` or
 `--k8s-kubeconfig=PATH` run the same tests against another cluster where gangkeeper
 is installed; tests that need to stop the gangkeeper process skip there.
 
@@ -258,7 +258,7 @@ def k8s_cluster_manager(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Any]:
     """The session's pytest-kubernetes cluster manager (the sandbox by default)."""
-    from gangkeeper.webhook.sandbox.k8s_provider import SandboxManager
+    from support.k8s_provider import SandboxManager
 
     klass = k8s_manager()
     options = request.config

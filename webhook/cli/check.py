@@ -37,8 +37,7 @@ from ..files.manifests import (
     load_nodes,
     object_key,
 )
-
-EXIT_ADMITTED, EXIT_REJECTED, EXIT_BAD_INPUT = 0, 1, 2
+from .exit_codes import EXIT_ADMITTED, EXIT_BAD_INPUT, EXIT_REJECTED
 
 
 def register(sub: Any) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gangkeeper.policies.config import Config
+from gangkeeper.policies.errors import ClusterStateError as ClusterStateError
 
 from ..files.config import ConfigFileError, load_config_file
 from ..kube.api import ApiError
@@ -23,10 +24,6 @@ from ..kube.rest import Rest
 
 #: Pods that hold or wait for capacity (finished ones hold none).
 LIVE_PODS = [("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")]
-
-
-class ClusterStateError(Exception):
-    """The config, the kubeconfig or the API failed; the message says which."""
 
 
 @dataclass(frozen=True)

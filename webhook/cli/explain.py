@@ -20,10 +20,7 @@ import time
 from typing import Any
 
 from .cluster_state import ClusterStateError, add_cluster_arguments, read_cluster_state
-
-EXIT_OK = 0
-EXIT_NOT_A_GANG = 1
-EXIT_BAD_INPUT = 2
+from .exit_codes import EXIT_BAD_INPUT, EXIT_NOT_A_GANG, EXIT_OK
 
 
 def register(sub: Any) -> None:

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gangkeeper.policies.errors import UsageError as UsageError
 from gangkeeper.policies.names import DEFAULT_NAMESPACE, SERVICE_NAME, WEBHOOK_CONFIGURATIONS
 
 from ..files.config import ConfigFileError, load_config_file
@@ -117,10 +118,6 @@ def _default_limits() -> Any:
     from ..server.limits import Limits
 
     return Limits()
-
-
-class UsageError(Exception):
-    """A bad flag or file; printed without a traceback, exit code 2."""
 
 
 class _Periodic:

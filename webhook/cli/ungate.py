@@ -28,14 +28,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .cluster_state import ClusterStateError, add_cluster_arguments, read_cluster_state
+from .exit_codes import EXIT_BAD_INPUT, EXIT_LEFT_GATED, EXIT_OK
 
 if TYPE_CHECKING:
     from gangkeeper.policies.release.observe import PodInfo
     from gangkeeper.policies.release.plan import Release
-
-EXIT_OK = 0
-EXIT_LEFT_GATED = 1
-EXIT_BAD_INPUT = 2
 
 
 def register(sub: Any) -> None:

@@ -23,7 +23,7 @@ from gangkeeper.policies.release.groups import (
 )
 from gangkeeper.policies.release.observe import GangObservation
 
-from ..kube.api import ApiError
+from ..kube.api import ApiError, Conflict
 from ..kube.rest import Rest
 from .writes import WRITE_QUERY
 
@@ -79,10 +79,11 @@ class GroupWriter:
         try:
             self.rest.request("POST", path, WRITE_QUERY, body=body)
             self._count("gangkeeper_gang_groups_created_total", (("backend", gang.backend),))
+        except Conflict:
+            pass  # exists already (a previous leader made it)
         except ApiError as err:
-            if err.status != 409:  # 409: exists already (a previous leader made it)
-                log.warning("creating %s for %s/%s: %s", path, gang.namespace, gang.name, err)
-                self._count("gangkeeper_gang_group_errors_total", (("backend", gang.backend),))
-                return False
+            log.warning("creating %s for %s/%s: %s", path, gang.namespace, gang.name, err)
+            self._count("gangkeeper_gang_group_errors_total", (("backend", gang.backend),))
+            return False
         return True
 

@@ -35,7 +35,7 @@ from gangkeeper.policies.autoscaling.placeholder import placeholder_pod
 from gangkeeper.policies.release.observe import GangObservation, PodInfo
 from gangkeeper.policies.release.plan import Plan, Release
 
-from ..kube.api import ApiError
+from ..kube.api import ApiError, Conflict, NotFound
 from .capacity_writer import CapacityWriter
 from .writes import delete_options
 
@@ -114,9 +114,10 @@ class PlaceholderWriter(CapacityWriter):
         try:
             self._rest.request("DELETE", _pod_path(pod.namespace, pod.name), self._query,
                                body=delete_options(pod.uid, grace_seconds=0))
+        except (NotFound, Conflict):
+            return  # gone already, or another pod of that name
         except ApiError as err:
-            if err.status not in (404, 409):  # gone already, or another pod of that name
-                log.warning("deleting placeholder %s/%s: %s", pod.namespace, pod.name, err)
+            log.warning("deleting placeholder %s/%s: %s", pod.namespace, pod.name, err)
             return
         self._count("gangkeeper_placeholders_deleted_total", (), 1.0)
 
@@ -126,17 +127,18 @@ class PlaceholderWriter(CapacityWriter):
             return
         try:
             raw = self._rest.get(_pod_path(member.namespace, member.name))
+        except NotFound:
+            return  # the member is gone: the next pass decides again
         except ApiError as err:
-            if err.status != 404:  # the member is gone: the next pass decides again
-                log.warning("reading member %s/%s: %s", member.namespace, member.name, err)
+            log.warning("reading member %s/%s: %s", member.namespace, member.name, err)
             return
         owner = gang.owner.reference() if gang.owner is not None else None
         body = placeholder_pod(raw, gang.label, self._config.autoscaling, owner)
         try:
             self._rest.request("POST", _pod_path(member.namespace), self._query, body=body)
+        except Conflict:
+            return  # made by a previous leader (or a pass ago): adopted
         except ApiError as err:
-            if err.status == 409:
-                return  # made by a previous leader (or a pass ago): adopted
             self._refused_event(gang, err)
             return
         self._count("gangkeeper_placeholders_created_total", (), 1.0)

@@ -44,7 +44,7 @@ from gangkeeper.policies.autoscaling.provisioning import (
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.release.plan import Plan
 
-from ..kube.api import Api, ApiError
+from ..kube.api import Api, ApiError, Conflict, NotFound
 from ..kube.informer import Informer, Informers, Store
 from ..kube.resources import Resource
 from .capacity_writer import CapacityWriter
@@ -166,9 +166,10 @@ class RequestWriter(CapacityWriter):
         try:
             self._rest.request("POST", PROVISIONING_REQUESTS.object_path(gang.namespace, "")
                                .rstrip("/"), self._query, body=body)
+        except Conflict:
+            return  # made a pass ago, or by a previous leader
         except ApiError as err:
-            if err.status != 409:  # 409: made a pass ago, or by a previous leader
-                self._refused(ask, "ProvisioningRequest", err)
+            self._refused(ask, "ProvisioningRequest", err)
             return
         self._count("gangkeeper_provisioning_requests_created_total", (), 1.0)
         log.info("ProvisioningRequest %s/%s for gang %s", gang.namespace, ask.name, gang.name)
@@ -179,17 +180,18 @@ class RequestWriter(CapacityWriter):
             return False
         try:
             raw = self._rest.get(f"/api/v1/namespaces/{member.namespace}/pods/{member.name}")
+        except NotFound:
+            return False  # gone: the next pass decides again
         except ApiError as err:
-            if err.status != 404:  # gone: the next pass decides again
-                log.warning("reading member %s/%s: %s", member.namespace, member.name, err)
+            log.warning("reading member %s/%s: %s", member.namespace, member.name, err)
             return False
         body = pod_template(raw, pod_set.template, ask, self._config, owner)
         try:
             self._rest.request("POST", POD_TEMPLATES.object_path(member.namespace, "")
                                .rstrip("/"), self._query, body=body)
+        except Conflict:
+            return True
         except ApiError as err:
-            if err.status == 409:
-                return True
             self._refused(ask, "PodTemplate", err)
             return False
         return True
@@ -209,9 +211,10 @@ class RequestWriter(CapacityWriter):
         try:
             self._rest.request("DELETE", resource.object_path(namespace, name), self._query,
                                body=delete_options(uid))
+        except (NotFound, Conflict):
+            return
         except ApiError as err:
-            if err.status not in (404, 409):
-                log.warning("deleting %s %s/%s: %s", resource.kind, namespace, name, err)
+            log.warning("deleting %s %s/%s: %s", resource.kind, namespace, name, err)
             return
         if counter:
             self._count(counter, (), 1.0)

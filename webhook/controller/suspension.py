@@ -33,7 +33,7 @@ from gangkeeper.policies.names import REQUEUE_LABEL, REQUEUE_SUSPENDED, REQUEUES
 from gangkeeper.policies.release.observe import Owner, PodInfo
 from gangkeeper.policies.release.recovery import SUSPENDED_OWNERS
 
-from ..kube.api import ApiError
+from ..kube.api import ApiError, Conflict, Invalid, NotFound
 from ..kube.resources import Resource
 from ..kube.rest import Rest
 from .writes import WRITE_QUERY, resume_patch, suspend_patch
@@ -105,8 +105,10 @@ class SuspendRequeuer:
         path = resource.object_path(namespace, owner.name)
         try:
             found = self.rest.get(path)
-        except ApiError as err:
-            return ("gone" if err.status == 404 else "error"), 0
+        except NotFound:
+            return "gone", 0
+        except ApiError:
+            return "error", 0
         meta = found.get("metadata") or {}
         done = requeue_count(found)
         if meta.get("uid") != owner.uid:
@@ -124,11 +126,12 @@ class SuspendRequeuer:
                 "PATCH", path, WRITE_QUERY, body=suspend_patch(found, done + 1),
                 content_type="application/json-patch+json",
             )
-        except ApiError as err:
+        except (NotFound, Conflict, Invalid):
             # 422: a test failed (the owner changed since it was read), or its
             # validating webhook refused: the next pass decides again.
-            if err.status not in (404, 409, 422):
-                log.warning("suspending %s %s/%s: %s", owner.kind, namespace, owner.name, err)
+            return "error", done
+        except ApiError as err:
+            log.warning("suspending %s %s/%s: %s", owner.kind, namespace, owner.name, err)
             return "error", done
         self._track(resource, namespace, owner.name, owner.uid, now)
         return "suspended", done + 1
@@ -148,9 +151,9 @@ class SuspendRequeuer:
         for resource in RESOURCES.values():
             try:
                 listed = self.rest.get(resource.path, selector)
+            except NotFound:
+                continue  # the kind is not installed: nothing of it to resume
             except ApiError as err:
-                if err.status == 404:
-                    continue  # the kind is not installed: nothing of it to resume
                 log.warning("listing %s left suspended: %s", resource.label, err)
                 return  # the next pass lists again
             found.extend((resource, item) for item in listed.get("items") or [])
@@ -181,11 +184,12 @@ class SuspendRequeuer:
                         "PATCH", path, WRITE_QUERY, body=resume_patch(current),
                         content_type="application/json-patch+json",
                     )
+            except (NotFound, Invalid):
+                pass  # gone, or no longer ours: forget it
             except ApiError as err:
-                if err.status not in (404, 422):  # gone, or no longer ours: forget it
-                    log.warning("resuming %s %s/%s: %s", held.resource.kind, held.namespace,
-                                held.name, err)
-                    continue
+                log.warning("resuming %s %s/%s: %s", held.resource.kind, held.namespace,
+                            held.name, err)
+                continue
             del self.suspended[key]
             done.append(held)
         return done

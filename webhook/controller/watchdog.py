@@ -36,7 +36,7 @@ from gangkeeper.policies.release.plan import Plan
 from gangkeeper.policies.release.recovery import Requeue, owner_kind
 from gangkeeper.policies.release.watchdog import never_ready, partly_bound, partly_bound_for
 
-from ..kube.api import ApiError
+from ..kube.api import ApiError, Conflict, NotFound
 from ..kube.resources import PODS
 from ..kube.rest import Rest
 from .events import GangEvents
@@ -207,6 +207,7 @@ class Watchdog:
         try:
             self.rest.request("DELETE", PODS.object_path(namespace, name), WRITE_QUERY,
                               body=delete_options(uid))
+        except (NotFound, Conflict):
+            pass  # gone already, or another pod by now
         except ApiError as err:
-            if err.status not in (404, 409):  # gone already, or another pod by now
-                log.warning("deleting stuck member %s/%s: %s", namespace, name, err)
+            log.warning("deleting stuck member %s/%s: %s", namespace, name, err)

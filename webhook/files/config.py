@@ -12,11 +12,8 @@ from pathlib import Path
 import yaml
 
 from gangkeeper.policies.config import Config, load_config
+from gangkeeper.policies.errors import ConfigFileError as ConfigFileError
 from gangkeeper.policies.errors import InvalidConfig
-
-
-class ConfigFileError(Exception):
-    """The config file cannot be read or holds a bad value; the message names the file."""
 
 
 def load_config_file(path: str | Path | None) -> Config:

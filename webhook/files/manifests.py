@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from gangkeeper.policies.errors import ManifestError as ManifestError
+
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 HELM_CHART_FILES = ("Chart.yaml", "Chart.yml")
@@ -28,10 +30,6 @@ HELM_CHART_FILES = ("Chart.yaml", "Chart.yml")
 _HELM_ACTION = re.compile(
     r"\{\{-?\s*(\.|\$|/\*|(include|template|if|else|end|range|with|define|toYaml|tpl)\b)"
 )
-
-
-class ManifestError(Exception):
-    """A manifest file cannot be read; the message names the file and document."""
 
 
 @dataclass(frozen=True)

@@ -2,37 +2,35 @@
 
 `Api` is what `Rest` (the real client) and `FakeApi` (in memory, for tests) both are:
 one JSON request (`send` of a `Call`), a watch that yields parsed events, and closing
-every open stream. Raw objects stay plain dicts; `ApiError` carries the HTTP status.
+every open stream. Raw objects stay plain dicts; `ApiError` carries the HTTP status and
+is the subclass for it (`NotFound`, `Conflict`, ...: gangkeeper.policies.errors).
 
 Defines types only: no I/O here.
 """
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gangkeeper.policies.errors import (
+    ApiError,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    Timeout,
+)
+
+__all__ = [
+    "Api", "ApiError", "Call", "Conflict", "Forbidden", "Gone", "Invalid", "NotFound",
+    "Query", "Timeout",
+]
+
 Query = Sequence[tuple[str, str | int]]
-
-
-class ApiError(Exception):
-    """The API server answered with an error status (or could not be reached: 0)."""
-
-    def __init__(self, status: int, reason: str, body: str = "") -> None:
-        self.status = status
-        self.reason = reason
-        self.body = body
-        message = reason
-        try:
-            parsed = json.loads(body) if body else {}
-            if isinstance(parsed, dict) and parsed.get("message"):
-                message = str(parsed["message"])
-        except ValueError:
-            pass
-        super().__init__(f"HTTP {status}: {message}")
 
 
 @dataclass(frozen=True)

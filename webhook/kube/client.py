@@ -17,11 +17,9 @@ from typing import Any
 
 from kubernetes import client, config
 
+from gangkeeper.policies.errors import KubeconfigError as KubeconfigError
+
 _SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
-
-
-class KubeconfigError(Exception):
-    """No usable cluster configuration; the message says what was tried."""
 
 
 def in_cluster() -> bool:

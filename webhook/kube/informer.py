@@ -30,7 +30,9 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
-from .api import Api, ApiError, Query
+from gangkeeper.policies.errors import GangkeeperError
+
+from .api import Api, ApiError, Gone, NotFound, Query
 from .resources import Resource
 
 log = logging.getLogger(__name__)
@@ -98,12 +100,12 @@ def list_pages(
             params.append(("continue", token))
         try:
             page = api.get(path, params)
-        except ApiError as err:
-            if err.status == 410 and token:
-                token = ""
-                yield RESTART
-                continue
-            raise
+        except Gone:
+            if not token:
+                raise
+            token = ""
+            yield RESTART
+            continue
         yield page
         token = str((page.get("metadata") or {}).get("continue") or "")
         if not token:
@@ -135,11 +137,11 @@ class Subscriber(Protocol):
         ...
 
 
-class _Gone(Exception):
+class _Gone(GangkeeperError):
     """410 during a watch: list again."""
 
 
-class _Absent(Exception):
+class _Absent(GangkeeperError):
     """404 on the collection: it is not served."""
 
 
@@ -196,10 +198,8 @@ class Informer:
                     for subscriber in self._subscribers:
                         subscriber.upsert(obj)
                 meta = page.get("metadata") or {}
-        except ApiError as err:
-            if err.status == 404:
-                raise _Absent from err
-            raise
+        except NotFound as err:
+            raise _Absent from err
         for subscriber in self._subscribers:
             subscriber.relisted(seen)
         # A paginated list is one consistent snapshot: every page carries its version.
@@ -216,10 +216,8 @@ class Informer:
                 if self._stop.is_set():
                     return
                 self._apply(event)
-        except ApiError as err:
-            if err.status == 410:
-                raise _Gone from err
-            raise
+        except Gone as err:
+            raise _Gone from err
 
     def _apply(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")

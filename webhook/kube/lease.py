@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .api import Api, ApiError, Query
+from .api import Api, ApiError, Conflict, Invalid, NotFound, Query
 from .election import Observation, next_lease, released_lease
 
 log = logging.getLogger(__name__)
@@ -90,9 +90,7 @@ class LeaderElector:
         self._attempt_at = time.monotonic()
         try:
             lease: Mapping[str, Any] | None = self._api.get(self._path(self.name))
-        except ApiError as err:
-            if err.status != 404:
-                raise
+        except NotFound:
             lease = None
         step = next_lease(
             lease,
@@ -111,10 +109,8 @@ class LeaderElector:
         )
         try:
             self._api.request(method, path, self._write_query, body=step.body)
-        except ApiError as err:
-            if err.status in (409, 422):  # someone else wrote first: not ours this round
-                return False, step.observation
-            raise
+        except (Conflict, Invalid):  # someone else wrote first: not ours this round
+            return False, step.observation
         return True, step.observation
 
     def run(self, stop: threading.Event) -> None:

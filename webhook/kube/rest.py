@@ -20,10 +20,23 @@ import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
+import urllib3.exceptions
 from kubernetes.client import ApiClient
 
-from .api import Api, ApiError, Call, Query
+from .api import Api, ApiError, Call, Query, Timeout
 from .direct import DirectTransport
+
+#: What a request that ran out of time raises: the socket's, or urllib3's (also as the
+#: reason of a MaxRetryError).
+_TIMEOUTS = (TimeoutError, urllib3.exceptions.TimeoutError)
+
+
+def _unreachable(exc: Exception) -> ApiError:
+    """The ApiError (status 0) for a request that got no answer: a `Timeout` if it timed out."""
+    reason = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, _TIMEOUTS) or isinstance(getattr(exc, "reason", None), _TIMEOUTS):
+        return Timeout(0, reason)
+    return ApiError(0, reason)
 
 
 class Rest(Api):
@@ -55,7 +68,7 @@ class Rest(Api):
         except ApiError:
             raise
         except Exception as exc:  # urllib3/ssl errors: the API is unreachable now
-            raise ApiError(0, f"{type(exc).__name__}: {exc}") from exc
+            raise _unreachable(exc) from exc
 
     def send(self, call: Call) -> dict[str, Any]:
         if self._direct is not None:
@@ -69,7 +82,7 @@ class Rest(Api):
                     timeout=call.timeout,
                 )
             except Exception as exc:  # socket/ssl errors: the API is unreachable now
-                raise ApiError(0, f"{type(exc).__name__}: {exc}") from exc
+                raise _unreachable(exc) from exc
             status, reason, data = answer.status, answer.reason, answer.body
         else:
             response = self._send(call, call.timeout)

@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from gangkeeper.policies.errors import BinariesMissing as BinariesMissing
+
 #: The release pinned in deploy/sandbox/k8s/go.mod; the cache dir is named after it.
 K8S_VERSION = "v1.37.2"
 #: The release pinned in deploy/sandbox/helm/go.mod (the chart's tests run it).
@@ -26,10 +28,6 @@ CERT_MANAGER_VERSION = "v1.21.2"
 PROVISIONING_REQUEST_VERSION = "v0.0.0-20240830133931-adfbe7e45277"
 BUILD_COMMAND = "deploy/sandbox/build.sh"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
-
-
-class BinariesMissing(RuntimeError):
-    """The control plane has not been built; the message says how to build it."""
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from typing import Any, Literal, TypedDict
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.decision import NEVER_NAMESPACES, Memos, decide_pod, validate_object
+from gangkeeper.policies.errors import BadReview as BadReview
 from gangkeeper.policies.errors import PolicyError
 from gangkeeper.policies.model import OwnerLookup, PodsLookup, Verdict
 
@@ -68,15 +69,6 @@ class AdmissionRequest(TypedDict, total=False):
     object: Mapping[str, Any] | None
     oldObject: Mapping[str, Any] | None
     dryRun: bool
-
-
-class BadReview(Exception):
-    """The request body is not a usable AdmissionReview; answer with `status`."""
-
-    def __init__(self, status: int, message: str) -> None:
-        self.status = status
-        self.message = message
-        super().__init__(message)
 
 
 @dataclass(frozen=True)

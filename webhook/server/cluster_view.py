@@ -410,9 +410,6 @@ class WatchClusterView:
     def synced(self) -> bool:
         return all(i.synced.is_set() for i in self._informers.values())
 
-    def sync_state(self) -> dict[str, bool]:
-        return {r.label: i.synced.is_set() for r, i in self._informers.items()}
-
     def siblings(self, namespace: str, gang_name: str) -> Sequence[KubeObject]:
         return self._members.siblings(namespace, gang_name)
 

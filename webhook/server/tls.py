@@ -29,11 +29,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from gangkeeper.policies.errors import CertificateUnavailable as CertificateUnavailable
+
 log = logging.getLogger(__name__)
-
-
-class CertificateUnavailable(Exception):
-    """The certificate or key file is missing, unreadable, or the pair does not match."""
 
 
 def _context(cert_file: Path, key_file: Path, client_ca: Path | None = None) -> ssl.SSLContext:

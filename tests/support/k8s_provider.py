@@ -7,7 +7,8 @@ plugin hook for more, so `tests/conftest.py` routes the provider name `sandbox`
 the others: `create()` brings the sandbox up, `kubeconfig` points at it, `delete()`
 tears it down; `sandbox` gives tests the processes (to stop gangkeeper, say).
 
-Imports pytest-kubernetes, a test dependency: only tests import this module.
+Imports pytest-kubernetes, a test dependency, so it lives under tests/ and stays out
+of the wheel.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from pytest_kubernetes.kubectl import Kubectl
 from pytest_kubernetes.options import ClusterOptions
 from pytest_kubernetes.providers.base import AClusterManager
 
-from .binaries import find_binaries
-from .sandbox import DEFAULT_FEATURE_GATES, DEFAULT_FLEET, Sandbox
+from gangkeeper.webhook.sandbox.binaries import find_binaries
+from gangkeeper.webhook.sandbox.sandbox import DEFAULT_FEATURE_GATES, DEFAULT_FLEET, Sandbox
 
 PROVIDER_NAME = "sandbox"
 
