@@ -39,6 +39,8 @@ from ..placement.assign import Group, NodeView, free_key
 from .observe import PodInfo
 
 _Free = tuple[tuple[str, int], ...]
+#: Node dict → its facts (`nodes.read_node` with the pass's config, or a cache of it).
+NodeReader = Callable[[Mapping[str, Any]], NodeFacts]
 #: What decides a node's eligibility for a pod that reads no node identity.
 _Class = tuple[tuple[tuple[str, str], ...], tuple[Any, ...], bool, bool, bool]
 
@@ -51,14 +53,19 @@ class Fleet:
     """
 
     def __init__(
-        self, nodes: Iterable[Mapping[str, Any]], pods: Iterable[PodInfo], config: Config
+        self,
+        nodes: Iterable[Mapping[str, Any]],
+        pods: Iterable[PodInfo],
+        config: Config,
+        reader: NodeReader | None = None,
     ) -> None:
         self._config = config
         self.nodes: dict[str, NodeFacts] = {}
         self.capacity = Capacity(config)
+        read = reader or (lambda raw: read_node(raw, config))
         for raw in nodes:
             try:
-                facts = read_node(raw, config)
+                facts = read(raw)
             except PolicyError:
                 continue  # a node that cannot be read is no place for a gang
             if facts.gpus:

@@ -67,7 +67,7 @@ from ..feasibility import fits_now
 from ..model import Gang, Placement, Role, Source
 from ..names import PIN_LABEL
 from ..placement.assign import Unpinned
-from .fleet import Fleet
+from .fleet import Fleet, NodeReader
 from .observe import GangObservation, LaterMembers, PodInfo, observe_gangs
 from .pinning import Pinned, pins_for, place_gang
 from .recovery import Requeue, recover
@@ -457,12 +457,14 @@ def plan(
     config: Config,
     now: float,
     backoff: Backoff | None = None, *, requests: Iterable[RequestInfo] | None = None,
+    reader: NodeReader | None = None,
 ) -> Plan:
     """Decide one pass; `pods` are the live pods of the whole cluster; `backoff`: gangs'
     timed-out asks (kept by the controller); `requests`: gangkeeper's ProvisioningRequests
-    (None: the cluster does not serve them)."""
+    (None: the cluster does not serve them); `reader`: how Node dicts are read (a
+    `planner.Planner` keeps them read between passes)."""
     live = list(pods)
-    fleet = Fleet(nodes, live, config)
+    fleet = Fleet(nodes, live, config, reader)
     asking = Asking.of(live, config, now, backoff or {}, requests)
     for pod in sorted((p for p in live if p.in_flight), key=lambda p: (p.created, p.name)):
         asking.placed(pod, fleet.place(pod))

@@ -1,0 +1,72 @@
+"""`Planner`: the controller's planning from one pass to the next.
+
+`plan()` is a pure function of the cluster; a controller calls it again and again on
+caches that mostly did not change. The planner keeps, between passes, what can only
+change when its input object does: each Node's facts (`nodes.read_node`: labels,
+taints, quantities parsed), read again only when the Node dict is another object or
+another resourceVersion. Everything else is decided afresh every pass, so a pass of
+the planner decides exactly what `plan()` from scratch decides on the same state
+(`bench.planning` and `tests/property/test_planner_properties.py` compare them).
+
+Pure: the dicts and `PodInfo`s the caller holds in, `Plan` out; no I/O. Owned by one
+controller; not thread-safe (one reconciler thread plans).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..autoscaling.asking import Backoff
+from ..autoscaling.provisioning import RequestInfo
+from ..config import Config
+from ..nodes import NodeFacts, read_node
+from .observe import PodInfo
+from .plan import Plan, plan
+
+#: (the Node dict, its resourceVersion, its facts); the dict is kept so its id stays
+#: its own while the entry lives.
+_Entry = tuple[Mapping[str, Any], str, NodeFacts]
+
+
+class Planner:
+    """Plans pass after pass for one config, keeping each Node's facts between passes.
+
+    Bounded by the cluster: an entry lives only while its Node was in the last pass.
+    """
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._facts: dict[int, _Entry] = {}
+        self._seen: dict[int, _Entry] = {}
+        #: Nodes read (not found kept) in the last pass: what the cache saves.
+        self.nodes_read = 0
+
+    def _read(self, raw: Mapping[str, Any]) -> NodeFacts:
+        meta = raw.get("metadata")
+        version = str(meta.get("resourceVersion", "")) if isinstance(meta, Mapping) else ""
+        entry = self._facts.get(id(raw))
+        if entry is None or entry[0] is not raw or entry[1] != version or not version:
+            # A Node without a resourceVersion (hand-built, from a file) may be edited
+            # in place: read it every time.
+            self.nodes_read += 1
+            entry = (raw, version, read_node(raw, self.config))
+        self._seen[id(raw)] = entry
+        return entry[2]
+
+    def plan(
+        self,
+        pods: Iterable[PodInfo],
+        nodes: Iterable[Mapping[str, Any]],
+        now: float,
+        backoff: Backoff | None = None,
+        *,
+        requests: Iterable[RequestInfo] | None = None,
+    ) -> Plan:
+        """`plan.plan` on this state, with the Node facts of earlier passes re-used."""
+        self._seen, self.nodes_read = {}, 0
+        result = plan(pods, nodes, self.config, now, backoff, requests=requests,
+                      reader=self._read)
+        # Only the Nodes of this pass stay: a deleted Node's entry goes with the pass.
+        self._facts = self._seen
+        return result

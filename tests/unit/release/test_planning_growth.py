@@ -1,0 +1,81 @@
+"""Planning cost follows the cluster linearly: node evaluations per pass, counted.
+
+A planning pass used to compare every member of every gang with every node (pins x
+nodes, and a fleet view rebuilt per gang): at 1,000 gangs on 1,000 nodes that was
+10 s of CPU, growing with the square of the cluster. These tests count, not time, the
+assigner's and the fleet's looks at nodes — each `fits` of a member on a node or a
+bucket of interchangeable nodes, each eligibility check of a node — on `bench.load`'s
+trace at three sizes, and fail if the count grows faster than the cluster.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from bench.planning_state import EPOCH, admitted_pods, bound, infos, released, trace
+from gangkeeper.policies import Config
+from gangkeeper.policies.release import fleet as fleet_module
+from gangkeeper.policies.release.observe import SharedParts
+from gangkeeper.policies.release.plan import Plan, plan
+
+SIZES = (30, 60, 120)
+# The module, not the function `placement.assign` that the package exports.
+assign_module = importlib.import_module("gangkeeper.policies.placement.assign")
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def wrap(self, function: Callable[..., bool]) -> Callable[..., bool]:
+        def counted(*args: Any, **kwargs: Any) -> bool:
+            self.calls += 1
+            return function(*args, **kwargs)
+
+        return counted
+
+
+@pytest.fixture
+def evaluations(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter]:
+    counter = Counter()
+    monkeypatch.setattr(assign_module, "fits", counter.wrap(assign_module.fits))
+    monkeypatch.setattr(assign_module, "node_eligible", counter.wrap(assign_module.node_eligible))
+    monkeypatch.setattr(fleet_module, "node_eligible", counter.wrap(fleet_module.node_eligible))
+    yield counter
+
+
+def _states(size: int) -> Iterator[tuple[str, Callable[[], Plan]]]:
+    config = Config()
+    specs, nodes = trace(size)
+    pods = admitted_pods(specs, nodes, config)
+    now = EPOCH + len(pods) * 0.01 + 5.0
+    shared = SharedParts()
+    burst = infos(pods, config, shared)
+    first = plan(burst, nodes, config, now)
+    inflight = infos(released(pods, first, now), config, shared)
+    settled = infos(bound(released(pods, first, now), nodes), config, shared)
+    yield "burst", lambda: plan(burst, nodes, config, now)
+    yield "inflight", lambda: plan(inflight, nodes, config, now + 1)
+    yield "settled", lambda: plan(settled, nodes, config, now + 2)
+
+
+@pytest.mark.parametrize("state", ["burst", "inflight", "settled"])
+def test_node_evaluations_per_pass_grow_no_faster_than_the_cluster(
+    state: str, evaluations: Counter
+) -> None:
+    counts = []
+    for size in SIZES:
+        call = dict(_states(size))[state]
+        evaluations.calls = 0
+        result = call()
+        counts.append(evaluations.calls)
+        if state == "burst":
+            # The pass must do the work it is counted for: release what fits.
+            assert result.releases, size
+    # 4x the gangs and nodes: at most 4x the evaluations, and a little for the
+    # buckets a bigger fleet has (squared growth would be 16x).
+    assert counts[-1] <= 5 * max(counts[0], 1), dict(zip(SIZES, counts, strict=True))
