@@ -73,7 +73,10 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--config", metavar="FILE", help="gangkeeper config YAML (GPU names, pools)"
     )
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text",
+        help="text (default): one line per gang; json: one record per gang",
+    )
     parser.set_defaults(run=run)
 
 

@@ -81,7 +81,8 @@ def register(sub: Any) -> None:
         "kubeconfig); /healthz, /readyz and /metrics stay open to probes and scrapers",
     )
     parser.add_argument(
-        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+        "--log-level", default="info", choices=("debug", "info", "warning", "error"),
+        help="least severe level logged (default: info)",
     )
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
@@ -104,13 +105,26 @@ def register(sub: Any) -> None:
         ("--max-header-bytes", int, "bytes", "larger request heads get 431"),
         ("--idle-timeout", float, "seconds", "close keep-alive connections idle this long "
          "(must outlive the API server's 90 s idle timeout)"),
-        ("--max-connections", int, "count", "past this many open connections, answer 503"),
+        ("--max-connections", int, "connections", "past this many open connections, "
+         "answer 503"),
     ):
         dest = flag[2:].replace("-", "_")
-        limits.add_argument(flag, type=kind, metavar=unit.upper(), default=getattr(defaults, dest),
-                            help=f"{text} (default {getattr(defaults, dest):g} {unit})")
+        default = getattr(defaults, dest)
+        metavar = "COUNT" if unit == "connections" else unit.upper()
+        limits.add_argument(flag, type=kind, metavar=metavar, default=default,
+                            help=f"{text} (default {_readable(default, unit)})")
     parser.add_argument("--enable-noop", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
+
+
+def _readable(value: float, unit: str) -> str:
+    """`3 MiB (3145728 bytes)`, `64 KiB (65536 bytes)`, `10 seconds`: for --help."""
+    if unit == "bytes":
+        for size, name in ((1 << 20, "MiB"), (1 << 10, "KiB")):
+            if value >= size and value % size == 0:
+                return f"{int(value) // size} {name} = {int(value)} bytes"
+        return f"{int(value)} bytes"
+    return f"{value:g} {unit}" if value < 1e6 else f"{int(value)} {unit}"
 
 
 def _default_limits() -> Any:

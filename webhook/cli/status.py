@@ -32,7 +32,10 @@ def register(sub: Any) -> None:
         "and why each waits, as the gang controller sees them.",
     )
     parser.add_argument("-n", "--namespace", help="only gangs of this namespace")
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text",
+        help="text (default): a table; json: one record per gang",
+    )
     add_cluster_arguments(parser)
     parser.set_defaults(run=run)
 
