@@ -4,13 +4,18 @@ Reads the manifests and a fleet (a nodes file, or the Nodes of a cluster through
 kubeconfig), runs the same `validate_object` the validating webhook runs, and prints
 one record per gang. Exit codes: 0 every gang admitted, 1 any rejected, 2 bad input.
 
+`-f -` reads manifests from stdin (`helm template ... | gangkeeper check -f -`); their
+records name the file `<stdin>`. Text output ends with a count of the verdicts.
+
 A CI gate must not pass by accident: nothing to check, an unrendered Helm template or
-kustomization (`files.manifests`), a file or document that cannot be read, and two
+kustomization (`files.manifests`), a file or document that cannot be read, a `--nodes`
+fleet with no GPU node and no declared pool (unless `--allow-no-gpus`), and two
 different training runtimes of one name are bad input (2) — and every readable
 document is still reported. The pods of one pod-based gang are summed over the input
 (`pod_gangs.siblings_among`) and reported once.
 
-The only I/O here is reading the files and, with --kubeconfig, listing Nodes and Pods.
+The only I/O here is reading the files (and stdin) and, with --kubeconfig, listing
+Nodes and Pods.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from ..files.manifests import (
     expand_paths_keep_going,
     load_documents,
     load_nodes,
+    load_text,
     object_key,
 )
 
@@ -57,7 +63,8 @@ def register(sub: Any) -> None:
         action="append",
         required=True,
         metavar="FILE",
-        help="manifest file or directory (YAML or JSON, multi-document, kind: List); repeatable",
+        help="manifest file or directory (YAML or JSON, multi-document, kind: List), or - "
+        "for stdin; repeatable",
     )
     fleet = parser.add_mutually_exclusive_group(required=True)
     fleet.add_argument(
@@ -69,6 +76,13 @@ def register(sub: Any) -> None:
         const="",
         metavar="PATH",
         help="read Nodes and bound Pods from a cluster (default: $KUBECONFIG or ~/.kube/config)",
+    )
+    parser.add_argument(
+        "--allow-no-gpus",
+        action="store_true",
+        help="check against a --nodes fleet with no GPU node and no declared pool (a "
+        "CPU-only fleet: every gang is then admitted with a warning, as the webhook "
+        "does); without it such a fleet is bad input, exit 2",
     )
     parser.add_argument(
         "--config", metavar="FILE", help="gangkeeper config YAML (GPU names, pools)"
@@ -198,7 +212,7 @@ def _records(
         except InvalidObject as exc:
             errors.append(f"{doc.where} ({doc.ref}): {exc}")
             continue
-        base = _subject(doc.obj)
+        base = _subject(doc.obj) | {"file": doc.file, "document": doc.index}
         if not decisions:
             records.append(
                 base
@@ -250,25 +264,69 @@ def _print_text(records: list[dict[str, Any]], out: TextIO) -> None:
             print(f"        warning: {warning}", file=out)
 
 
+def _summary(records: list[dict[str, Any]], errors: list[str]) -> str:
+    admitted = sum(r["verdict"] == "admit" for r in records)
+    rejected = len(records) - admitted
+    return (
+        f"{admitted} admitted, {rejected} rejected, "
+        f"{len(errors)} error{'' if len(errors) == 1 else 's'}"
+    )
+
+
+def _no_gpus(nodes: str, count: int, config: Config) -> str:
+    return (
+        f"no GPU nodes or pools in {nodes}: {count} Node object(s), none with allocatable "
+        f"{', '.join(config.gpu_resources)}, and no pools in the config; every gang would "
+        "be admitted unchecked. Pass the GPU nodes (kubectl get nodes -o yaml), set "
+        "gpuResources or pools in --config, or --allow-no-gpus for a CPU-only fleet"
+    )
+
+
+def _load_fleet(args: argparse.Namespace, config: Config) -> Capacity:
+    if args.nodes is None:
+        return _capacity_from_cluster(args.kubeconfig, config)
+    nodes = load_nodes(args.nodes)
+    capacity = Capacity.from_nodes(nodes, config)
+    if capacity.unknown and not args.allow_no_gpus:
+        raise ManifestError(_no_gpus(args.nodes, len(nodes), config))
+    return capacity
+
+
+def _load_manifests(files: list[str]) -> tuple[list[Document], list[str]]:
+    """Every document of the files in the order given (`-`: stdin, read once however
+    often it is named), and one error per one that cannot be read."""
+    docs: list[Document] = []
+    errors: list[str] = []
+    stdin_read = False
+    for name in files:
+        if name == "-":
+            if not stdin_read:
+                stdin_read = True
+                try:
+                    docs.extend(load_text(sys.stdin.read()))
+                except ManifestError as exc:
+                    errors.append(str(exc))
+            continue
+        paths, unreadable = expand_paths_keep_going([name])
+        errors.extend(unreadable)
+        for path in paths:
+            try:
+                docs.extend(load_documents(path))
+            except ManifestError as exc:
+                errors.append(str(exc))
+    return docs, errors
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = load_config_file(args.config)
-        if args.nodes is not None:
-            capacity = Capacity.from_nodes(load_nodes(args.nodes), config)
-        else:
-            capacity = _capacity_from_cluster(args.kubeconfig, config)
+        capacity = _load_fleet(args, config)
     except (ManifestError, ConfigFileError, InvalidObject, InvalidConfig) as exc:
         print(f"gangkeeper check: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     # One bad file or document is reported, and every other one still checked: a CI
     # log then shows all that is wrong at once, and the exit code is still 2.
-    paths, errors = expand_paths_keep_going(args.files)
-    docs: list[Document] = []
-    for path in paths:
-        try:
-            docs.extend(load_documents(path))
-        except ManifestError as exc:
-            errors.append(str(exc))
+    docs, errors = _load_manifests(args.files)
     docs, duplicated = _duplicates(docs)
     errors.extend(duplicated)
     records, unreadable = _records(docs, capacity, config)
@@ -282,6 +340,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         _print_text(records, sys.stdout)
+        print(_summary(records, errors), file=sys.stdout)
     for error in errors:
         print(f"gangkeeper check: {error}", file=sys.stderr)
     if errors:
