@@ -3,7 +3,9 @@
 Two modes, chosen by where cluster access comes from:
   - no `--kubeconfig` and not in a pod: the capacity is `--nodes FILE` (default: the
     sample fleet in `examples/`), certificates are issued into `--cert-dir` on first
-    start, and the server answers real AdmissionReviews with no cluster at all;
+    start (default: a state directory, `default_cert_dir`, never the working
+    directory: in a checkout `./certs` is the `gangkeeper.certs` package), and the
+    server answers real AdmissionReviews with no cluster at all;
   - `--kubeconfig PATH` or in-cluster: Nodes, bound pods and owners are watched, and the
     gang controller runs unless `--no-controller` (`--controller-only` runs only it,
     with /healthz and /metrics).
@@ -18,6 +20,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +60,8 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--cert-dir",
         metavar="DIR",
-        default="./certs",
-        help="tls.crt/tls.key (and ca.crt) live here; reloaded when they change",
+        help="tls.crt/tls.key (and ca.crt) live here; reloaded when they change "
+        "(default: $XDG_STATE_HOME/gangkeeper/certs, else ~/.local/state/gangkeeper/certs)",
     )
     parser.add_argument(
         "--cert-mode",
@@ -131,6 +134,16 @@ def _default_limits() -> Any:
     from ..server.limits import Limits
 
     return Limits()
+
+
+def default_cert_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """Where `serve` keeps its own CA and keys unless told: the XDG state directory
+    (`$XDG_STATE_HOME`, if absolute as the spec requires, else ~/.local/state)."""
+    state = environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(state):
+        home = environ.get("HOME")
+        state = str((Path(home) if home else Path.home()) / ".local" / "state")
+    return Path(state) / "gangkeeper" / "certs"
 
 
 class UsageError(Exception):
@@ -262,7 +275,7 @@ def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
     from ..kube.client import in_cluster
     from ..server.tls import CertificateUnavailable, ReloadingTLS
 
-    cert_dir = Path(args.cert_dir)
+    cert_dir = _cert_dir(args)
     cert_file, key_file = cert_dir / "tls.crt", cert_dir / "tls.key"
     mode = args.cert_mode
     if mode == "auto":
@@ -301,6 +314,10 @@ def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
         raise UsageError(str(exc)) from exc
 
 
+def _cert_dir(args: argparse.Namespace) -> Path:
+    return Path(args.cert_dir) if args.cert_dir else default_cert_dir()
+
+
 def _limits(args: argparse.Namespace) -> Any:
     from ..server.limits import Limits
 
@@ -315,6 +332,20 @@ def _limits(args: argparse.Namespace) -> Any:
     return limits
 
 
+def _log_start(args: argparse.Namespace) -> None:
+    """The first line: the version, and where the certificates are (a user looking
+    for ca.crt reads it here)."""
+    import logging
+
+    from .main import version
+
+    cert_dir = _cert_dir(args)
+    logging.getLogger("gangkeeper.serve").info(
+        f"gangkeeper {version()} starting; certificates in {cert_dir}",
+        extra={"version": version(), "cert_dir": str(cert_dir), "cert_mode": args.cert_mode},
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -326,6 +357,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..server.metrics import Metrics
 
     log_config = logs.configure(args.log_level)
+    _log_start(args)
     limits = _limits(args)
     try:
         config = load_config_file(args.config)
