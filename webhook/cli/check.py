@@ -78,6 +78,10 @@ def register(sub: Any) -> None:
         help="read Nodes and bound Pods from a cluster (default: $KUBECONFIG or ~/.kube/config)",
     )
     parser.add_argument(
+        "--context", metavar="NAME",
+        help="with --kubeconfig: the kubeconfig context to use (default: its current-context)",
+    )
+    parser.add_argument(
         "--allow-no-gpus",
         action="store_true",
         help="check against a --nodes fleet with no GPU node and no declared pool (a "
@@ -153,13 +157,13 @@ def _duplicates(docs: list[Document]) -> tuple[list[Document], list[str]]:
     return kept, errors
 
 
-def _capacity_from_cluster(kubeconfig: str, config: Config) -> Capacity:
+def _capacity_from_cluster(kubeconfig: str, context: str | None, config: Config) -> Capacity:
     from kubernetes import client  # heavy import: only on this path
 
     from ..kube.client import api_client
 
     try:
-        api = client.CoreV1Api(api_client(kubeconfig or None))
+        api = client.CoreV1Api(api_client(kubeconfig or None, context))
         nodes = api.list_node(_request_timeout=30).items
         pods = api.list_pod_for_all_namespaces(
             field_selector="status.phase!=Succeeded,status.phase!=Failed", _request_timeout=30
@@ -283,8 +287,10 @@ def _no_gpus(nodes: str, count: int, config: Config) -> str:
 
 
 def _load_fleet(args: argparse.Namespace, config: Config) -> Capacity:
+    if args.context is not None and args.nodes is not None:
+        raise ManifestError("--context picks a cluster of --kubeconfig; not with --nodes")
     if args.nodes is None:
-        return _capacity_from_cluster(args.kubeconfig, config)
+        return _capacity_from_cluster(args.kubeconfig, args.context, config)
     nodes = load_nodes(args.nodes)
     capacity = Capacity.from_nodes(nodes, config)
     if capacity.unknown and not args.allow_no_gpus:

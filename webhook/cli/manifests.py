@@ -48,7 +48,7 @@ def register(sub: Any) -> None:
         ),
     )
     parser.add_argument(
-        "--namespace", default=DEFAULT_NAMESPACE,
+        "-n", "--namespace", default=DEFAULT_NAMESPACE,
         help=f"namespace gangkeeper is installed in (default: {DEFAULT_NAMESPACE})",
     )
     parser.add_argument(

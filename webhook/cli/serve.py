@@ -30,6 +30,9 @@ from ..files.config import ConfigFileError, load_config_file
 
 #: Hidden switch for `bench.webhook`: exposes POST /noop, the floor of the stack.
 NOOP_ENV = "GANGKEEPER_BENCH_NOOP"
+#: What `--cert-mode self` was called before `manifests` and `serve` agreed on `self`;
+#: Deployments written then still pass it.
+DEPRECATED_SELF = "self-managed"
 
 
 def register(sub: Any) -> None:
@@ -55,6 +58,11 @@ def register(sub: Any) -> None:
         help="workload manifests the no-cluster mode answers owner lookups from (repeatable)",
     )
     parser.add_argument("--kubeconfig", metavar="PATH", help="talk to this cluster")
+    parser.add_argument(
+        "--context", metavar="NAME",
+        help="talk to the cluster of this kubeconfig context ($KUBECONFIG or ~/.kube/config "
+        "unless --kubeconfig)",
+    )
     parser.add_argument("--host", help="listen address (default 127.0.0.1; 0.0.0.0 in a pod)")
     parser.add_argument("--port", type=int, default=8443, help="listen port (default 8443)")
     parser.add_argument(
@@ -65,12 +73,15 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--cert-mode",
-        choices=("auto", "files", "self-managed", "cert-manager"),
+        choices=("auto", "files", "self", "cert-manager", DEPRECATED_SELF),
         default="auto",
-        help="auto: self-managed in a pod, else issue local files; cert-manager: only read "
-        "the mounted files",
+        help="self: gangkeeper issues and rotates its certificate in a Secret (needs a "
+        "cluster); files: issue local files into --cert-dir; cert-manager: only read the "
+        "mounted files; auto (default): self in a pod, else files. "
+        f"({DEPRECATED_SELF}: the old name of self, deprecated)",
     )
     parser.add_argument(
+        "-n",
         "--namespace",
         default=os.environ.get("POD_NAMESPACE", DEFAULT_NAMESPACE),
         help="gangkeeper's own namespace (controller Lease, certificate Secret)",
@@ -279,19 +290,20 @@ def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
     cert_file, key_file = cert_dir / "tls.crt", cert_dir / "tls.key"
     mode = args.cert_mode
     if mode == "auto":
-        mode = "self-managed" if in_cluster() else "files"
+        mode = "self" if in_cluster() else "files"
     if mode == "files":
         from gangkeeper.certs import ensure_local
 
         paths = ensure_local(cert_dir, ["localhost"], ["127.0.0.1"])
         cert_file, key_file = paths.cert, paths.key
-    elif mode == "self-managed":
+    elif mode == "self":
         from gangkeeper import certs
 
         managed = getattr(certs, "SelfManagedCerts", None)
         if managed is None or api is None:
             raise UsageError(
-                "self-managed certificates need a cluster and gangkeeper.certs.SelfManagedCerts"
+                "--cert-mode self needs a cluster (--kubeconfig, --context or in-cluster) "
+                "and gangkeeper.certs.SelfManagedCerts"
             )
         manager = managed(
             api,
@@ -347,6 +359,8 @@ def _log_start(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import logging
+
     import uvicorn
 
     from ..kube.client import KubeconfigError, in_cluster, serve_client
@@ -358,13 +372,18 @@ def _run(args: argparse.Namespace) -> int:
 
     log_config = logs.configure(args.log_level)
     _log_start(args)
+    if args.cert_mode == DEPRECATED_SELF:
+        logging.getLogger("gangkeeper.serve").warning(
+            f"--cert-mode {DEPRECATED_SELF} is deprecated; use --cert-mode self"
+        )
+        args.cert_mode = "self"
     limits = _limits(args)
     try:
         config = load_config_file(args.config)
     except ConfigFileError as exc:
         raise UsageError(f"--config {exc}") from exc
     try:
-        api = serve_client(args.kubeconfig)
+        api = serve_client(args.kubeconfig, args.context)
     except KubeconfigError as exc:
         raise UsageError(str(exc)) from exc
     metrics = Metrics()

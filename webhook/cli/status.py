@@ -5,7 +5,8 @@ then runs the controller's own plan over them
 (`policies.release.status.gang_status`), so what it prints is what the controller
 decides. Works without the controller running.
 
-    gangkeeper status [-n NS] [-o text|json] [--kubeconfig PATH] [--config FILE]
+    gangkeeper status [-n NS | -A] [-o text|json] [--kubeconfig PATH] [--context NAME]
+                      [--config FILE]
 
 Exit codes: 0 printed (even when gangs wait), 2 bad input or the API unreachable.
 I/O: reads the kubeconfig / config file and lists Pods and Nodes; writes nothing.
@@ -18,7 +19,12 @@ import sys
 import time
 from typing import Any
 
-from .cluster_state import ClusterStateError, add_cluster_arguments, read_cluster_state
+from .cluster_state import (
+    ClusterStateError,
+    add_cluster_arguments,
+    add_namespace_arguments,
+    read_cluster_state,
+)
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -31,7 +37,7 @@ def register(sub: Any) -> None:
         description="List gangs with members present/needed, gated and bound counts, "
         "and why each waits, as the gang controller sees them.",
     )
-    parser.add_argument("-n", "--namespace", help="only gangs of this namespace")
+    add_namespace_arguments(parser)
     parser.add_argument(
         "-o", "--output", choices=("text", "json"), default="text",
         help="text (default): a table; json: one record per gang",
