@@ -4,6 +4,7 @@ sub-command, and output piped into `head`."""
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -12,8 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
+from builders.gangs import T0, members, node
 
-from gangkeeper.webhook.cli import build_parser
+from gangkeeper.policies.config import Config
+from gangkeeper.webhook.cli import build_parser, status
+from gangkeeper.webhook.cli.cluster_state import ClusterState
 
 ROOT = Path(__file__).resolve().parents[2]
 FLEET = ROOT / "examples" / "fleet.yaml"
@@ -90,3 +95,30 @@ def test_output_piped_into_a_reader_that_stops_early_ends_quietly(tmp_path: Path
     assert first.strip() == b"["
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
     assert code in (0, 141), stderr
+
+
+def test_check_prints_the_json_records_as_yaml_with_o_yaml() -> None:
+    files = ("-f", str(ROOT / "examples" / "job-fits.yaml"), "-f",
+             str(ROOT / "examples" / "job-too-big.yaml"), "--nodes", str(FLEET))
+    as_json = gangkeeper("check", *files, "-o", "json")
+    as_yaml = gangkeeper("check", *files, "-o", "yaml")
+    assert as_yaml.returncode == as_json.returncode == 1, as_yaml.stderr
+    assert yaml.safe_load(as_yaml.stdout) == json.loads(as_json.stdout)
+
+
+def test_status_prints_its_json_records_as_yaml_with_o_yaml(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = ClusterState(
+        Config(), rest=None, pods=members("g", 2, namespace="ml", created=T0),  # type: ignore[arg-type]
+        nodes=[node("gpu-a", 4)],
+    )
+    monkeypatch.setattr(status, "read_cluster_state", lambda _args: state)
+    outputs = {}
+    for output in ("json", "yaml"):
+        args = build_parser().parse_args(["status", "-o", output])
+        assert args.run(args) == 0
+        outputs[output] = capsys.readouterr().out
+    records = json.loads(outputs["json"])
+    assert [r["gang"] for r in records] == ["g"]
+    assert yaml.safe_load(outputs["yaml"]) == records

@@ -26,6 +26,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+import yaml
+
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.decision import validate_object
@@ -92,8 +94,8 @@ def register(sub: Any) -> None:
         "--config", metavar="FILE", help="gangkeeper config YAML (GPU names, pools)"
     )
     parser.add_argument(
-        "-o", "--output", choices=("text", "json"), default="text",
-        help="text (default): one line per gang; json: one record per gang",
+        "-o", "--output", choices=("text", "json", "yaml"), default="text",
+        help="text (default): one line per gang; json or yaml: one record per gang",
     )
     parser.set_defaults(run=run)
 
@@ -344,6 +346,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         json.dump(records, sys.stdout, indent=2)
         sys.stdout.write("\n")
+    elif args.output == "yaml":
+        yaml.safe_dump(records, sys.stdout, sort_keys=False)
     else:
         _print_text(records, sys.stdout)
         print(_summary(records, errors), file=sys.stdout)

@@ -98,6 +98,11 @@ def register(sub: Any) -> None:
         "--log-level", default="info", choices=("debug", "info", "warning", "error"),
         help="least severe level logged (default: info)",
     )
+    parser.add_argument(
+        "--log-format", choices=("text", "json"),
+        help="text: one line for people; json: one object per line, for a log collector "
+        "(default: text when stderr is a terminal, else json)",
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--no-controller", action="store_true", help="do not run the gang controller"
@@ -370,7 +375,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..server.app import Server, create_app
     from ..server.metrics import Metrics
 
-    log_config = logs.configure(args.log_level)
+    log_config = logs.configure(args.log_level, args.log_format or logs.default_format())
     _log_start(args)
     if args.cert_mode == DEPRECATED_SELF:
         logging.getLogger("gangkeeper.serve").warning(
