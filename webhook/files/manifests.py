@@ -11,6 +11,7 @@ policy decisions, no API calls.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -145,8 +146,13 @@ def _unrendered_action(text: str) -> re.Match[str] | None:
                 strings.append((start.index, end.index))
     except yaml.YAMLError:
         return actions[0]
+    # Scalars come in document order and never overlap: the string an action may be
+    # in is the last one starting at or before it (a rendered monitoring chart holds
+    # thousands of both).
+    starts = [start for start, _ in strings]
     for action in actions:
-        inside = any(start <= action.start() < end for start, end in strings)
+        at = bisect.bisect_right(starts, action.start()) - 1
+        inside = at >= 0 and action.start() < strings[at][1]
         if not inside or _HELM_ONLY.match(text, action.start()):
             return action
     return None
