@@ -147,3 +147,16 @@ def test_text_output_ends_with_a_summary_line(tmp_path: Path) -> None:
                  "-f", str(bad), "--nodes", str(FLEET))
     assert proc.returncode == 2
     assert proc.stdout.splitlines()[-1] == "1 admitted, 1 rejected, 1 error"
+
+
+def test_namespace_places_objects_that_name_none_as_kubectl_apply_does(tmp_path: Path) -> None:
+    path = tmp_path / "objs.yaml"
+    path.write_text(
+        CONFIG_MAP + "---\n" + CONFIG_MAP.replace("{name: settings}", "{name: s, namespace: ml}")
+        + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n"
+    )
+    proc = check("-f", str(path), "--nodes", str(FLEET), "-n", "team-a", "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert [(r["name"], r["namespace"]) for r in json.loads(proc.stdout)] == [
+        ("settings", "team-a"), ("s", "ml"), ("team-a", None)
+    ]

@@ -20,7 +20,7 @@ KUBECTL_FLAGS = {
     "status": {"-n", "--namespace", "-A", "--all-namespaces", "--context", "--kubeconfig"},
     "ungate": {"-n", "--namespace", "-A", "--all-namespaces", "--context", "--kubeconfig"},
     "explain": {"-n", "--namespace", "--context", "--kubeconfig"},
-    "check": {"--context", "--kubeconfig"},
+    "check": {"-n", "--namespace", "--context", "--kubeconfig"},
     "serve": {"-n", "--namespace", "--context", "--kubeconfig"},
 }
 KUBECONFIG = """\

@@ -21,6 +21,7 @@ Nodes and Pods.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping
@@ -84,6 +85,11 @@ def register(sub: Any) -> None:
         help="with --kubeconfig: the kubeconfig context to use (default: its current-context)",
     )
     parser.add_argument(
+        "-n", "--namespace", default="default",
+        help="namespace of the objects that name none, as `kubectl apply -n` would create "
+        "them (default: default)",
+    )
+    parser.add_argument(
         "--allow-no-gpus",
         action="store_true",
         help="check against a --nodes fleet with no GPU node and no declared pool (a "
@@ -117,6 +123,17 @@ _LOOKED_UP = frozenset({"ClusterTrainingRuntime", "TrainingRuntime"})
 
 def _cluster_scoped(kind: object) -> bool:
     return isinstance(kind, str) and (kind in _CLUSTER_SCOPED or kind.startswith("Cluster"))
+
+
+def _in_namespace(doc: Document, namespace: str) -> Document:
+    """The document as `kubectl apply -n NAMESPACE` creates it: a namespaced object
+    that names no namespace gets this one."""
+    meta = doc.obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    if _cluster_scoped(doc.obj.get("kind")) or meta.get("namespace"):
+        return doc
+    obj = {**doc.obj, "metadata": {**meta, "namespace": namespace}}
+    return dataclasses.replace(doc, obj=obj)
 
 
 def _owner_lookup(docs: list[Document]) -> OwnerLookup:
@@ -335,6 +352,7 @@ def run(args: argparse.Namespace) -> int:
     # One bad file or document is reported, and every other one still checked: a CI
     # log then shows all that is wrong at once, and the exit code is still 2.
     docs, errors = _load_manifests(args.files)
+    docs = [_in_namespace(doc, args.namespace) for doc in docs]
     docs, duplicated = _duplicates(docs)
     errors.extend(duplicated)
     records, unreadable = _records(docs, capacity, config)
