@@ -137,7 +137,7 @@ def register(sub: Any) -> None:
 
 
 def _readable(value: float, unit: str) -> str:
-    """`3 MiB (3145728 bytes)`, `64 KiB (65536 bytes)`, `10 seconds`: for --help."""
+    """`3 MiB = 3145728 bytes`, `64 KiB = 65536 bytes`, `10 seconds`: for --help."""
     if unit == "bytes":
         for size, name in ((1 << 20, "MiB"), (1 << 10, "KiB")):
             if value >= size and value % size == 0:
