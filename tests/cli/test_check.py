@@ -26,6 +26,8 @@ RECORD_KEYS = {
     "verdict",
     "reason",
     "warnings",
+    "file",
+    "document",
 }
 
 
@@ -103,6 +105,8 @@ def test_an_object_that_is_not_a_gang_gets_an_admit_record_with_null_min_member(
             "verdict": "admit",
             "reason": "not a gang",
             "warnings": [],
+            "file": str(cm),
+            "document": 1,
         }
     ]
 

@@ -422,7 +422,7 @@ def test_gangkeeper_serve_accepts_the_deployments_arguments(cert_mode: str) -> N
 
     (container,) = pod_template(render_manifests(cert_mode=cert_mode))["containers"]  # type: ignore[arg-type]
     args = build_parser().parse_args(["serve", *container["args"]])
-    assert args.cert_mode == ("self-managed" if cert_mode == "self" else "cert-manager")
+    assert args.cert_mode == cert_mode  # one name in `manifests`, the Deployment and `serve`
     assert str(args.port) == "8443"
 
 

@@ -4,22 +4,30 @@ Reads the manifests and a fleet (a nodes file, or the Nodes of a cluster through
 kubeconfig), runs the same `validate_object` the validating webhook runs, and prints
 one record per gang. Exit codes: 0 every gang admitted, 1 any rejected, 2 bad input.
 
+`-f -` reads manifests from stdin (`helm template ... | gangkeeper check -f -`); their
+records name the file `<stdin>`. Text output ends with a count of the verdicts.
+
 A CI gate must not pass by accident: nothing to check, an unrendered Helm template or
-kustomization (`files.manifests`), a file or document that cannot be read, and two
+kustomization (`files.manifests`), a file or document that cannot be read, a `--nodes`
+fleet with no GPU node and no declared pool (unless `--allow-no-gpus`), and two
 different training runtimes of one name are bad input (2) — and every readable
 document is still reported. The pods of one pod-based gang are summed over the input
 (`pod_gangs.siblings_among`) and reported once.
 
-The only I/O here is reading the files and, with --kubeconfig, listing Nodes and Pods.
+The only I/O here is reading the files (and stdin) and, with --kubeconfig, listing
+Nodes and Pods.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
+
+import yaml
 
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
@@ -35,6 +43,7 @@ from ..files.manifests import (
     expand_paths_keep_going,
     load_documents,
     load_nodes,
+    load_text,
     object_key,
 )
 from .exit_codes import EXIT_ADMITTED, EXIT_BAD_INPUT, EXIT_REJECTED
@@ -56,7 +65,8 @@ def register(sub: Any) -> None:
         action="append",
         required=True,
         metavar="FILE",
-        help="manifest file or directory (YAML or JSON, multi-document, kind: List); repeatable",
+        help="manifest file or directory (YAML or JSON, multi-document, kind: List), or - "
+        "for stdin; repeatable",
     )
     fleet = parser.add_mutually_exclusive_group(required=True)
     fleet.add_argument(
@@ -70,9 +80,28 @@ def register(sub: Any) -> None:
         help="read Nodes and bound Pods from a cluster (default: $KUBECONFIG or ~/.kube/config)",
     )
     parser.add_argument(
+        "--context", metavar="NAME",
+        help="with --kubeconfig: the kubeconfig context to use (default: its current-context)",
+    )
+    parser.add_argument(
+        "-n", "--namespace", default="default",
+        help="namespace of the objects that name none, as `kubectl apply -n` would create "
+        "them (default: default)",
+    )
+    parser.add_argument(
+        "--allow-no-gpus",
+        action="store_true",
+        help="check against a --nodes fleet with no GPU node and no declared pool (a "
+        "CPU-only fleet: every gang is then admitted with a warning, as the webhook "
+        "does); without it such a fleet is bad input, exit 2",
+    )
+    parser.add_argument(
         "--config", metavar="FILE", help="gangkeeper config YAML (GPU names, pools)"
     )
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "-o", "--output", choices=("text", "json", "yaml"), default="text",
+        help="text (default): one line per gang; json or yaml: one record per gang",
+    )
     parser.set_defaults(run=run)
 
 
@@ -93,6 +122,17 @@ _LOOKED_UP = frozenset({"ClusterTrainingRuntime", "TrainingRuntime"})
 
 def _cluster_scoped(kind: object) -> bool:
     return isinstance(kind, str) and (kind in _CLUSTER_SCOPED or kind.startswith("Cluster"))
+
+
+def _in_namespace(doc: Document, namespace: str) -> Document:
+    """The document as `kubectl apply -n NAMESPACE` creates it: a namespaced object
+    that names no namespace gets this one."""
+    meta = doc.obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    if _cluster_scoped(doc.obj.get("kind")) or meta.get("namespace"):
+        return doc
+    obj = {**doc.obj, "metadata": {**meta, "namespace": namespace}}
+    return dataclasses.replace(doc, obj=obj)
 
 
 def _owner_lookup(docs: list[Document]) -> OwnerLookup:
@@ -135,13 +175,13 @@ def _duplicates(docs: list[Document]) -> tuple[list[Document], list[str]]:
     return kept, errors
 
 
-def _capacity_from_cluster(kubeconfig: str, config: Config) -> Capacity:
+def _capacity_from_cluster(kubeconfig: str, context: str | None, config: Config) -> Capacity:
     from kubernetes import client  # heavy import: only on this path
 
     from ..kube.client import api_client
 
     try:
-        api = client.CoreV1Api(api_client(kubeconfig or None))
+        api = client.CoreV1Api(api_client(kubeconfig or None, context))
         nodes = api.list_node(_request_timeout=30).items
         pods = api.list_pod_for_all_namespaces(
             field_selector="status.phase!=Succeeded,status.phase!=Failed", _request_timeout=30
@@ -194,7 +234,7 @@ def _records(
         except InvalidObject as exc:
             errors.append(f"{doc.where} ({doc.ref}): {exc}")
             continue
-        base = _subject(doc.obj)
+        base = _subject(doc.obj) | {"file": doc.file, "document": doc.index}
         if not decisions:
             records.append(
                 base
@@ -246,25 +286,72 @@ def _print_text(records: list[dict[str, Any]], out: TextIO) -> None:
             print(f"        warning: {warning}", file=out)
 
 
+def _summary(records: list[dict[str, Any]], errors: list[str]) -> str:
+    admitted = sum(r["verdict"] == "admit" for r in records)
+    rejected = len(records) - admitted
+    return (
+        f"{admitted} admitted, {rejected} rejected, "
+        f"{len(errors)} error{'' if len(errors) == 1 else 's'}"
+    )
+
+
+def _no_gpus(nodes: str, count: int, config: Config) -> str:
+    return (
+        f"no GPU nodes or pools in {nodes}: {count} Node object(s), none with allocatable "
+        f"{', '.join(config.gpu_resources)}, and no pools in the config; every gang would "
+        "be admitted unchecked. Pass the GPU nodes (kubectl get nodes -o yaml), set "
+        "gpuResources or pools in --config, or --allow-no-gpus for a CPU-only fleet"
+    )
+
+
+def _load_fleet(args: argparse.Namespace, config: Config) -> Capacity:
+    if args.context is not None and args.nodes is not None:
+        raise ManifestError("--context picks a cluster of --kubeconfig; not with --nodes")
+    if args.nodes is None:
+        return _capacity_from_cluster(args.kubeconfig, args.context, config)
+    nodes = load_nodes(args.nodes)
+    capacity = Capacity.from_nodes(nodes, config)
+    if capacity.unknown and not args.allow_no_gpus:
+        raise ManifestError(_no_gpus(args.nodes, len(nodes), config))
+    return capacity
+
+
+def _load_manifests(files: list[str]) -> tuple[list[Document], list[str]]:
+    """Every document of the files in the order given (`-`: stdin, read once however
+    often it is named), and one error per one that cannot be read."""
+    docs: list[Document] = []
+    errors: list[str] = []
+    stdin_read = False
+    for name in files:
+        if name == "-":
+            if not stdin_read:
+                stdin_read = True
+                try:
+                    docs.extend(load_text(sys.stdin.read()))
+                except ManifestError as exc:
+                    errors.append(str(exc))
+            continue
+        paths, unreadable = expand_paths_keep_going([name])
+        errors.extend(unreadable)
+        for path in paths:
+            try:
+                docs.extend(load_documents(path))
+            except ManifestError as exc:
+                errors.append(str(exc))
+    return docs, errors
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = load_config_file(args.config)
-        if args.nodes is not None:
-            capacity = Capacity.from_nodes(load_nodes(args.nodes), config)
-        else:
-            capacity = _capacity_from_cluster(args.kubeconfig, config)
+        capacity = _load_fleet(args, config)
     except (ManifestError, ConfigFileError, InvalidObject, InvalidConfig) as exc:
         print(f"gangkeeper check: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     # One bad file or document is reported, and every other one still checked: a CI
     # log then shows all that is wrong at once, and the exit code is still 2.
-    paths, errors = expand_paths_keep_going(args.files)
-    docs: list[Document] = []
-    for path in paths:
-        try:
-            docs.extend(load_documents(path))
-        except ManifestError as exc:
-            errors.append(str(exc))
+    docs, errors = _load_manifests(args.files)
+    docs = [_in_namespace(doc, args.namespace) for doc in docs]
     docs, duplicated = _duplicates(docs)
     errors.extend(duplicated)
     records, unreadable = _records(docs, capacity, config)
@@ -276,8 +363,11 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         json.dump(records, sys.stdout, indent=2)
         sys.stdout.write("\n")
+    elif args.output == "yaml":
+        yaml.safe_dump(records, sys.stdout, sort_keys=False)
     else:
         _print_text(records, sys.stdout)
+        print(_summary(records, errors), file=sys.stdout)
     for error in errors:
         print(f"gangkeeper check: {error}", file=sys.stderr)
     if errors:

@@ -37,22 +37,42 @@ class ClusterState:
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
-    """--kubeconfig and --config, as every cluster-reading command spells them."""
+    """--kubeconfig, --context and --config, as every cluster-reading command spells
+    them (the first two as kubectl does)."""
     parser.add_argument(
         "--kubeconfig",
         metavar="PATH",
         help="cluster to ask (default: in-cluster, then $KUBECONFIG or ~/.kube/config)",
     )
+    add_context_argument(parser)
     parser.add_argument(
         "--config", metavar="FILE", help="gangkeeper config YAML (GPU names, backend, timeout)"
     )
 
 
+def add_context_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--context", metavar="NAME",
+        help="the kubeconfig context to use (default: its current-context)",
+    )
+
+
+def add_namespace_arguments(parser: argparse.ArgumentParser) -> None:
+    """-n/--namespace and -A/--all-namespaces, as `kubectl get` takes them; every
+    namespace is the default (a gang waits on GPUs pods anywhere use)."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("-n", "--namespace", help="only gangs of this namespace")
+    where.add_argument(
+        "-A", "--all-namespaces", action="store_true",
+        help="gangs of every namespace (the default)",
+    )
+
+
 def read_cluster_state(args: argparse.Namespace) -> ClusterState:
-    """The config from `args.config` and the cluster at `args.kubeconfig`."""
+    """The config from `args.config` and the cluster at `args.kubeconfig` (`args.context`)."""
     try:
         config = load_config_file(args.config)
-        rest = Rest(api_client(args.kubeconfig))
+        rest = Rest(api_client(args.kubeconfig, args.context))
         pods = list_all(rest, "/api/v1/pods", LIVE_PODS)
         nodes = list_all(rest, "/api/v1/nodes")
         requests = _requests(rest) if config.autoscaling.uses_requests else None

@@ -19,3 +19,6 @@ EXIT_LEFT_GATED = 1
 EXIT_NOT_A_GANG = 1
 #: A bad flag, file or object, or the API server could not be read.
 EXIT_BAD_INPUT = 2
+#: A writer a closed pipe stopped (128 + SIGPIPE), as a shell reports it for kubectl
+#: and every other tool that `head` cuts short.
+EXIT_BROKEN_PIPE = 141

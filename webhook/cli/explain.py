@@ -32,7 +32,10 @@ def register(sub: Any) -> None:
         "compared with, the nodes older gangs hold, its pods and Events.",
     )
     parser.add_argument("target", metavar="POD|KIND/NAME", help="a gang pod, or its workload")
-    parser.add_argument("-n", "--namespace", default="default")
+    parser.add_argument(
+        "-n", "--namespace", default="default",
+        help="namespace of the pod or workload (default: default)",
+    )
     add_cluster_arguments(parser)
     parser.set_defaults(run=run)
 

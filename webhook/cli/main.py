@@ -3,13 +3,23 @@
 Each command module exposes `register(subparsers)`, which adds its parser and sets
 `run` as the handler; `run(args) -> int` returns the exit code. Command modules keep
 heavy imports (kubernetes, uvicorn) inside `run`, so `gangkeeper --help` stays fast.
+
+What every command shares is here: `--version`, and output piped into a reader that
+stops early (`gangkeeper check ... | head`) ending quietly. Touches only stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import sys
+import tomllib
 from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+
+from .exit_codes import EXIT_BROKEN_PIPE
 
 COMMANDS = ("serve", "check", "certs", "manifests", "sandbox", "status", "ungate", "explain")
 #: What `kubectl gangkeeper ...` offers (kubectl's plugin convention: an executable
@@ -24,6 +34,10 @@ def build_parser(
         prog=prog,
         description="All-or-nothing admission for distributed training on Kubernetes.",
     )
+    parser.add_argument(
+        "--version", action="version", version=f"gangkeeper {version()}",
+        help="print gangkeeper's version and exit",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in commands:
         module = importlib.import_module(f"gangkeeper.webhook.cli.{name}")
@@ -31,17 +45,39 @@ def build_parser(
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def version() -> str:
+    """The installed package's version; a source checkout run without installing
+    (`python -m` with PYTHONPATH) has no metadata, so pyproject.toml says it."""
+    try:
+        return metadata.version("gangkeeper")
+    except metadata.PackageNotFoundError:
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        try:
+            found: str = tomllib.loads(pyproject.read_text())["project"]["version"]
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return "unknown"
+        return found
+
+
+def _run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
-    code: int = args.run(args)
+    try:
+        code: int = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+    except BrokenPipeError:
+        # Python's documented recipe: point stdout at devnull so the flush at exit
+        # does not raise again and print "Exception ignored ... BrokenPipeError".
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return _run(build_parser(), argv)
 
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:
     """The `kubectl-gangkeeper` script: `kubectl gangkeeper status|check|explain ...`."""
-    parser = build_parser("kubectl gangkeeper", KUBECTL_COMMANDS)
-    args = parser.parse_args(argv)
-    code: int = args.run(args)
-    return code
+    return _run(build_parser("kubectl gangkeeper", KUBECTL_COMMANDS), argv)
 

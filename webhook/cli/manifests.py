@@ -47,10 +47,23 @@ def register(sub: Any) -> None:
             "print only the two webhook configurations for a server running at URL."
         ),
     )
-    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE)
-    parser.add_argument("--backend", default="gate", choices=BACKENDS)
-    parser.add_argument("--cert-mode", default="self", choices=CERT_MODES)
-    parser.add_argument("--image", default=DEFAULT_IMAGE)
+    parser.add_argument(
+        "-n", "--namespace", default=DEFAULT_NAMESPACE,
+        help=f"namespace gangkeeper is installed in (default: {DEFAULT_NAMESPACE})",
+    )
+    parser.add_argument(
+        "--backend", default="gate", choices=BACKENDS,
+        help="how gangs are held until they fit: gate (default, scheduling gates), or the "
+        "group object of a gang scheduler",
+    )
+    parser.add_argument(
+        "--cert-mode", default="self", choices=CERT_MODES,
+        help="self (default): gangkeeper issues and rotates its own certificate; "
+        "cert-manager: a cert-manager Certificate does",
+    )
+    parser.add_argument(
+        "--image", default=DEFAULT_IMAGE, help=f"gangkeeper's image (default: {DEFAULT_IMAGE})"
+    )
     parser.add_argument(
         "--autoscaling",
         default="placeholders",

@@ -3,7 +3,9 @@
 Two modes, chosen by where cluster access comes from:
   - no `--kubeconfig` and not in a pod: the capacity is `--nodes FILE` (default: the
     sample fleet in `examples/`), certificates are issued into `--cert-dir` on first
-    start, and the server answers real AdmissionReviews with no cluster at all;
+    start (default: a state directory, `default_cert_dir`, never the working
+    directory: in a checkout `./certs` is the `gangkeeper.certs` package), and the
+    server answers real AdmissionReviews with no cluster at all;
   - `--kubeconfig PATH` or in-cluster: Nodes, bound pods and owners are watched, and the
     gang controller runs unless `--no-controller` (`--controller-only` runs only it,
     with /healthz and /metrics).
@@ -18,6 +20,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,9 @@ from ..files.config import ConfigFileError, load_config_file
 
 #: Hidden switch for `bench.webhook`: exposes POST /noop, the floor of the stack.
 NOOP_ENV = "GANGKEEPER_BENCH_NOOP"
+#: What `--cert-mode self` was called before `manifests` and `serve` agreed on `self`;
+#: Deployments written then still pass it.
+DEPRECATED_SELF = "self-managed"
 
 
 def register(sub: Any) -> None:
@@ -53,22 +59,30 @@ def register(sub: Any) -> None:
         help="workload manifests the no-cluster mode answers owner lookups from (repeatable)",
     )
     parser.add_argument("--kubeconfig", metavar="PATH", help="talk to this cluster")
+    parser.add_argument(
+        "--context", metavar="NAME",
+        help="talk to the cluster of this kubeconfig context ($KUBECONFIG or ~/.kube/config "
+        "unless --kubeconfig)",
+    )
     parser.add_argument("--host", help="listen address (default 127.0.0.1; 0.0.0.0 in a pod)")
     parser.add_argument("--port", type=int, default=8443, help="listen port (default 8443)")
     parser.add_argument(
         "--cert-dir",
         metavar="DIR",
-        default="./certs",
-        help="tls.crt/tls.key (and ca.crt) live here; reloaded when they change",
+        help="tls.crt/tls.key (and ca.crt) live here; reloaded when they change "
+        "(default: $XDG_STATE_HOME/gangkeeper/certs, else ~/.local/state/gangkeeper/certs)",
     )
     parser.add_argument(
         "--cert-mode",
-        choices=("auto", "files", "self-managed", "cert-manager"),
+        choices=("auto", "files", "self", "cert-manager", DEPRECATED_SELF),
         default="auto",
-        help="auto: self-managed in a pod, else issue local files; cert-manager: only read "
-        "the mounted files",
+        help="self: gangkeeper issues and rotates its certificate in a Secret (needs a "
+        "cluster); files: issue local files into --cert-dir; cert-manager: only read the "
+        "mounted files; auto (default): self in a pod, else files. "
+        f"({DEPRECATED_SELF}: the old name of self, deprecated)",
     )
     parser.add_argument(
+        "-n",
         "--namespace",
         default=os.environ.get("POD_NAMESPACE", DEFAULT_NAMESPACE),
         help="gangkeeper's own namespace (controller Lease, certificate Secret)",
@@ -82,7 +96,13 @@ def register(sub: Any) -> None:
         "kubeconfig); /healthz, /readyz and /metrics stay open to probes and scrapers",
     )
     parser.add_argument(
-        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+        "--log-level", default="info", choices=("debug", "info", "warning", "error"),
+        help="least severe level logged (default: info)",
+    )
+    parser.add_argument(
+        "--log-format", choices=("text", "json"),
+        help="text: one line for people; json: one object per line, for a log collector "
+        "(default: text when stderr is a terminal, else json)",
     )
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
@@ -105,19 +125,42 @@ def register(sub: Any) -> None:
         ("--max-header-bytes", int, "bytes", "larger request heads get 431"),
         ("--idle-timeout", float, "seconds", "close keep-alive connections idle this long "
          "(must outlive the API server's 90 s idle timeout)"),
-        ("--max-connections", int, "count", "past this many open connections, answer 503"),
+        ("--max-connections", int, "connections", "past this many open connections, "
+         "answer 503"),
     ):
         dest = flag[2:].replace("-", "_")
-        limits.add_argument(flag, type=kind, metavar=unit.upper(), default=getattr(defaults, dest),
-                            help=f"{text} (default {getattr(defaults, dest):g} {unit})")
+        default = getattr(defaults, dest)
+        metavar = "COUNT" if unit == "connections" else unit.upper()
+        limits.add_argument(flag, type=kind, metavar=metavar, default=default,
+                            help=f"{text} (default {_readable(default, unit)})")
     parser.add_argument("--enable-noop", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
+
+
+def _readable(value: float, unit: str) -> str:
+    """`3 MiB = 3145728 bytes`, `64 KiB = 65536 bytes`, `10 seconds`: for --help."""
+    if unit == "bytes":
+        for size, name in ((1 << 20, "MiB"), (1 << 10, "KiB")):
+            if value >= size and value % size == 0:
+                return f"{int(value) // size} {name} = {int(value)} bytes"
+        return f"{int(value)} bytes"
+    return f"{value:g} {unit}" if value < 1e6 else f"{int(value)} {unit}"
 
 
 def _default_limits() -> Any:
     from ..server.limits import Limits
 
     return Limits()
+
+
+def default_cert_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """Where `serve` keeps its own CA and keys unless told: the XDG state directory
+    (`$XDG_STATE_HOME`, if absolute as the spec requires, else ~/.local/state)."""
+    state = environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(state):
+        home = environ.get("HOME")
+        state = str((Path(home) if home else Path.home()) / ".local" / "state")
+    return Path(state) / "gangkeeper" / "certs"
 
 
 class _Periodic:
@@ -245,23 +288,24 @@ def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
     from ..kube.client import in_cluster
     from ..server.tls import CertificateUnavailable, ReloadingTLS
 
-    cert_dir = Path(args.cert_dir)
+    cert_dir = _cert_dir(args)
     cert_file, key_file = cert_dir / "tls.crt", cert_dir / "tls.key"
     mode = args.cert_mode
     if mode == "auto":
-        mode = "self-managed" if in_cluster() else "files"
+        mode = "self" if in_cluster() else "files"
     if mode == "files":
         from gangkeeper.certs import ensure_local
 
         paths = ensure_local(cert_dir, ["localhost"], ["127.0.0.1"])
         cert_file, key_file = paths.cert, paths.key
-    elif mode == "self-managed":
+    elif mode == "self":
         from gangkeeper import certs
 
         managed = getattr(certs, "SelfManagedCerts", None)
         if managed is None or api is None:
             raise UsageError(
-                "self-managed certificates need a cluster and gangkeeper.certs.SelfManagedCerts"
+                "--cert-mode self needs a cluster (--kubeconfig, --context or in-cluster) "
+                "and gangkeeper.certs.SelfManagedCerts"
             )
         manager = managed(
             api,
@@ -284,6 +328,10 @@ def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
         raise UsageError(str(exc)) from exc
 
 
+def _cert_dir(args: argparse.Namespace) -> Path:
+    return Path(args.cert_dir) if args.cert_dir else default_cert_dir()
+
+
 def _limits(args: argparse.Namespace) -> Any:
     from ..server.limits import Limits
 
@@ -298,7 +346,23 @@ def _limits(args: argparse.Namespace) -> Any:
     return limits
 
 
+def _log_start(args: argparse.Namespace) -> None:
+    """The first line: the version, and where the certificates are (a user looking
+    for ca.crt reads it here)."""
+    import logging
+
+    from .main import version
+
+    cert_dir = _cert_dir(args)
+    logging.getLogger("gangkeeper.serve").info(
+        f"gangkeeper {version()} starting; certificates in {cert_dir}",
+        extra={"version": version(), "cert_dir": str(cert_dir), "cert_mode": args.cert_mode},
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
+    import logging
+
     import uvicorn
 
     from ..kube.client import KubeconfigError, in_cluster, serve_client
@@ -308,14 +372,20 @@ def _run(args: argparse.Namespace) -> int:
     from ..server.app import Server, create_app
     from ..server.metrics import Metrics
 
-    log_config = logs.configure(args.log_level)
+    log_config = logs.configure(args.log_level, args.log_format or logs.default_format())
+    _log_start(args)
+    if args.cert_mode == DEPRECATED_SELF:
+        logging.getLogger("gangkeeper.serve").warning(
+            f"--cert-mode {DEPRECATED_SELF} is deprecated; use --cert-mode self"
+        )
+        args.cert_mode = "self"
     limits = _limits(args)
     try:
         config = load_config_file(args.config)
     except ConfigFileError as exc:
         raise UsageError(f"--config {exc}") from exc
     try:
-        api = serve_client(args.kubeconfig)
+        api = serve_client(args.kubeconfig, args.context)
     except KubeconfigError as exc:
         raise UsageError(str(exc)) from exc
     metrics = Metrics()

@@ -5,7 +5,8 @@ then runs the controller's own plan over them
 (`policies.release.status.gang_status`), so what it prints is what the controller
 decides. Works without the controller running.
 
-    gangkeeper status [-n NS] [-o text|json] [--kubeconfig PATH] [--config FILE]
+    gangkeeper status [-n NS | -A] [-o text|json|yaml] [--kubeconfig PATH] [--context NAME]
+                      [--config FILE]
 
 Exit codes: 0 printed (even when gangs wait), 2 bad input or the API unreachable.
 I/O: reads the kubeconfig / config file and lists Pods and Nodes; writes nothing.
@@ -18,7 +19,12 @@ import sys
 import time
 from typing import Any
 
-from .cluster_state import ClusterStateError, add_cluster_arguments, read_cluster_state
+from .cluster_state import (
+    ClusterStateError,
+    add_cluster_arguments,
+    add_namespace_arguments,
+    read_cluster_state,
+)
 from .exit_codes import EXIT_BAD_INPUT, EXIT_OK
 
 
@@ -29,8 +35,11 @@ def register(sub: Any) -> None:
         description="List gangs with members present/needed, gated and bound counts, "
         "and why each waits, as the gang controller sees them.",
     )
-    parser.add_argument("-n", "--namespace", help="only gangs of this namespace")
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    add_namespace_arguments(parser)
+    parser.add_argument(
+        "-o", "--output", choices=("text", "json", "yaml"), default="text",
+        help="text (default): a table; json or yaml: one record per gang",
+    )
     add_cluster_arguments(parser)
     parser.set_defaults(run=run)
 
@@ -45,6 +54,14 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     reports = gang_status(state.pods, state.nodes, state.config, time.time(),
                           namespace=args.namespace, requests=state.requests)
+    if args.output == "yaml":
+        import json
+
+        import yaml
+
+        # The records of -o json, whatever keys they gain: one shape, two syntaxes.
+        yaml.safe_dump(json.loads(render_json(reports)), sys.stdout, sort_keys=False)
+        return EXIT_OK
     render = render_json if args.output == "json" else render_text
     sys.stdout.write(render(reports))
     return EXIT_OK

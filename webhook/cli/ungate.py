@@ -12,7 +12,8 @@ meanwhile is left alone). Every other gated gang is listed with
 why it waits; `--force` lifts their gates too, with a warning: those gangs may then
 bind partly. `--dry-run` only lists.
 
-    gangkeeper ungate [-n NS] [--dry-run] [--force] [--kubeconfig PATH] [--config FILE]
+    gangkeeper ungate [-n NS | -A] [--dry-run] [--force] [--kubeconfig PATH]
+                      [--context NAME] [--config FILE]
 
 Exit codes: 0 no gang left gated, 1 gangs left gated (or a patch refused), 2 bad input
 or the API unreachable. I/O: lists Pods, Nodes (and ProvisioningRequests where the
@@ -27,7 +28,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .cluster_state import ClusterStateError, add_cluster_arguments, read_cluster_state
+from .cluster_state import (
+    ClusterStateError,
+    add_cluster_arguments,
+    add_namespace_arguments,
+    read_cluster_state,
+)
 from .exit_codes import EXIT_BAD_INPUT, EXIT_LEFT_GATED, EXIT_OK
 
 if TYPE_CHECKING:
@@ -42,7 +48,7 @@ def register(sub: Any) -> None:
         description="Release every gated gang that fits now, as the gang controller would; "
         "list the others with why they wait. --force releases those too (not all-or-nothing).",
     )
-    parser.add_argument("-n", "--namespace", help="only gangs of this namespace")
+    add_namespace_arguments(parser)
     parser.add_argument("--dry-run", action="store_true", help="list what would be released")
     parser.add_argument(
         "--force", action="store_true",

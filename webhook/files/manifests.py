@@ -2,7 +2,8 @@
 
 Multi-document YAML, JSON, and `kind: List` wrappers (what `kubectl get -o yaml`
 prints) are flattened into a list of objects, each remembering the file and document
-it came from so every error can name them. Sources that are not manifests yet (an
+it came from so every error can name them; text read elsewhere (stdin) is parsed the
+same under a name it is given (`<stdin>`). Sources that are not manifests yet (an
 unrendered Helm template, a chart directory, a kustomization) are refused with a
 message saying how to render them. This module reads files and nothing else: no
 policy decisions, no API calls.
@@ -10,6 +11,7 @@ policy decisions, no API calls.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -30,6 +32,15 @@ HELM_CHART_FILES = ("Chart.yaml", "Chart.yml")
 _HELM_ACTION = re.compile(
     r"\{\{-?\s*(\.|\$|/\*|(include|template|if|else|end|range|with|define|toYaml|tpl)\b)"
 )
+#: Actions only a Helm chart writes. Inside a quoted or block string, Go templates are
+#: data for another program (a PrometheusRule's `{{ $labels.namespace }}`, an
+#: Alertmanager `{{ template "..." . }}`), and only these say the chart was not rendered.
+_HELM_ONLY = re.compile(
+    r"\{\{-?\s*(\.(Values|Release|Chart|Capabilities|Files|Template)\b"
+    r"|(include|tpl|toYaml|required)\b)"
+)
+#: Scalar styles that are strings in the source: quoted, literal and folded.
+_STRING_STYLES = frozenset({"'", '"', "|", ">"})
 
 
 @dataclass(frozen=True)
@@ -116,32 +127,70 @@ def expand_paths_keep_going(paths: list[str]) -> tuple[list[Path], list[str]]:
     return out, errors
 
 
+def _unrendered_action(text: str) -> re.Match[str] | None:
+    """The first Go template action that makes `text` a template, not manifests: any
+    one when the text is not YAML, else one outside a quoted or block string (in a
+    plain scalar, a key, or the structure itself), or a Helm-only one inside one."""
+    actions = list(_HELM_ACTION.finditer(text))
+    if not actions:
+        return None
+    strings: list[tuple[int, int]] = []
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            # The parser always sets both marks; the stubs allow None.
+            start, end = event.start_mark, event.end_mark
+            is_string = isinstance(event, yaml.ScalarEvent) and event.style in _STRING_STYLES
+            if is_string and start is not None and end is not None:
+                strings.append((start.index, end.index))
+    except yaml.YAMLError:
+        return actions[0]
+    # Scalars come in document order and never overlap: the string an action may be
+    # in is the last one starting at or before it (a rendered monitoring chart holds
+    # thousands of both).
+    starts = [start for start, _ in strings]
+    for action in actions:
+        at = bisect.bisect_right(starts, action.start()) - 1
+        inside = at >= 0 and action.start() < strings[at][1]
+        if not inside or _HELM_ONLY.match(text, action.start()):
+            return action
+    return None
+
+
 def _parse(path: Path) -> Iterator[tuple[int, object]]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError(f"{path}: cannot read: {exc}") from exc
-    action = _HELM_ACTION.search(text)
+    return _parse_text(text, str(path), json_text=path.suffix == ".json")
+
+
+def _parse_text(text: str, name: str, *, json_text: bool) -> Iterator[tuple[int, object]]:
+    action = _unrendered_action(text)
     if action is not None:
         line = text.count("\n", 0, action.start()) + 1
         raise ManifestError(
-            f"{path} line {line}: an unrendered Helm template ({action.group(0)}...); "
+            f"{name} line {line}: an unrendered Helm template ({action.group(0)}...); "
             "render the chart first: helm template RELEASE CHART > rendered.yaml, then "
             "check -f rendered.yaml"
         )
-    if path.suffix == ".json":
-        try:
-            yield 1, json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(f"{path}: not valid JSON: {exc}") from exc
-        return
+    return _parse_json(text, name) if json_text else _parse_yaml(text, name)
+
+
+def _parse_json(text: str, name: str) -> Iterator[tuple[int, object]]:
+    try:
+        yield 1, json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"{name}: not valid JSON: {exc}") from exc
+
+
+def _parse_yaml(text: str, name: str) -> Iterator[tuple[int, object]]:
     try:
         # Enumerate lazily so an error names the document it happened in.
         index = 0
         for index, doc in enumerate(yaml.safe_load_all(text), start=1):
             yield index, doc
     except yaml.YAMLError as exc:
-        raise ManifestError(f"{path} document {index + 1}: not valid YAML: {exc}") from exc
+        raise ManifestError(f"{name} document {index + 1}: not valid YAML: {exc}") from exc
 
 
 def _check_object(obj: object, where: str) -> Mapping[str, Any]:
@@ -153,19 +202,34 @@ def _check_object(obj: object, where: str) -> Mapping[str, Any]:
     return obj
 
 
+#: How records and messages name manifests read from standard input (`-f -`).
+STDIN_NAME = "<stdin>"
+
+
 def load_documents(path: Path | str) -> list[Document]:
     """Every object in one file, `kind: List` expanded; empty documents skipped."""
     path = Path(path)
+    return _documents(_parse(path), str(path), str(path.parent))
+
+
+def load_text(text: str, name: str = STDIN_NAME) -> list[Document]:
+    """Every object in YAML (or JSON, which is YAML) read elsewhere, named `name`."""
+    return _documents(_parse_text(text, name, json_text=False), name, "DIR")
+
+
+def _documents(
+    parsed: Iterator[tuple[int, object]], name: str, directory: str
+) -> list[Document]:
     docs: list[Document] = []
-    for index, raw in _parse(path):
+    for index, raw in parsed:
         if raw is None:
             continue
-        where = f"{path} document {index}"
+        where = f"{name} document {index}"
         obj = _check_object(raw, where)
         if obj["kind"] == "Kustomization":
             raise ManifestError(
                 f"{where}: a Kustomization, not rendered manifests; render it first: "
-                f"kubectl kustomize {path.parent} > rendered.yaml, then check -f rendered.yaml"
+                f"kubectl kustomize {directory} > rendered.yaml, then check -f rendered.yaml"
             )
         if obj["kind"] == "List" or (obj["kind"].endswith("List") and "items" in obj):
             items = obj.get("items")
@@ -173,9 +237,9 @@ def load_documents(path: Path | str) -> list[Document]:
                 raise ManifestError(f"{where}: {obj['kind']}.items must be a list")
             for item_no, item in enumerate(items, start=1):
                 checked = _check_object(item, f"{where} item {item_no}")
-                docs.append(Document(checked, str(path), index, item_no))
+                docs.append(Document(checked, name, index, item_no))
         else:
-            docs.append(Document(obj, str(path), index))
+            docs.append(Document(obj, name, index))
     return docs
 
 

@@ -75,7 +75,7 @@ def deployment(namespace: str, cert_mode: CertMode, image: str) -> Manifest:
             "--cert-dir",
             CERT_DIR,
             "--cert-mode",
-            "self-managed" if cert_mode == "self" else "cert-manager",
+            cert_mode,
             "--service",
             SERVICE_NAME,
             "--host",
