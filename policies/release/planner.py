@@ -3,8 +3,9 @@
 `plan()` is a pure function of the cluster; a controller calls it again and again on
 caches that mostly did not change. The planner keeps, between passes, what can only
 change when its input object does: each Node's facts (`nodes.read_node`: labels,
-taints, quantities parsed), read again only when the Node dict is another object or
-another resourceVersion. Everything else is decided afresh every pass, so a pass of
+taints, quantities parsed), read again only when the Node dict is another object (or
+the same object at another resourceVersion). The caller never edits a Node dict in
+place: a changed Node is a new dict, as the informer's store hands them out. Everything else is decided afresh every pass, so a pass of
 the planner decides exactly what `plan()` from scratch decides on the same state
 (`bench.planning` and `tests/property/test_planner_properties.py` compare them).
 
@@ -46,9 +47,7 @@ class Planner:
         meta = raw.get("metadata")
         version = str(meta.get("resourceVersion", "")) if isinstance(meta, Mapping) else ""
         entry = self._facts.get(id(raw))
-        if entry is None or entry[0] is not raw or entry[1] != version or not version:
-            # A Node without a resourceVersion (hand-built, from a file) may be edited
-            # in place: read it every time.
+        if entry is None or entry[0] is not raw or entry[1] != version:
             self.nodes_read += 1
             entry = (raw, version, read_node(raw, self.config))
         self._seen[id(raw)] = entry

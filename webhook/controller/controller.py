@@ -9,7 +9,8 @@ Threads (all daemons, all stopped by `stop()`):
   that want GPUs (bound and in-flight GPU pods are what make GPUs used; any other pod
   is dropped at ingestion). Nodes are kept as the few fields planning reads, and only
   nodes that offer GPUs.
-- **reconciler**: after changes settle (a few milliseconds), run `release.plan(...)` on
+- **reconciler**: after changes settle (a few milliseconds), run `release.plan(...)` (through
+  a `release.planner.Planner`, which keeps each Node's facts between passes) on
   the caches; as leader, perform its releases: ensure the group object (create;
   "already exists" is fine), then remove gangkeeper's gate from every gated member in
   one burst of concurrent JSON patches. Each patch `test`s the gate list and the
@@ -57,7 +58,8 @@ from gangkeeper.policies.release.observe import (
     pod_info,
     same_for_planning,
 )
-from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
+from gangkeeper.policies.release.plan import GangReport, Plan, Release
+from gangkeeper.policies.release.planner import Planner
 from gangkeeper.policies.release.requeue import (
     capacity_rose,
     free_gpus,
@@ -144,6 +146,8 @@ class GangController:
         self._threads: list[threading.Thread] = []
         self._pool: ThreadPoolExecutor | None = None
         self._last_plan = Plan(releases=(), reports=())
+        #: Keeps each Node's facts between passes (`release.planner`).
+        self._planner = Planner(config)
         #: Free GPUs per (node, resource) at the last pass as leader; None until one.
         self._free: Mapping[tuple[str, str], int] | None = None
         self._renudge_at: float | None = None
@@ -275,8 +279,8 @@ class GangController:
             return self._last_plan
         started = time.monotonic()
         requests = self.requests.served() if self.requests is not None else None
-        result = plan(
-            self.pods.items(), self.nodes.items(), self.config, time.time(),
+        result = self._planner.plan(
+            self.pods.items(), self.nodes.items(), time.time(),
             self.placeholders.backoff, requests=requests,
         )
         self._plan_seconds = time.monotonic() - started
