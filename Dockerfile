@@ -36,10 +36,12 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
 RUN groupadd --system --gid 65532 gangkeeper \
  && useradd --system --uid 65532 --gid 65532 --no-create-home \
       --home-dir /nonexistent --shell /usr/sbin/nologin gangkeeper
-# pip is needed only for this step, so it leaves the venv with it (setuptools too, which
-# python 3.11's venv adds).
-RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    python3 -m venv /opt/venv \
+# COPY, not `RUN --mount=type=bind,from=build`: buildah 1.28 (Debian bookworm's podman)
+# mounts an empty folder when the build stage came from its cache. The wheels (26 MB)
+# stay in this layer. pip is needed only for the install, so it leaves the venv with it
+# (setuptools too, which python 3.11's venv adds).
+COPY --from=build /wheels /wheels
+RUN python3 -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-index --find-links=/wheels gangkeeper \
  && /opt/venv/bin/pip uninstall --yes --quiet pip setuptools
 WORKDIR /opt/gangkeeper

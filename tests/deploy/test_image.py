@@ -80,6 +80,14 @@ def test_check_in_the_image_judges_the_shipped_examples(image: str, example: str
     assert ("admit" if code == 0 else "reject") in done.stdout
 
 
+def test_the_image_holds_no_compiler_no_pip_and_no_pip_cache(image: str) -> None:
+    probe = ("import importlib.util, os, shutil; print(sorted(t for t in ('gcc', 'cc', "
+             "'c++', 'pip', 'pip3') if shutil.which(t)), importlib.util.find_spec('pip') is "
+             "not None, [d for d in ('/root/.cache/pip', '/tmp/pip') if os.path.exists(d)])")
+    done = podman("run", "--rm", "--user", "0", "--entrypoint", "python3", image, "-c", probe)
+    assert done.stdout.split("\n")[0] == "[] False []", done.stdout + done.stderr
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
