@@ -5,8 +5,9 @@ serves /readyz over TLS as UID 65532 on a read-only root filesystem.
 The image is the one `deploy/image/build.sh` builds (`GANGKEEPER_IMAGE_REF`, default
 `localhost/gangkeeper:<version>`); without podman or that image these tests skip, and
 `GANGKEEPER_IMAGE=require` (what `build.sh --check` sets) turns the skip into a failure.
-Runs podman and nothing else: no cluster, `--network=host` so the server is reached on
-the host's loopback.
+Runs podman and nothing else, no cluster: one server with `--network=host`, reached on
+the host's loopback; the default command in a network namespace of its own
+(`--network=none`), asked from inside the container.
 """
 
 from __future__ import annotations
