@@ -250,7 +250,7 @@ def cert_manager_serve(with_crds: ControlPlane, tmp_path: Path) -> Iterator[tupl
     ):
         args[args.index(flag) + 1] = value
     env = {**os.environ, "POD_NAMESPACE": SERVE_NAMESPACE, "POD_NAME": "gangkeeper-cm-0"}
-    argv = [sys.executable, "-m", "gangkeeper.webhook.cli", "serve", *args]
+    argv = [sys.executable, "-m", "gangkeeper.webhook.cli", *args]  # args[0]: serve
     argv += ["--kubeconfig", str(with_crds.kubeconfig), "--no-controller"]
     log = (tmp_path / "serve.log").open("w")
     # Started before the files exist: cert-manager writes the Secret after the pod starts.

@@ -65,7 +65,7 @@ def served(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
     for var in container["env"]:
         assert var["name"] in env, f"env {var['name']} is not provided by this test"
     log = (workdir / "serve.log").open("w")
-    argv = [sys.executable, "-m", "gangkeeper.webhook.cli", "serve", *args]
+    argv = [sys.executable, "-m", "gangkeeper.webhook.cli", *args]  # args[0]: serve
     argv += ["--kubeconfig", str(control_plane.kubeconfig), "--no-controller"]
     process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:

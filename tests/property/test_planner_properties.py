@@ -90,7 +90,7 @@ def test_after_every_event_the_planner_decides_what_a_fresh_plan_decides(
                 pod = member(which, index, size, gpus)
                 pods[pod["metadata"]["uid"]] = pod
         elif event == "bind":
-            for uid, pod in list(pods.items()):
+            for uid in list(pods):
                 if uid.startswith(f"g{which}-") and nodes:
                     pods[uid] = member(which, int(uid.split("-")[1]), size, gpus,
                                        node=sorted(nodes)[which % len(nodes)])

@@ -2,9 +2,10 @@
 
 What can be checked from the text: a multi-stage build on a slim Python 3.11 base, the
 wheel built in the first stage, a final stage without compilers that runs as a numeric
-non-root UID with `gangkeeper serve` as entrypoint, no certificate or key copied in, and
-a .dockerignore that keeps key material out of the build context. The UID must also be
-the one the Deployment runs as, or `runAsNonRoot` pods would run under another user.
+non-root UID with `gangkeeper` as entrypoint and `serve` as default command, no
+certificate or key copied in, and a .dockerignore that keeps key material out of the
+build context. The UID must also be the one the Deployment runs as, or `runAsNonRoot`
+pods would run under another user, and the Deployment's args must name the subcommand.
 """
 
 from __future__ import annotations
@@ -102,9 +103,23 @@ def test_the_final_image_runs_as_the_numeric_non_root_uid_the_deployment_uses(
     assert pod["securityContext"]["runAsUser"] == int(uid)
 
 
-def test_the_entrypoint_is_gangkeeper_serve_in_exec_form(final: Stage) -> None:
+def test_the_entrypoint_is_gangkeeper_and_the_default_command_serve_in_exec_form(
+    final: Stage,
+) -> None:
+    # `IMAGE check ...` must run `gangkeeper check ...`, so the subcommand is in CMD.
     (entrypoint,) = final.args_of("ENTRYPOINT")
-    assert json.loads(entrypoint) == ["gangkeeper", "serve"]
+    assert json.loads(entrypoint) == ["gangkeeper"]
+    (command,) = final.args_of("CMD")
+    assert json.loads(command)[0] == "serve"
+
+
+def test_the_deployment_and_the_helm_chart_name_the_subcommand_the_entrypoint_lacks() -> None:
+    (deployment,) = [o for o in render_manifests() if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["args"][0] == "serve"
+    template = (REPO / "deploy/helm/gangkeeper/templates/deployment.yaml").read_text()
+    after_args = template.split("\n        args:\n", 1)[1]
+    assert after_args.splitlines()[0].strip() == "- serve", "the chart's args must start with serve"
 
 
 def test_examples_are_shipped_for_the_no_cluster_mode(final: Stage) -> None:

@@ -421,7 +421,9 @@ def test_gangkeeper_serve_accepts_the_deployments_arguments(cert_mode: str) -> N
     from gangkeeper.webhook.cli import build_parser
 
     (container,) = pod_template(render_manifests(cert_mode=cert_mode))["containers"]  # type: ignore[arg-type]
-    args = build_parser().parse_args(["serve", *container["args"]])
+    # The image's ENTRYPOINT is `gangkeeper`, so the args name the subcommand.
+    assert container["args"][0] == "serve"
+    args = build_parser().parse_args(container["args"])
     assert args.cert_mode == cert_mode  # one name in `manifests`, the Deployment and `serve`
     assert str(args.port) == "8443"
 

@@ -69,7 +69,9 @@ def deployment(namespace: str, cert_mode: CertMode, image: str) -> Manifest:
         "name": APP_NAME,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
+        # The image's ENTRYPOINT is `gangkeeper`: the subcommand comes first.
         "args": [
+            "serve",
             "--config",
             f"{CONFIG_DIR}/config.yaml",
             "--cert-dir",
