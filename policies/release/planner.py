@@ -7,7 +7,8 @@ taints, quantities parsed), read again only when the Node dict is another object
 the same object at another resourceVersion). The caller never edits a Node dict in
 place: a changed Node is a new dict, as the informer's store hands them out.
 Everything else is decided afresh every pass, so a pass of the planner decides
-exactly what `plan()` from scratch decides on the same state (`bench.planning` and `tests/property/test_planner_properties.py` compare them).
+exactly what `plan()` from scratch decides on the same state (`bench.planning` and
+`tests/property/test_planner_properties.py` compare them).
 
 Pure: the dicts and `PodInfo`s the caller holds in, `Plan` out; no I/O. Owned by one
 controller; not thread-safe (one reconciler thread plans).
