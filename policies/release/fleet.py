@@ -75,6 +75,7 @@ class Fleet:
         #: Every resource (GPUs included) that pods placed on a node request.
         self._taken: dict[str, dict[str, int]] = {}
         self._eligible: dict[Placement, tuple[str, ...]] = {}
+        self._split: dict[tuple[Placement, bool, int], tuple[str, ...]] = {}
         self._reserved: set[str] = set()
         self._views: dict[str, NodeView] = {}
         self._grouping: _Grouping | None = None
@@ -177,7 +178,12 @@ class Fleet:
         names = self._eligible.get(placement)
         if names is None:
             names = self._eligible[placement] = self._eligible_names(placement)
-        return tuple(n for n in names if (n in self._reserved) == held)
+        # Held nodes only ever grow within a pass: their count dates the split.
+        key = (placement, held, len(self._reserved))
+        split = self._split.get(key)
+        if split is None:
+            split = self._split[key] = tuple(n for n in names if (n in self._reserved) == held)
+        return split
 
     def _eligible_names(self, placement: Placement) -> tuple[str, ...]:
         identity = self.identity_labels

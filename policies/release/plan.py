@@ -260,6 +260,33 @@ class _Pass:
     pins: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     _by_host: dict[str, str] | None = None
 
+    #: Bumped whenever `holders` changes: it dates the `held_by` answers.
+    holds: int = 0
+    _held_by: dict[tuple[frozenset[Placement], int], list[str]] = field(default_factory=dict)
+
+    def hold(self, names: Iterable[str], gang: GangObservation) -> None:
+        """These nodes are held for `gang` from now on in this pass."""
+        held = list(names)
+        for name in held:
+            self.holders[name] = gang
+        if held:
+            self.holds += 1
+
+    def held_by(self, placements: frozenset[Placement]) -> list[str]:
+        """The earlier gangs holding nodes these placements may use, by name (waiting
+        gangs with equal placements ask the same; the answer holds until a hold)."""
+        key = (placements, self.holds)
+        found = self._held_by.get(key)
+        if found is None:
+            found = self._held_by[key] = sorted(
+                {
+                    f"{self.holders[n].namespace}/{self.holders[n].name}"
+                    for p in placements
+                    for n in self.fleet.eligible(p, held=True)
+                }
+            )
+        return found
+
     def node_of_host(self, host: str) -> str:
         """The node whose hostname label is `host` (the host itself when none is)."""
         if self._by_host is None:
@@ -388,21 +415,14 @@ def _gate(gang: GangObservation, run: _Pass) -> Outcome:
     if no_room:
         reason += f"; {no_room}"
     wanted = {m.placement for m in gated}
-    held_by = sorted(
-        {
-            f"{run.holders[n].namespace}/{run.holders[n].name}"
-            for p in wanted
-            for n in fleet.eligible(p, held=True)
-        }
-    )
+    held_by = run.held_by(frozenset(wanted))
     if held_by:
         code = "held"
         reason += f"; nodes it may use are held for {', '.join(held_by)}, which came first"
     outcome = hold_and_ask(
         gang, fleet=fleet, asking=run.asking, ever=run.ever(), model=model, wanted=wanted
     )
-    for name in outcome.held:
-        run.holders[name] = gang
+    run.hold(outcome.held, gang)
     return "waiting", outcome.code or code, reason + outcome.reason
 
 
