@@ -25,12 +25,14 @@ EventType = Literal["Normal", "Warning"]
 @dataclass(frozen=True)
 class Metric:
     """One metric family: `histogram` families have `_bucket`/`_sum`/`_count` series
-    (with the extra label `le` on buckets), `summary` families `_sum`/`_count` only."""
+    (with the extra label `le` on buckets, the upper bounds `buckets` and +Inf),
+    `summary` families `_sum`/`_count` only."""
 
     name: str
     type: MetricType
     labels: tuple[str, ...]
     help: str
+    buckets: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,10 +48,26 @@ _METRICS: dict[str, Metric] = {}
 _REASONS: dict[str, EventReason] = {}
 
 
-def _metric(name: str, kind: MetricType, labels: tuple[str, ...], help_text: str) -> Metric:
+def _metric(
+    name: str, kind: MetricType, labels: tuple[str, ...], help_text: str,
+    buckets: tuple[float, ...] = (),
+) -> Metric:
     assert name not in _METRICS, f"{name} declared twice"
-    metric = _METRICS[name] = Metric(name, kind, labels, help_text)
+    assert (kind == "histogram") == bool(buckets), f"{name}: buckets are for histograms"
+    metric = _METRICS[name] = Metric(name, kind, labels, help_text, buckets)
     return metric
+
+
+#: Admission latency buckets (seconds): the API server's webhook timeout is 5 s and
+#: interesting latencies are well under 10 ms.
+DURATION_BUCKETS: tuple[float, ...] = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+)
+#: Seconds from the last member to release / to all bound: creationTimestamp is kept
+#: to the second, so the buckets start at one second.
+WAIT_BUCKETS: tuple[float, ...] = (1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+#: Seconds to lift a gang's gates (one patch per member, in parallel).
+GATE_BUCKETS: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
 def _reason(reason: str, kind: EventType, when: str) -> str:
@@ -62,7 +80,7 @@ def _reason(reason: str, kind: EventType, when: str) -> str:
 
 ADMISSION_DURATION = _metric(
     "gangkeeper_admission_duration_seconds", "histogram", ("endpoint", "verdict"),
-    "Time to answer an AdmissionReview.")
+    "Time to answer an AdmissionReview.", DURATION_BUCKETS)
 ADMISSION_REQUESTS = _metric(
     "gangkeeper_admission_requests_total", "counter", ("endpoint", "outcome"),
     "AdmissionReviews and refused requests by outcome.")
@@ -165,13 +183,13 @@ GANG_REBINDS = _metric(
 
 GANG_LAST_MEMBER_TO_RELEASE = _metric(
     "gangkeeper_gang_last_member_to_release_seconds", "histogram", ("backend",),
-    "From the newest member's creation to the gang's release.")
+    "From the newest member's creation to the gang's release.", WAIT_BUCKETS)
 GANG_LAST_MEMBER_TO_ALL_BOUND = _metric(
     "gangkeeper_gang_last_member_to_all_bound_seconds", "histogram", ("backend",),
-    "From the newest member's creation to all members bound.")
+    "From the newest member's creation to all members bound.", WAIT_BUCKETS)
 GATE_REMOVAL_DURATION = _metric(
     "gangkeeper_gate_removal_duration_seconds", "histogram", ("backend",),
-    "Time to lift a gang's gates (one patch per member, in parallel).")
+    "Time to lift a gang's gates (one patch per member, in parallel).", GATE_BUCKETS)
 
 # --- the gang controller: asked-for capacity -----------------------------------------
 

@@ -1,7 +1,7 @@
 """Series of the metrics `gangkeeper.policies.catalogue` declares, and their text
 exposition (Prometheus 0.0.4).
 
-`Series` is the one place a process keeps counters, gauges and summaries: the
+`Series` is the one place a process keeps counters, gauges, summaries and histograms: the
 admission server (`server.metrics`) and the gang controller each own one and write to
 it by catalogued `Metric`, never by a name spelt out, so a sample of an undeclared
 metric, of the wrong type or with other label names is refused where it is written
@@ -15,6 +15,7 @@ a scrape reads a copy). Pure bookkeeping: no I/O.
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 from collections.abc import Iterable, Mapping
@@ -65,7 +66,7 @@ def family_of(name: str) -> tuple[Metric, str]:
 
 
 class Series:
-    """Counters, gauges and summaries of catalogued metrics, under one lock."""
+    """Counters, gauges, summaries and histograms of catalogued metrics, under one lock."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -92,10 +93,18 @@ class Series:
             self._values[(family.name, labels)] = value
 
     def observe(self, family: Metric, value: float, labels: Labels = ()) -> None:
-        """One observation of a summary (its `_sum` and `_count`)."""
-        self._write(family, "summary", labels)
+        """One observation of a summary (its `_sum` and `_count`) or of a histogram
+        (and the cumulative `_bucket` of each catalogued bound ≥ `value`, and +Inf)."""
+        self._write(family, "histogram" if family.type == "histogram" else "summary", labels)
         total, count = (f"{family.name}_sum", labels), (f"{family.name}_count", labels)
         with self._lock:
+            if family.type == "histogram":
+                bounds = (*family.buckets, math.inf)
+                # bisect_left: a value equal to a bound belongs to that bucket (le = "≤").
+                first = bisect.bisect_left(bounds, value)
+                for i, bound in enumerate(bounds):
+                    key = (f"{family.name}_bucket", (*labels, ("le", number(bound))))
+                    self._values[key] = self._values.get(key, 0.0) + (1 if i >= first else 0)
             self._values[total] = self._values.get(total, 0.0) + value
             self._values[count] = self._values.get(count, 0.0) + 1
 

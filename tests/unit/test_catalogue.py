@@ -138,7 +138,7 @@ def busy_controller() -> GangController:
     controller.timings.released(result.releases[0], 0.01, T0 + 5)
     controller._last_plan = result
     controller.watchdog.check(result, T0 + 9)
-    controller._count(catalogue.GANG_RELEASES, (("backend", "gate"),))
+    controller.series.add(catalogue.GANG_RELEASES, (("backend", "gate"),))
     return controller
 
 
@@ -176,3 +176,18 @@ def test_the_dashboards_query_only_catalogued_metrics(path: Path) -> None:
         assert family is not None, f"{path.name}: {name}"
         if name != family.name:
             assert family.type in ("histogram", "summary"), f"{path.name}: {name}"
+
+
+def test_a_histogram_counts_each_observation_in_every_bucket_whose_bound_it_does_not_pass(
+) -> None:
+    series = Series()
+    gate = (("backend", "gate"),)
+    for seconds in (0.01, 0.02, 7.0, 11.0):  # 0.01 is a bound: it belongs to le="0.01"
+        series.observe(catalogue.GATE_REMOVAL_DURATION, seconds, gate)
+    samples = series.samples()
+    name = catalogue.GATE_REMOVAL_DURATION.name
+    buckets = {dict(labels)["le"]: value for (n, labels), value in samples.items()
+               if n == f"{name}_bucket"}
+    assert buckets == {"0.01": 1, "0.025": 2, "0.05": 2, "0.1": 2, "0.25": 2, "0.5": 2,
+                       "1": 2, "2.5": 2, "5": 2, "10": 3, "+Inf": 4}
+    assert samples[(f"{name}_count", gate)] == 4 and samples[(f"{name}_sum", gate)] == 18.03

@@ -46,7 +46,6 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from gangkeeper.policies import catalogue as cat
-from gangkeeper.policies.catalogue import Metric
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.names import LEASE_NAME
 from gangkeeper.policies.nodes import gpu_node_fields
@@ -73,7 +72,7 @@ from ..kube.informer import Informer, Informers, Store
 from ..kube.lease import LeaderElector
 from ..kube.resources import NODES, PODS
 from ..kube.rest import Rest
-from ..series import Labels, Sample, Series
+from ..series import Sample, Series
 from .events import GangEvents
 from .faults import Faults
 from .fencing import guarded
@@ -152,13 +151,13 @@ class GangController:
         self.series = Series()
         #: Pending gangs by reason, wait and gate-removal histograms (`timings`).
         self.timings = GangTimings()
-        self.groups = GroupWriter(self.rest, self._count)
+        self.groups = GroupWriter(self.rest, self.series.add)
         self.events = GangEvents(
-            self.rest, config, self.identity, lambda: self._pool, self._count,
+            self.rest, config, self.identity, lambda: self._pool, self.series.add,
             may_write=lambda: not self._fenced(),
         )
         self.watchdog = Watchdog(
-            self.rest, config, self.events, self._count, may_write=lambda: not self._fenced()
+            self.rest, config, self.events, self.series.add, may_write=lambda: not self._fenced()
         )
         self._faults = Faults()
         #: Equal demands and placements of the pods kept are one object each.
@@ -169,7 +168,7 @@ class GangController:
         self.nodes: Store[Mapping[str, Any]] = Store(self._node, self._dirty.set)
         #: Placeholder pods for gangs that wait for an autoscaler (`placeholders.py`).
         self.placeholders = PlaceholderWriter(
-            self.rest, config, pool=self._executor, emit=self._event, count=self._count,
+            self.rest, config, pool=self._executor, emit=self._event, count=self.series.add,
             write_query=WRITE_QUERY, may_write=lambda: not self._fenced(),
         )
         self._watched: dict[str, Informer] = {
@@ -180,7 +179,7 @@ class GangController:
         #: where the API is not served, placeholders stand in).
         self.requests = ProvisioningRequests.watching(
             self._informers, self.rest, config, self._dirty.set, pool=self._executor,
-            emit=self._event, count=self._count, write_query=WRITE_QUERY,
+            emit=self._event, count=self.series.add, write_query=WRITE_QUERY,
             may_write=lambda: not self._fenced(),
         )
 
@@ -341,16 +340,13 @@ class GangController:
                 log.warning("nudging PodGroup %s/%s: %s", namespace, name, err)
             return
         log.info("PodGroup %s/%s nudged: GPUs were freed", namespace, name)
-        self._count(cat.PODGROUP_REQUEUES)
-
-    def _count(self, family: Metric, labels: Labels = (), value: float = 1.0) -> None:
-        self.series.add(family, labels, value)
+        self.series.add(cat.PODGROUP_REQUEUES)
 
     def _fenced(self) -> bool:
         """Not (or no longer surely) the leader: count the write we do not make."""
         if self.elector.holds():
             return False
-        self._count(cat.CONTROLLER_FENCED_WRITES)
+        self.series.add(cat.CONTROLLER_FENCED_WRITES)
         return True
 
     def _release_all(self, releases: tuple[Release, ...]) -> None:
@@ -358,7 +354,7 @@ class GangController:
         assert pool is not None
         # Our caches may be older than another leader's writes: make sure, per burst.
         if not self.elector.confirm():
-            self._count(cat.CONTROLLER_FENCED_WRITES)
+            self.series.add(cat.CONTROLLER_FENCED_WRITES)
             return
         self._faults.at("before-group")
         ready: list[Release] = []
@@ -381,19 +377,19 @@ class GangController:
         for release in ready:
             events = rejoined_events(release, lifted, self.identity, time.time())
             if events:
-                self._count(cat.GANG_REJOINED_PODS, (), len(events))
+                self.series.add(cat.GANG_REJOINED_PODS, (), len(events))
             for path, body in events:
                 pool.submit(self._post_event, path, body)
             log.info(
                 "released gang %s/%s: %d pods in %.3fs",
                 release.gang.namespace, release.gang.name, len(release.pods), elapsed,
             )
-            self._count(cat.GANG_RELEASES, (("backend", release.gang.backend),))
+            self.series.add(cat.GANG_RELEASES, (("backend", release.gang.backend),))
             self.timings.released(release, elapsed, time.time())
             if release.unpinned:
                 self.events.unpinned(release.gang, release.unpinned)
             elif release.pins:
-                self._count(cat.GANG_PINNED_PODS, (), len(release.pins))
+                self.series.add(cat.GANG_PINNED_PODS, (), len(release.pins))
 
     def _post_event(self, path: str, body: dict[str, Any]) -> None:
         if self._fenced():
@@ -429,10 +425,10 @@ class GangController:
             outcome = "conflict" if err.status in (404, 409, 422) else "error"
             if outcome == "error":
                 log.warning("ungating %s/%s: %s", pod.namespace, pod.name, err)
-            self._count(cat.GANG_UNGATE_ERRORS, (("cause", outcome),))
+            self.series.add(cat.GANG_UNGATE_ERRORS, (("cause", outcome),))
             return outcome
         self.pods.put(answer)
-        self._count(cat.GANG_UNGATED_PODS)
+        self.series.add(cat.GANG_UNGATED_PODS)
         self._faults.at("mid-burst")
         return "ungated"
 
