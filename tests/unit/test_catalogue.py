@@ -37,8 +37,6 @@ CATALOGUE = ROOT / "policies" / "catalogue.py"
 NOT_METRICS = {
     "gangkeeper_argv": "sandbox state key: the argv `gangkeeper serve` was started with",
     "gangkeeper_url": "sandbox state key: the URL gangkeeper serves on",
-    "gangkeeper_recognizer_memo": "a ContextVar's name (recognizers/common.py)",
-    "gangkeeper_owner_gangs": "a ContextVar's name (recognizers/common.py)",
 }
 REASONS = {r.reason for r in catalogue.EVENT_REASONS}
 ABOUT = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u", "namespace": "ns"}
