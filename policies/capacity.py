@@ -35,8 +35,8 @@ from typing import Any
 from .config import Config
 from .declared_pools import DeclaredPool, headrooms
 from .eligibility import node_eligible, uses_node_identity
-from .memo import BoundedMemo
-from .model import KubeObject, Placement
+from .memo import IdentityMemo
+from .model import KubeObject, Placement, Verdict
 from .node_resources import OtherResources, other_vector, pool_vector
 from .node_shapes import Bin, GpuVector, NodeShape
 from .nodes import NodeFacts, read_node
@@ -86,9 +86,10 @@ class Capacity:
         self._bins_cache: dict[tuple[str, tuple[Placement, ...]], tuple[tuple[int, int], list[Bin]]]
         self._bins_cache = {}
         #: What feasibility answered about recent gangs on this capacity, by (view,
-        #: version of the view, id of the gang), with the gang kept in the entry.
-        self.verdicts: BoundedMemo[tuple[str, tuple[int, int], int], tuple[object, object]]
-        self.verdicts = BoundedMemo(2048)
+        #: version of the view) and gang object. 2,048: the gangs admitted between two
+        #: changes of a view are far fewer, and an answer dropped is only recomputed.
+        self.verdicts: IdentityMemo[tuple[str, tuple[int, int]], Verdict | None]
+        self.verdicts = IdentityMemo(2048)
         #: Non-GPU allocatable per shape, for the cpu/memory checks of `resource_fit`.
         self.other = OtherResources()
         self._pool_other: list[tuple[tuple[str, int], ...]] = []

@@ -45,9 +45,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations, pairwise
-from typing import Any
 
 from .capacity import Capacity
+from .memo import MISSING
 from .model import Gang, Placement, Verdict
 from .node_shapes import Bin
 from .packing import Item, Outcome, Problem, per_node, search
@@ -323,22 +323,6 @@ def _wait_warning(gang: Gang, capacity: Capacity, problem: Problem | None) -> st
     return _short(f"gang {name} fits the cluster but not the GPUs free now; it will wait")
 
 
-_MISSING: Any = object()
-
-
-def _remembered(capacity: Capacity, view: str, version: tuple[int, int], gang: Gang) -> Any:
-    """The answer this capacity remembers for that very gang object, or _MISSING."""
-    hit = capacity.verdicts.get((view, version, id(gang)))
-    return hit[1] if hit is not None and hit[0] is gang else _MISSING
-
-
-def _remember(
-    capacity: Capacity, view: str, version: tuple[int, int], gang: Gang, answer: Any
-) -> None:
-    # The gang is kept in the entry, so its id cannot be reused while the entry lives.
-    capacity.verdicts.put((view, version, id(gang)), (gang, answer))
-
-
 def _check_ever(
     gang: Gang, capacity: Capacity, roles: tuple[list[Item], int]
 ) -> Verdict | None:
@@ -393,20 +377,21 @@ def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
     never stale.
     """
     ever_version = capacity.version("ever")
-    ever = _remembered(capacity, "ever", ever_version, gang)
+    ever = capacity.verdicts.lookup(("ever", ever_version), gang)
     roles: tuple[list[Item], int] | None = None
-    if ever is _MISSING:
+    if ever is MISSING:
         roles = _gpu_roles(gang, capacity)
         ever = _check_ever(gang, capacity, roles)
-        _remember(capacity, "ever", ever_version, gang, ever)
+        capacity.verdicts.put(("ever", ever_version), gang, ever)
     if ever is not None:
-        return ever  # type: ignore[no-any-return]
+        return ever
     free_version = capacity.version("free")
-    free = _remembered(capacity, "free", free_version, gang)
-    if free is _MISSING:
+    free = capacity.verdicts.lookup(("free", free_version), gang)
+    if free is MISSING:
         free = _check_free(gang, capacity, roles or _gpu_roles(gang, capacity))
-        _remember(capacity, "free", free_version, gang, free)
-    return free  # type: ignore[no-any-return]
+        capacity.verdicts.put(("free", free_version), gang, free)
+    assert free is not None  # the free view always decides
+    return free
 
 
 def fits_now(gang: Gang, capacity: Capacity) -> bool:

@@ -5,6 +5,7 @@ test holds the README's table to this module): the mutation writes the pod keys,
 controller and `gangkeeper status` read them back, the install manifests and the
 sandbox select on the opt-in labels. The names of the install objects themselves
 (Deployment, Service, webhook configurations, ...) are in `gangkeeper.webhook.install.names`.
+Metric names and Event reasons are declared in `catalogue.py`.
 
 Only constants: no I/O, no logic.
 """

@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 from typing import Any, cast, get_args
 
 from .config import Config
@@ -29,17 +28,15 @@ from .errors import InvalidObject
 from .model import JSON_OBJECT, NodeSelectorTerm, Operator, Placement, Requirement, Toleration
 from .quantity import gpu_count, parse_quantity
 
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-
-# Paths are built eagerly (an error must name its field) for the same few fields of
-# every pod, so they are remembered rather than formatted again per request.
-@lru_cache(maxsize=8192)
 def field_path(base: str, key: str | int) -> str:
     """`base.key`, `base[3]` or `base["nvidia.com/gpu"]` — how messages name a field."""
+    # Built eagerly (an error must name its field) for every field of every pod, so
+    # kept cheap enough to need no memo: an ASCII identifier is a plain key
+    # ([A-Za-z_][A-Za-z0-9_]*), tested without a regex.
     if isinstance(key, int):
         return f"{base}[{key}]"
-    if _PLAIN_KEY.fullmatch(key):
+    if key.isascii() and key.isidentifier():
         return f"{base}.{key}" if base else key
     return f'{base}["{key}"]'
 

@@ -35,6 +35,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import names
+from ..catalogue import (
+    GANG_PROVISIONING_FAILED,
+    GANG_PROVISIONING_GAVE_UP,
+    GANG_PROVISIONING_REVOKED,
+)
 from ..release.observe import GangObservation, PodInfo, parse_time
 from .settings import Autoscaling
 
@@ -292,7 +297,8 @@ def decide(
         note = (f"gang {gang.namespace}/{gang.name}: cluster-autoscaler gave no nodes, "
                 f"{what} (ProvisioningRequest {latest.name}: {seen.why}); gangkeeper stops "
                 "asking (delete the request to ask again)")
-        reason = "GangProvisioningRevoked" if seen.state == "revoked" else "GangProvisioningGaveUp"
+        reason = (GANG_PROVISIONING_REVOKED if seen.state == "revoked"
+                  else GANG_PROVISIONING_GAVE_UP)
         ask = RequestAsk(gang, latest.name, latest.class_name, (), older, (reason, note),
                          latest.uid)
         return Decision(ask, f"; {note.split(': ', 1)[1]}", False)
@@ -300,7 +306,7 @@ def decide(
     note = (f"gang {gang.namespace}/{gang.name}: ProvisioningRequest {latest.name} (attempt "
             f"{latest.attempt} of {total}): {seen.why}; asking again with attempt "
             f"{latest.attempt + 1} in {max(0.0, wait):.0f}s")
-    event = ("GangProvisioningFailed", note)
+    event = (GANG_PROVISIONING_FAILED, note)
     if wait > 0:
         ask = RequestAsk(gang, latest.name, latest.class_name, (), older, event, latest.uid)
         return Decision(ask, f"; {note.split(': ', 1)[1]}", True)

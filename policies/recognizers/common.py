@@ -20,6 +20,7 @@ from typing import Any
 
 from ..config import Config
 from ..errors import InvalidObject
+from ..memo import MISSING, IdentityMemo
 from ..model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, Placement, Role, Source
 from ..names import GANG_NAME_ANNOTATION as GANG_NAME
 from ..names import MIN_MEMBER_ANNOTATION as MIN_MEMBER
@@ -114,13 +115,13 @@ def _string_map(value: object, path: str) -> Mapping[str, str]:
 
 
 # Every recogniser reads the same pod's metadata and owner chain; within one
-# registry call (`one_call`) they are read once. Entries keep the object itself, so
-# its id cannot be reused by another object while the call lasts.
-_MEMO: ContextVar[dict[tuple[str, int], tuple[Any, Any]] | None] = ContextVar(
-    "gangkeeper_recognizer_memo", default=None
-)
+# registry call (`one_call`) they are read once, in a memo the call owns (by object
+# identity). 1,024 entries: a call reads a pod, its owners and, when it sums a gang,
+# each sibling pod (two entries each); past that the oldest are read again.
+CALL_MEMO_SIZE = 1024
+_MEMO: ContextVar[IdentityMemo[str, Any] | None] = ContextVar("call_memo", default=None)
 #: The owners' gangs memo of the decider running the current call (`one_call`).
-_OWNERS: ContextVar[OwnerGangs | None] = ContextVar("gangkeeper_owner_gangs", default=None)
+_OWNERS: ContextVar[OwnerGangs | None] = ContextVar("owner_gangs", default=None)
 
 
 @contextmanager
@@ -130,7 +131,7 @@ def one_call(owners: OwnerGangs | None = None) -> Iterator[None]:
     if _MEMO.get() is not None:
         yield
         return
-    token = _MEMO.set({})
+    token = _MEMO.set(IdentityMemo(CALL_MEMO_SIZE))
     owners_token = _OWNERS.set(owners)
     try:
         yield
@@ -141,16 +142,14 @@ def one_call(owners: OwnerGangs | None = None) -> Iterator[None]:
 
 def _memo_get(kind: str, obj: object) -> Any:
     memo = _MEMO.get()
-    if memo is None:
-        return None
-    hit = memo.get((kind, id(obj)))
-    return hit[1] if hit is not None and hit[0] is obj else None
+    found = MISSING if memo is None else memo.lookup(kind, obj)
+    return None if found is MISSING else found
 
 
 def _memo_put(kind: str, obj: object, value: Any) -> None:
     memo = _MEMO.get()
     if memo is not None:
-        memo[(kind, id(obj))] = (obj, value)
+        memo.put(kind, obj, value)
 
 
 def read_meta(obj: KubeObject) -> Meta:

@@ -18,9 +18,8 @@ that screen pods (`base.ScreensPods`) are skipped, not asked, for pods they rule
 
 from __future__ import annotations
 
-from functools import cache
-
 from ..config import Config
+from ..memo import MISSING, BoundedMemo
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup
 from ..pod_gangs import POD_BASED, SiblingFacts, summed
 from . import trainingoperator
@@ -36,8 +35,7 @@ from .podgroup import COSCHEDULING, VOLCANO
 from .trainjob import TrainJobRecognizer
 
 
-@cache
-def default_registry() -> Registry:
+def _shipped() -> Registry:
     """A registry of every recogniser gangkeeper ships (built once, then shared)."""
     registry = Registry()
     shipped: tuple[Recognizer, ...] = (
@@ -56,19 +54,36 @@ def default_registry() -> Registry:
     return registry
 
 
+#: Every recogniser is stateless: one registry serves every caller.
+_DEFAULT = _shipped()
+
+
+def default_registry() -> Registry:
+    """The registry of every recogniser gangkeeper ships (one, shared)."""
+    return _DEFAULT
+
+
+#: Owner lookups remembered by one call: its pod's owner chain and, when it sums a
+#: gang, the siblings' (the same owners); past that the oldest are asked again.
+CALL_LOOKUPS = 256
+
+
 def _memoised(lookup: OwnerLookup) -> OwnerLookup:
     """The lookup, answering repeated questions from memory within one call.
 
     Several recognisers walk the same owner chain of a pod; the caller's lookup
     may be a cache with locks, so each question is asked once.
     """
-    answers: dict[tuple[str, str, str, str], KubeObject | None] = {}
+    answers: BoundedMemo[tuple[str, str, str, str], KubeObject | None]
+    answers = BoundedMemo(CALL_LOOKUPS)
 
     def ask(api_version: str, kind: str, namespace: str, name: str) -> KubeObject | None:
         key = (api_version, kind, namespace, name)
-        if key not in answers:
-            answers[key] = lookup(api_version, kind, namespace, name)
-        return answers[key]
+        found = answers.lookup(key)
+        if found is MISSING:
+            found = lookup(api_version, kind, namespace, name)
+            answers.put(key, found)
+        return found
 
     return ask
 

@@ -37,17 +37,22 @@ def tls(cluster: Any) -> ssl.SSLContext:
 
 
 def metrics(cluster: Any, url: str) -> dict[str, float]:
-    """The unlabelled samples of one process's /metrics ({name: value})."""
+    """One process's /metrics ({series: value}): each series by its full name
+    (`name{labels}`), and a labelled family's sum by its bare name too."""
     with urllib.request.urlopen(f"{url}/metrics", timeout=10, context=tls(cluster)) as answer:
         text = answer.read().decode()
     found: dict[str, float] = {}
+    sums: dict[str, float] = {}
     for line in text.splitlines():
         if line.startswith("#") or " " not in line:
             continue
         name, value = line.rsplit(" ", 1)
         with contextlib.suppress(ValueError):
             found[name] = float(value)
-    return found
+            if "{" in name:
+                bare = name.split("{", 1)[0]
+                sums[bare] = sums.get(bare, 0.0) + float(value)
+    return {**sums, **found}
 
 
 def settled_metrics(

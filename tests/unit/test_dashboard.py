@@ -28,7 +28,6 @@ from kubernetes.client import ApiClient, Configuration
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.release.observe import pod_info
 from gangkeeper.policies.release.plan import plan
-from gangkeeper.webhook.cli.serve import _controller_collector
 from gangkeeper.webhook.controller import GangController
 from gangkeeper.webhook.server.metrics import Metrics
 
@@ -58,7 +57,7 @@ def exported_families() -> frozenset[str]:
     metrics.observe_admission("validate", "denied", "rejected", 0.001, "gang-too-big")
     metrics.set_certificate_expiry(T0 + 86400)
     metrics.set_synced("pods", True)
-    metrics.add_collector(_controller_collector(controller))
+    metrics.add_collector(controller.metric_samples)
     metrics.add_collector(controller.timings.samples)
     text = metrics.render()
     return frozenset(re.findall(r"^# TYPE (\S+) ", text, re.M))

@@ -218,20 +218,6 @@ def _controller_service(api: Any, config: Any, namespace: str, informers: Any) -
     )
 
 
-def _controller_collector(controller: Any) -> Any:
-    """Expose what `GangController.metrics()` returns ({name: number}) as gauges."""
-
-    def collect() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-        samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
-        for name, value in dict(controller.metrics()).items():
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                metric = name if name.startswith("gangkeeper_") else f"gangkeeper_controller_{name}"
-                samples[(metric, ())] = float(value)
-        return samples
-
-    return collect
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
@@ -398,8 +384,8 @@ def _run(args: argparse.Namespace) -> int:
         controller = _controller_service(api, config, args.namespace, informers)
         if controller is not None:
             services.append(controller)
-            if callable(getattr(controller, "metrics", None)):
-                metrics.add_collector(_controller_collector(controller))
+            if callable(getattr(controller, "metric_samples", None)):
+                metrics.add_collector(controller.metric_samples)
             timings = getattr(controller, "timings", None)
             if timings is not None:
                 metrics.add_collector(timings.samples)

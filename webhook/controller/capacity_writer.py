@@ -14,11 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from gangkeeper.policies.config import Config
 
 from ..kube.api import Api
+from ..series import Count
 
 #: (regarding, reason, note): posts one Warning Event (the controller's).
 Emit = Callable[[Mapping[str, str], str, str], None]
-#: (metric name, labels, value): the controller's counters.
-Count = Callable[[str, tuple[tuple[str, str], ...], float], None]
 
 
 class CapacityWriter:

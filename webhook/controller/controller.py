@@ -46,6 +46,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
+from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.names import LEASE_NAME
 from gangkeeper.policies.nodes import gpu_node_fields
@@ -73,6 +74,7 @@ from ..kube.informer import Informer, Informers, Store
 from ..kube.lease import LeaderElector
 from ..kube.resources import NODES, PODS
 from ..kube.rest import Rest
+from ..series import Sample, Series
 from .events import GangEvents
 from .faults import Faults
 from .fencing import guarded
@@ -81,11 +83,9 @@ from .placeholders import PlaceholderWriter
 from .provisioning import ProvisioningRequests
 from .timings import GangTimings
 from .watchdog import Watchdog
-from .writes import EVENT_REASONS, WRITE_QUERY, event_body, rejoined_events, ungate_patch
+from .writes import WRITE_QUERY, event_body, rejoined_events, ungate_patch
 
 log = logging.getLogger(__name__)
-
-Sample = tuple[str, tuple[tuple[str, str], ...]]
 
 
 #: Seconds after a capacity change at which unbound coscheduling gangs are nudged again.
@@ -142,7 +142,6 @@ class GangController:
             on_elected=self._elected,
         )
         self._stop = threading.Event()
-        self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._pool: ThreadPoolExecutor | None = None
         self._last_plan = Plan(releases=(), reports=())
@@ -152,16 +151,17 @@ class GangController:
         self._free: Mapping[tuple[str, str], int] | None = None
         self._renudge_at: float | None = None
         self._plan_seconds = 0.0
-        self._counters: dict[Sample, float] = {}
+        #: The controller's counters and summaries (the gauges are computed at a scrape).
+        self.series = Series()
         #: Pending gangs by reason, wait and gate-removal histograms (`timings`).
         self.timings = GangTimings()
-        self.groups = GroupWriter(self.rest, self._count)
+        self.groups = GroupWriter(self.rest, self.series.add)
         self.events = GangEvents(
-            self.rest, config, self.identity, lambda: self._pool, self._count,
+            self.rest, config, self.identity, lambda: self._pool, self.series.add,
             may_write=lambda: not self._fenced(),
         )
         self.watchdog = Watchdog(
-            self.rest, config, self.events, self._count, may_write=lambda: not self._fenced()
+            self.rest, config, self.events, self.series.add, may_write=lambda: not self._fenced()
         )
         self._faults = Faults()
         #: Equal demands and placements of the pods kept are one object each.
@@ -172,7 +172,7 @@ class GangController:
         self.nodes: Store[Mapping[str, Any]] = Store(self._node, self._dirty.set)
         #: Placeholder pods for gangs that wait for an autoscaler (`placeholders.py`).
         self.placeholders = PlaceholderWriter(
-            self.rest, config, pool=self._executor, emit=self._event, count=self._count,
+            self.rest, config, pool=self._executor, emit=self._event, count=self.series.add,
             write_query=WRITE_QUERY, may_write=lambda: not self._fenced(),
         )
         self._watched: dict[str, Informer] = {
@@ -183,7 +183,7 @@ class GangController:
         #: where the API is not served, placeholders stand in).
         self.requests = ProvisioningRequests.watching(
             self._informers, self.rest, config, self._dirty.set, pool=self._executor,
-            emit=self._event, count=self._count, write_query=WRITE_QUERY,
+            emit=self._event, count=self.series.add, write_query=WRITE_QUERY,
             may_write=lambda: not self._fenced(),
         )
 
@@ -284,8 +284,7 @@ class GangController:
             self.placeholders.backoff, requests=requests,
         )
         self._plan_seconds = time.monotonic() - started
-        self._count("gangkeeper_controller_plan_seconds_sum", (), self._plan_seconds)
-        self._count("gangkeeper_controller_plan_seconds_count", ())
+        self.series.observe(cat.CONTROLLER_PLAN_SECONDS, self._plan_seconds)
         self._last_plan = result
         self.timings.observe(result.reports, time.time())
         if not self.is_leader or self._stop.is_set():
@@ -293,7 +292,7 @@ class GangController:
         if result.releases:
             started = time.monotonic()
             self._release_all(result.releases)
-            self._count("gangkeeper_gang_release_seconds_sum", (), time.monotonic() - started)
+            self.series.observe(cat.GANG_RELEASE_SECONDS, time.monotonic() - started)
             # Patched pods are in the cache already; re-plan so the next gang in line
             # is judged against them.
             self._dirty.set()
@@ -345,18 +344,13 @@ class GangController:
                 log.warning("nudging PodGroup %s/%s: %s", namespace, name, err)
             return
         log.info("PodGroup %s/%s nudged: GPUs were freed", namespace, name)
-        self._count("gangkeeper_podgroup_requeues_total", ())
-
-    def _count(self, name: str, labels: tuple[tuple[str, str], ...], value: float = 1.0) -> None:
-        with self._lock:
-            key = (name, labels)
-            self._counters[key] = self._counters.get(key, 0.0) + value
+        self.series.add(cat.PODGROUP_REQUEUES)
 
     def _fenced(self) -> bool:
         """Not (or no longer surely) the leader: count the write we do not make."""
         if self.elector.holds():
             return False
-        self._count("gangkeeper_controller_fenced_writes_total", ())
+        self.series.add(cat.CONTROLLER_FENCED_WRITES)
         return True
 
     def _release_all(self, releases: tuple[Release, ...]) -> None:
@@ -364,7 +358,7 @@ class GangController:
         assert pool is not None
         # Our caches may be older than another leader's writes: make sure, per burst.
         if not self.elector.confirm():
-            self._count("gangkeeper_controller_fenced_writes_total", ())
+            self.series.add(cat.CONTROLLER_FENCED_WRITES)
             return
         self._faults.at("before-group")
         ready: list[Release] = []
@@ -387,20 +381,19 @@ class GangController:
         for release in ready:
             events = rejoined_events(release, lifted, self.identity, time.time())
             if events:
-                self._count("gangkeeper_gang_rejoined_pods_total", (), float(len(events)))
+                self.series.add(cat.GANG_REJOINED_PODS, (), len(events))
             for path, body in events:
                 pool.submit(self._post_event, path, body)
             log.info(
                 "released gang %s/%s: %d pods in %.3fs",
                 release.gang.namespace, release.gang.name, len(release.pods), elapsed,
             )
-            self._count("gangkeeper_gang_releases_total", (("backend", release.gang.backend),))
+            self.series.add(cat.GANG_RELEASES, (("backend", release.gang.backend),))
             self.timings.released(release, elapsed, time.time())
             if release.unpinned:
                 self.events.unpinned(release.gang, release.unpinned)
             elif release.pins:
-                self._count("gangkeeper_gang_pinned_pods_total", (), len(release.pins))
-        self._count("gangkeeper_gang_release_seconds_count", ())
+                self.series.add(cat.GANG_PINNED_PODS, (), len(release.pins))
 
     def _post_event(self, path: str, body: dict[str, Any]) -> None:
         if self._fenced():
@@ -436,10 +429,10 @@ class GangController:
             outcome = "conflict" if err.status in (404, 409, 422) else "error"
             if outcome == "error":
                 log.warning("ungating %s/%s: %s", pod.namespace, pod.name, err)
-            self._count("gangkeeper_gang_ungate_errors_total", (("cause", outcome),))
+            self.series.add(cat.GANG_UNGATE_ERRORS, (("cause", outcome),))
             return outcome
         self.pods.put(answer)
-        self._count("gangkeeper_gang_ungated_pods_total", ())
+        self.series.add(cat.GANG_UNGATED_PODS)
         self._faults.at("mid-burst")
         return "ungated"
 
@@ -454,30 +447,30 @@ class GangController:
     # -- metrics ---------------------------------------------------------------------------------
 
     def metric_samples(self) -> dict[Sample, float]:
-        """Labelled samples ({(name, labels): value}): a `webhook.metrics` Collector."""
+        """Labelled samples ({(name, labels): value}): a `webhook.server.metrics` Collector.
+        The gauges are computed from the last plan; the counters are `series`."""
         samples: dict[Sample, float] = {
-            ("gangkeeper_controller_leader", ()): 1.0 if self.is_leader else 0.0,
-            ("gangkeeper_controller_synced", ()): 1.0 if self.synced else 0.0,
+            (cat.CONTROLLER_LEADER.name, ()): 1.0 if self.is_leader else 0.0,
+            (cat.CONTROLLER_SYNCED.name, ()): 1.0 if self.synced else 0.0,
         }
         for state in ("waiting", "releasing", "released"):
-            samples[("gangkeeper_gangs", (("state", state),))] = 0.0
-        for code in EVENT_REASONS:
-            samples[("gangkeeper_gangs_waiting", (("reason", code),))] = 0.0
+            samples[(cat.GANGS.name, (("state", state),))] = 0.0
+        for code in cat.WAIT_REASONS:
+            samples[(cat.GANGS_WAITING.name, (("reason", code),))] = 0.0
         stuck = 0.0
         for report in self._last_plan.reports:
-            samples[("gangkeeper_gangs", (("state", report.state),))] += 1
+            samples[(cat.GANGS.name, (("state", report.state),))] += 1
             if report.state == "waiting":
-                key: Sample = ("gangkeeper_gangs_waiting", (("reason", report.code),))
+                key: Sample = (cat.GANGS_WAITING.name, (("reason", report.code),))
                 samples[key] = samples.get(key, 0.0) + 1
             stuck += 1 if report.stuck else 0
-        samples[("gangkeeper_gangs_stuck", ())] = stuck
-        for name, value in self.watchdog.gauges.items():
-            samples[(name, ())] = value
+        samples[(cat.GANGS_STUCK.name, ())] = stuck
+        for family, value in self.watchdog.gauges.items():
+            samples[(family.name, ())] = value
         for resource, informer in self._watched.items():
-            key = ("gangkeeper_controller_relists_total", (("resource", resource),))
-            samples[key] = float(informer.relists)
-        with self._lock:
-            samples.update(self._counters)
+            samples[(cat.CONTROLLER_RELISTS.name, (("resource", resource),))] = float(
+                informer.relists)
+        samples.update(self.series.samples())
         return samples
 
     def metrics(self) -> dict[str, float]:
@@ -488,9 +481,8 @@ class GangController:
         """
         flat: dict[str, float] = {}
         for (name, labels), value in self.metric_samples().items():
-            if name == "gangkeeper_gangs_waiting" and labels:
+            if name == cat.GANGS_WAITING.name and labels:
                 continue
-            key = f"gangkeeper_gangs_{labels[0][1]}" if name == "gangkeeper_gangs" else name
+            key = f"{cat.GANGS.name}_{labels[0][1]}" if name == cat.GANGS.name else name
             flat[key] = flat.get(key, 0.0) + value
         return flat
-

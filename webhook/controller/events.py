@@ -18,17 +18,18 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.release.observe import GangObservation, PodInfo
 from gangkeeper.policies.release.plan import GangReport
 
 from ..kube.api import ApiError
 from ..kube.rest import Rest
-from .writes import EVENT_POD_LIMIT, EVENT_REASONS, UNPINNED_REASON, WRITE_QUERY, event_body
+from ..series import Count
+from .writes import EVENT_POD_LIMIT, WRITE_QUERY, event_body
 
 log = logging.getLogger(__name__)
 
-Count = Callable[[str, tuple[tuple[str, str], ...]], None]
 
 
 class GangEvents:
@@ -80,22 +81,22 @@ class GangEvents:
             self._emit(report, members)
 
     def _emit(self, report: GangReport, members: list[PodInfo]) -> None:
-        reason = EVENT_REASONS.get(report.code, "GangWaiting")
+        reason = cat.WAIT_REASONS[report.code]
         note = (
             f"gang {report.namespace}/{report.name} waiting "
             f"{int(report.age_seconds)}s (timeout {self.config.gang_timeout_seconds}s): "
             f"{report.reason}"
         )
         self.post(report.namespace, members, reason, note)
-        self._count("gangkeeper_gang_stuck_reports_total", (("reason", report.code),))
+        self._count(cat.GANG_STUCK_REPORTS, (("reason", report.code),))
 
     def unpinned(self, gang: GangObservation, why: str) -> None:
         note = (
             f"gang {gang.namespace}/{gang.name} released without pinning its members "
             f"to nodes (the scheduler places them): {why}"
         )
-        self.post(gang.namespace, list(gang.members), UNPINNED_REASON, note)
-        self._count("gangkeeper_gang_unpinned_releases_total", ())
+        self.post(gang.namespace, list(gang.members), cat.GANG_RELEASED_UNPINNED, note)
+        self._count(cat.GANG_UNPINNED_RELEASES)
 
     def post(self, namespace: str, members: list[PodInfo], reason: str, note: str) -> None:
         """A Warning to the owner of `members` and up to `EVENT_POD_LIMIT` of them."""

@@ -11,8 +11,8 @@ May do API I/O (creates, discovery); what the object holds is
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
+from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.release.groups import (
     COSCHEDULING,
     NATIVE_VERSIONS,
@@ -25,12 +25,11 @@ from gangkeeper.policies.release.observe import GangObservation
 
 from ..kube.api import ApiError, Conflict
 from ..kube.rest import Rest
+from ..series import Count
 from .writes import WRITE_QUERY
 
 log = logging.getLogger(__name__)
 
-#: Adds to a labelled counter: (metric name, labels).
-Count = Callable[[str, tuple[tuple[str, str], ...]], None]
 
 
 class GroupWriter:
@@ -72,18 +71,18 @@ class GroupWriter:
                 "gang %s/%s: backend %s needs a PodGroup API the cluster does not serve",
                 gang.namespace, gang.name, gang.backend,
             )
-            self._count("gangkeeper_gang_group_errors_total", (("backend", gang.backend),))
+            self._count(cat.GANG_GROUP_ERRORS, (("backend", gang.backend),))
             return False
         body = group_object(gang, resource)
         path = f"/apis/{resource.api_version}/namespaces/{gang.namespace}/{resource.plural}"
         try:
             self.rest.request("POST", path, WRITE_QUERY, body=body)
-            self._count("gangkeeper_gang_groups_created_total", (("backend", gang.backend),))
+            self._count(cat.GANG_GROUPS_CREATED, (("backend", gang.backend),))
         except Conflict:
             pass  # exists already (a previous leader made it)
         except ApiError as err:
             log.warning("creating %s for %s/%s: %s", path, gang.namespace, gang.name, err)
-            self._count("gangkeeper_gang_group_errors_total", (("backend", gang.backend),))
+            self._count(cat.GANG_GROUP_ERRORS, (("backend", gang.backend),))
             return False
         return True
 

@@ -30,6 +30,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import wait
 
+from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.autoscaling.asking import Ask, gang_key
 from gangkeeper.policies.autoscaling.placeholder import placeholder_pod
 from gangkeeper.policies.release.observe import GangObservation, PodInfo
@@ -119,7 +120,7 @@ class PlaceholderWriter(CapacityWriter):
         except ApiError as err:
             log.warning("deleting placeholder %s/%s: %s", pod.namespace, pod.name, err)
             return
-        self._count("gangkeeper_placeholders_deleted_total", (), 1.0)
+        self._count(cat.PLACEHOLDERS_DELETED)
 
     def _create(self, ask: Ask, member: PodInfo) -> None:
         gang = ask.gang
@@ -141,7 +142,7 @@ class PlaceholderWriter(CapacityWriter):
         except ApiError as err:
             self._refused_event(gang, err)
             return
-        self._count("gangkeeper_placeholders_created_total", (), 1.0)
+        self._count(cat.PLACEHOLDERS_CREATED)
         name = body["metadata"]["name"]
         log.info("placeholder %s/%s for gang %s", member.namespace, name, gang.name)
 
@@ -150,7 +151,7 @@ class PlaceholderWriter(CapacityWriter):
     def _refused_event(self, gang: GangObservation, err: ApiError) -> None:
         cause = "quota" if "quota" in str(err).lower() else str(err.status)
         key = (*gang_key(gang), cause)
-        self._count("gangkeeper_placeholder_errors_total", (("cause", cause),), 1.0)
+        self._count(cat.PLACEHOLDER_ERRORS, (("cause", cause),))
         if key in self._refused:
             return
         self._refused.add(key)
@@ -160,15 +161,15 @@ class PlaceholderWriter(CapacityWriter):
         )
         log.warning("%s", note)
         for target in gang_targets(gang):
-            self._emit(target, "GangPlaceholdersRefused", note)
+            self._emit(target, cat.GANG_PLACEHOLDERS_REFUSED, note)
 
     def _timed_out(self, ask: Ask) -> None:
         self.backoff[gang_key(ask.gang)] = (ask.attempts, ask.retry_at)
-        self._count("gangkeeper_provisioning_timeouts_total", (), 1.0)
+        self._count(cat.PROVISIONING_TIMEOUTS)
         note = f"gang {ask.gang.namespace}/{ask.gang.name}: {ask.timed_out}"
         log.warning("%s", note)
         for target in gang_targets(ask.gang):
-            self._emit(target, "GangProvisioningTimedOut", note)
+            self._emit(target, cat.GANG_PROVISIONING_TIMED_OUT, note)
 
     def _notice_preemptions(
         self, pods: Iterable[PodInfo], gangs: Mapping[tuple[str, str], GangObservation]
@@ -186,7 +187,7 @@ class PlaceholderWriter(CapacityWriter):
                 continue
             namespace, label, name = self._seen[uid]
             gang = gangs.get((namespace, label))
-            self._count("gangkeeper_placeholders_preempted_total", (), 1.0)
+            self._count(cat.PLACEHOLDERS_PREEMPTED)
             if gang is None:
                 continue
             note = (
@@ -195,7 +196,7 @@ class PlaceholderWriter(CapacityWriter):
             )
             log.info("%s", note)
             for target in gang_targets(gang):
-                self._emit(target, "GangPlaceholderPreempted", note)
+                self._emit(target, cat.GANG_PLACEHOLDER_PREEMPTED, note)
         self._seen = {uid: v for uid, v in now.items() if uid not in terminating}
         self._deleted &= set(now)
 

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import wait
 from typing import Any
 
+from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies import names
 from gangkeeper.policies.autoscaling.placeholder import placeholder_pod
 from gangkeeper.policies.autoscaling.provisioning import (
@@ -41,6 +42,7 @@ from gangkeeper.policies.autoscaling.provisioning import (
     template_info,
     template_orphans,
 )
+from gangkeeper.policies.catalogue import Metric
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.release.plan import Plan
 
@@ -171,7 +173,7 @@ class RequestWriter(CapacityWriter):
         except ApiError as err:
             self._refused(ask, "ProvisioningRequest", err)
             return
-        self._count("gangkeeper_provisioning_requests_created_total", (), 1.0)
+        self._count(cat.PROVISIONING_REQUESTS_CREATED)
         log.info("ProvisioningRequest %s/%s for gang %s", gang.namespace, ask.name, gang.name)
 
     def _template(self, ask: RequestAsk, pod_set: PodSet, owner: Mapping[str, Any] | None) -> bool:
@@ -198,13 +200,13 @@ class RequestWriter(CapacityWriter):
 
     def _delete_request(self, request: RequestInfo) -> None:
         self._delete(PROVISIONING_REQUESTS, request.namespace, request.name, request.uid,
-                     "gangkeeper_provisioning_requests_deleted_total")
+                     cat.PROVISIONING_REQUESTS_DELETED)
 
     def _delete_template(self, template: TemplateInfo) -> None:
-        self._delete(POD_TEMPLATES, template.namespace, template.name, template.uid, "")
+        self._delete(POD_TEMPLATES, template.namespace, template.name, template.uid, None)
 
     def _delete(
-        self, resource: Resource, namespace: str, name: str, uid: str, counter: str
+        self, resource: Resource, namespace: str, name: str, uid: str, counter: Metric | None
     ) -> None:
         if not self._may_write():
             return
@@ -216,8 +218,8 @@ class RequestWriter(CapacityWriter):
         except ApiError as err:
             log.warning("deleting %s %s/%s: %s", resource.kind, namespace, name, err)
             return
-        if counter:
-            self._count(counter, (), 1.0)
+        if counter is not None:
+            self._count(counter)
 
     # -- Events ----------------------------------------------------------------------------
 
@@ -226,7 +228,7 @@ class RequestWriter(CapacityWriter):
         if key in self._reported:
             return
         self._reported.add(key)
-        self._count("gangkeeper_provisioning_request_events_total", (("reason", reason),), 1.0)
+        self._count(cat.PROVISIONING_REQUEST_EVENTS, (("reason", reason),))
         log.warning("%s", note)
         for target in gang_targets(ask.gang):
             self._emit(target, reason, note)
@@ -234,11 +236,11 @@ class RequestWriter(CapacityWriter):
     def _refused(self, ask: RequestAsk, kind: str, err: ApiError) -> None:
         gang = ask.gang
         cause = "quota" if "quota" in str(err).lower() else str(err.status)
-        self._count("gangkeeper_provisioning_request_errors_total", (("cause", cause),), 1.0)
+        self._count(cat.PROVISIONING_REQUEST_ERRORS, (("cause", cause),))
         note = (f"gang {gang.namespace}/{gang.name} waits for nodes, but its {kind} was "
                 f"refused, so cluster-autoscaler is not asked: {err}")
         self._report(ask, f"{gang.namespace}/{gang.label}/{gang.arrived}/{cause}",
-                     "GangProvisioningRefused", note)
+                     cat.GANG_PROVISIONING_REFUSED, note)
 
 
 class ProvisioningRequests:

@@ -2,12 +2,10 @@
 how long a complete gang waits for its release and for all of it to be bound, and how
 long lifting the gates takes (gangs partly bound are the watchdog's gauges).
 
-Exposed series (samples for `webhook.server.metrics`, which renders a family with
-`_bucket`/`_sum`/`_count` series as a histogram):
-    gangkeeper_pending_gangs{reason}                                 gauge
-    gangkeeper_gang_last_member_to_release_seconds{backend}          histogram
-    gangkeeper_gang_last_member_to_all_bound_seconds{backend}        histogram
-    gangkeeper_gate_removal_duration_seconds{backend}                histogram
+Exposed series (samples for `webhook.server.metrics`; the families are declared in
+`policies.catalogue`): `PENDING_GANGS{reason}` (gauge) and the histograms
+`GANG_LAST_MEMBER_TO_RELEASE`, `GANG_LAST_MEMBER_TO_ALL_BOUND` and
+`GATE_REMOVAL_DURATION`, all by `backend`.
 
 "Last member" is the newest member's creationTimestamp, which the API server keeps
 to the second: the two wait histograms are exact to within one second, and the
@@ -19,50 +17,20 @@ Pure bookkeeping under a lock (the reconcile loop writes, a scrape reads): no I/
 
 from __future__ import annotations
 
-import bisect
-import math
 import threading
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import get_args
 
+from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.release.plan import GangReport, Release, WaitCode
 
-Sample = tuple[str, tuple[tuple[str, str], ...]]
-#: Seconds from the last member to release / to all bound (creationTimestamp: 1 s).
-WAIT_BUCKETS: tuple[float, ...] = (1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
-#: Seconds to lift a gang's gates (one patch per member, in parallel).
-GATE_BUCKETS: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
-#: Why a gang waits (the label values of gangkeeper_pending_gangs).
+from ..series import Sample, Series
+
+#: Why a gang waits (the label values of `PENDING_GANGS`).
 PENDING_REASONS: tuple[str, ...] = tuple(c for c in get_args(WaitCode) if c)
 #: Released gangs remembered until all their members are bound; a gang that never
 #: binds completely (deleted, evicted) is forgotten when it leaves the reports.
 _MAX_TRACKED = 10_000
-
-
-@dataclass
-class _Histogram:
-    bounds: tuple[float, ...]
-    counts: list[int] = field(default_factory=list)
-    total: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.counts = [0] * (len(self.bounds) + 1)
-
-    def observe(self, value: float) -> None:
-        self.counts[bisect.bisect_left(self.bounds, value)] += 1
-        self.total += value
-
-    def samples(self, name: str, labels: tuple[tuple[str, str], ...]) -> dict[Sample, float]:
-        out: dict[Sample, float] = {}
-        running = 0
-        for bound, count in zip((*self.bounds, math.inf), self.counts, strict=True):
-            running += count
-            le = "+Inf" if math.isinf(bound) else f"{bound:g}"
-            out[(f"{name}_bucket", (*labels, ("le", le)))] = float(running)
-        out[(f"{name}_sum", labels)] = self.total
-        out[(f"{name}_count", labels)] = float(running)
-        return out
 
 
 class GangTimings:
@@ -71,33 +39,24 @@ class GangTimings:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._histograms: dict[tuple[str, str], _Histogram] = {}
+        #: The three histograms (buckets: the catalogue's).
+        self._series = Series()
         #: (namespace, gang label, arrived) -> (newest member's creation, backend).
         self._awaiting_bound: dict[tuple[str, str, float], tuple[float, str]] = {}
         self._pending = dict.fromkeys(PENDING_REASONS, 0)
-
-    def _observe(self, name: str, backend: str, value: float, bounds: Sequence[float]) -> None:
-        hist = self._histograms.get((name, backend))
-        if hist is None:
-            hist = self._histograms[(name, backend)] = _Histogram(tuple(bounds))
-        hist.observe(max(value, 0.0))
 
     def released(self, release: Release, gate_seconds: float, now: float) -> None:
         """A gang's gates were lifted at `now` (epoch seconds) in `gate_seconds`."""
         gang = release.gang
         created = [p.created for p in (*gang.members, *release.pods) if p.created]
         with self._lock:
-            self._observe(
-                "gangkeeper_gate_removal_duration_seconds", gang.backend, gate_seconds,
-                GATE_BUCKETS,
-            )  # fmt: skip
+            self._series.observe(
+                cat.GATE_REMOVAL_DURATION, max(gate_seconds, 0.0), _by(gang.backend))
             if not created:
                 return
             last = max(created)
-            self._observe(
-                "gangkeeper_gang_last_member_to_release_seconds", gang.backend, now - last,
-                WAIT_BUCKETS,
-            )  # fmt: skip
+            self._series.observe(
+                cat.GANG_LAST_MEMBER_TO_RELEASE, max(now - last, 0.0), _by(gang.backend))
             if len(self._awaiting_bound) < _MAX_TRACKED:
                 key = (gang.namespace, gang.label, min(created))
                 self._awaiting_bound[key] = (last, gang.backend)
@@ -117,10 +76,8 @@ class GangTimings:
                 tracked = self._awaiting_bound.get(key)
                 if tracked is not None and report.gated == 0 and report.bound == report.present:
                     last, backend = tracked
-                    self._observe(
-                        "gangkeeper_gang_last_member_to_all_bound_seconds", backend,
-                        now - last, WAIT_BUCKETS,
-                    )  # fmt: skip
+                    self._series.observe(
+                        cat.GANG_LAST_MEMBER_TO_ALL_BOUND, max(now - last, 0.0), _by(backend))
                     del self._awaiting_bound[key]
             for key in [k for k in self._awaiting_bound if k not in seen]:
                 del self._awaiting_bound[key]
@@ -129,9 +86,12 @@ class GangTimings:
     def samples(self) -> dict[Sample, float]:
         with self._lock:
             out: dict[Sample, float] = {
-                ("gangkeeper_pending_gangs", (("reason", reason),)): float(n)
+                (cat.PENDING_GANGS.name, (("reason", reason),)): float(n)
                 for reason, n in self._pending.items()
             }
-            for (name, backend), hist in self._histograms.items():
-                out.update(hist.samples(name, (("backend", backend),)))
+        out.update(self._series.samples())
         return out
+
+
+def _by(backend: str) -> tuple[tuple[str, str], ...]:
+    return (("backend", backend),)

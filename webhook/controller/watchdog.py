@@ -30,6 +30,8 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
+from gangkeeper.policies import catalogue as cat
+from gangkeeper.policies.catalogue import Metric
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.release.observe import PodInfo
 from gangkeeper.policies.release.plan import Plan
@@ -39,13 +41,13 @@ from gangkeeper.policies.release.watchdog import never_ready, partly_bound, part
 from ..kube.api import ApiError, Conflict, NotFound
 from ..kube.resources import PODS
 from ..kube.rest import Rest
+from ..series import Count
 from .events import GangEvents
 from .suspension import SuspendRequeuer
 from .writes import WRITE_QUERY, delete_options
 
 log = logging.getLogger(__name__)
 
-Count = Callable[[str, tuple[tuple[str, str], ...]], None]
 #: Owners whose requeue counts are remembered (least recently requeued forgotten first).
 MAX_TRACKED = 10_000
 
@@ -76,7 +78,7 @@ class Watchdog:
         self._not_ready: set[tuple[str, str, float]] = set()
         self.owners = SuspendRequeuer(rest, may_write)
         #: The gauges of the last pass.
-        self.gauges: dict[str, float] = {}
+        self.gauges: dict[Metric, float] = {}
 
     def elected(self) -> None:
         self.owners.elected()
@@ -91,19 +93,19 @@ class Watchdog:
         resumed = {held.uid for held in self.owners.resume(pods, now)}
         partial = [g for g in plan.gangs if partly_bound(g)]
         self.gauges = {
-            "gangkeeper_gangs_partly_bound": float(len(partial)),
-            "gangkeeper_gang_partly_bound_seconds": max(
+            cat.GANGS_PARTLY_BOUND: float(len(partial)),
+            cat.GANG_PARTLY_BOUND_SECONDS: max(
                 (partly_bound_for(g, now) for g in partial), default=0.0
             ),
-            "gangkeeper_gangs_not_ready": 0.0,
+            cat.GANGS_NOT_READY: 0.0,
         }
         for gang in plan.gangs:
             if never_ready(gang, now, self.config):
-                self.gauges["gangkeeper_gangs_not_ready"] += 1
+                self.gauges[cat.GANGS_NOT_READY] += 1
                 key = (*gang.key, gang.arrived)
                 if key not in self._not_ready:
                     self._not_ready.add(key)
-                    self.events.post(gang.namespace, list(gang.members), "GangNotReady", (
+                    self.events.post(gang.namespace, list(gang.members), cat.GANG_NOT_READY, (
                         f"gang {gang.namespace}/{gang.name}: all {gang.present} members bound "
                         f"but not all Ready {self.config.pods_ready_timeout_seconds}s after "
                         "release (image pull, crash loop?)"
@@ -143,10 +145,9 @@ class Watchdog:
             for member in requeue.delete:
                 self._delete(member.namespace, member.name, member.uid)
         self._remember(key, number)
-        self._count("gangkeeper_gang_requeues_total", (("cause", requeue.cause),
-                                                        ("how", requeue.how)))
+        self._count(cat.GANG_REQUEUES, (("cause", requeue.cause), ("how", requeue.how)))
         if requeue.cause == "rebind":
-            self._count("gangkeeper_gang_rebinds_total", ())
+            self._count(cat.GANG_REBINDS)
         self._announce(requeue, number)
 
     def _remember(self, key: tuple[str, str], number: int) -> None:
@@ -176,8 +177,8 @@ class Watchdog:
                     f"({requeue.why_whole})")
         else:
             done = "they were deleted for their owner to recreate"
-        reason = "GangMembersRecreated" if requeue.how == "delete" and not requeue.whole else (
-            "GangRequeued")
+        reason = (cat.GANG_MEMBERS_RECREATED if requeue.how == "delete" and not requeue.whole
+                  else cat.GANG_REQUEUED)
         self.events.post(gang.namespace, list(requeue.about), reason, (
             f"{who}: {what}; {done} (retry {number} of {self.config.rebind_retries})"
         ))
@@ -196,7 +197,7 @@ class Watchdog:
             "gang anew" if requeue.how == "suspend"
             else "delete them to place the gang anew"
         )
-        self.events.post(gang.namespace, fresh, "GangMemberStuck", (
+        self.events.post(gang.namespace, fresh, cat.GANG_MEMBER_STUCK, (
             f"gang {gang.namespace}/{gang.name}: {names} pinned but unbound "
             f"for {int(requeue.waited)}s; not requeued ({why}): {hint}"
         ))

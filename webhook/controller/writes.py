@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
+from gangkeeper.policies.catalogue import GANG_MEMBER_REJOINED, event_reason
 from gangkeeper.policies.names import (
     EVENT_SOURCE,
     FIELD_MANAGER,
@@ -83,10 +84,11 @@ def rfc3339(wall: float) -> str:
 
 
 def event_body(
-    regarding: Mapping[str, str], reason: str, note: str, identity: str, wall: float,
-    *, kind: Literal["Warning", "Normal"] = "Warning",
+    regarding: Mapping[str, str], reason: str, note: str, identity: str, wall: float
 ) -> dict[str, Any]:
-    """An events.k8s.io/v1 Event (a Warning unless `kind`) about `regarding`."""
+    """An events.k8s.io/v1 Event about `regarding`, of the type the catalogue gives
+    `reason` (ValueError for a reason it does not declare)."""
+    kind = event_reason(reason).type
     return {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
@@ -105,21 +107,8 @@ def event_body(
     }
 
 
-#: Event reason per wait cause.
-EVENT_REASONS = {
-    "incomplete": "GangIncomplete",
-    "no-fit": "GangDoesNotFit",
-    "held": "GangHeld",
-    "invalid": "GangInvalid",
-    "provisioning": "GangWaitingForNodes",
-}
-#: Event reason for a gate-backend gang released without pins (and why, in the note).
-UNPINNED_REASON = "GangReleasedUnpinned"
 #: Events per stuck gang go to the owner and at most this many member pods.
 EVENT_POD_LIMIT = 100
-#: A member released to rejoin a gang already (partly) released: a replacement of a
-#: deleted or evicted member, or the rest of a release a previous leader cut short.
-REJOINED_REASON = "GangMemberRejoined"
 
 
 def rejoined_events(
@@ -142,7 +131,7 @@ def rejoined_events(
     return [
         (path, event_body({"apiVersion": "v1", "kind": "Pod", "name": p.name, "uid": p.uid,
                            "namespace": p.namespace},
-                          REJOINED_REASON, note, identity, wall, kind="Normal"))
+                          GANG_MEMBER_REJOINED, note, identity, wall))
         for p in pods[:EVENT_POD_LIMIT]
     ]
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from builders.gangs import JOB, JOBSET, LWS, T0, TRAINJOB, node, owner_object, pod, released
 
+from gangkeeper.policies.catalogue import Metric
 from gangkeeper.policies.config import Config, load_config
 from gangkeeper.policies.names import (
     REQUEUE_LABEL,
@@ -151,8 +152,8 @@ def job(*, backoff_limit: int = 0, requeues: int | None = None,
 def watchdog(api: FakeApi, cfg: Config) -> tuple[Watchdog, Posted, dict[str, float]]:
     posted, counts = Posted(), {}
 
-    def count(name: str, labels: tuple[tuple[str, str], ...], value: float = 1.0) -> None:
-        key = name + json.dumps(labels)
+    def count(family: Metric, labels: tuple[tuple[str, str], ...] = (), value: float = 1.0) -> None:
+        key = family.name + json.dumps(labels)
         counts[key] = counts.get(key, 0.0) + value
 
     return Watchdog(api, cfg, posted, count), posted, counts  # type: ignore[arg-type]
