@@ -31,9 +31,11 @@ Pods: KubeRay labels them `ray.io/cluster`, `ray.io/group` (`headgroup` for the 
 `ray.io/node-type` (`head` | `worker`), `ray.io/is-ray-node`, `ray.io/identifier`
 (`common/pod.go`, `labelPod`) and owns them by their RayCluster, itself owned by the
 RayJob or RayService that made it. A pod finds its RayCluster through its
-ownerReferences and the lookup; its gang is sized from that RayCluster (a RayService
-upgrading runs two clusters, two gangs, each named after its cluster) and its source is
-the top-level owner, as a TrainJob's is for its JobSet's pods. Each kind is one row of
+ownerReferences and the lookup; its gang is sized from that RayCluster and its source
+is the top-level owner, as a TrainJob's is for its JobSet's pods. The gang is named
+after the RayJob for a RayJob's cluster (one at a time, the name KubeRay's Volcano
+PodGroup takes, `getAppPodGroupName`) and after the cluster otherwise: a RayService
+upgrading runs two clusters, two gangs. Each kind is one row of
 `KINDS` and claims the pods whose top-level owner is of its kind.
 
 KubeRay can gang the same pods itself (operator flag `--batch-scheduler`, cluster label
@@ -307,6 +309,10 @@ class RayRecognizer:
         if top is not cluster:
             source = Source(top.api_version, top.kind, meta.namespace, top.name, top.uid)
             gang = replace(gang, source=source, recognizer=self.name)
+        if top.kind == RAYJOB[1] and gang.name == cluster.name:
+            # A RayJob runs one cluster at a time: its gang keeps the RayJob's name, as
+            # KubeRay's PodGroup does (`getAppPodGroupName`); an explicit name still wins.
+            gang = replace(gang, name=top.name)
         on_pod = kuberay_keys(POD_KEYS, meta, "the pod")
         if on_pod and not gang.keyed_by:
             gang = replace(gang, keyed_by=keyed_by(on_pod))

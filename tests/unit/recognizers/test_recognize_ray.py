@@ -325,8 +325,29 @@ def test_a_pod_of_a_cluster_a_rayjob_or_rayservice_made_has_it_as_top_level_owne
     assert (gang.source.kind, gang.source.name, gang.source.uid) == (
         owner, parent["metadata"]["name"], parent["metadata"]["uid"])
     assert gang.recognizer == owner.lower()
-    assert gang.name == made["metadata"]["name"]  # one gang per Ray cluster
+    # A RayJob runs one cluster at a time and names the gang; a RayService may run two.
+    expected = parent["metadata"]["name"] if owner == "RayJob" else made["metadata"]["name"]
+    assert gang.name == expected
     assert (membership.role, gang.min_member) == ("gpu", 3)
+
+
+def test_the_active_and_pending_clusters_of_an_upgrading_rayservice_are_two_gangs() -> None:
+    parent = rayservice("serve", group("gpu", 2))
+    active = raycluster("serve-abcde", group("gpu", 2), owner=ref(parent))
+    pending = raycluster("serve-fghij", group("gpu", 3), owner=ref(parent))
+    lookup = Lookup(parent, active, pending)
+    gangs = [recognize_pod(ray_pod(c, "gpu"), lookup, CONFIG) for c in (active, pending)]
+    assert [(m.gang.name, m.gang.size) for m in gangs if m] == [
+        ("serve-abcde", 3), ("serve-fghij", 4)]
+
+
+def test_an_explicit_gang_name_on_a_rayjob_clusters_template_still_wins() -> None:
+    parent = rayjob("train", group("gpu", 2))
+    made = raycluster("train-x7k2p", group("gpu", 2), owner=ref(parent))
+    made["spec"]["headGroupSpec"]["template"]["metadata"] = {
+        "annotations": {"gangkeeper.io/gang-name": "shared"}}
+    membership = recognize_pod(ray_pod(made), Lookup(parent, made), CONFIG)
+    assert membership is not None and membership.gang.name == "shared"
 
 
 def test_the_submitter_pod_of_a_rayjob_is_not_a_member() -> None:
