@@ -124,27 +124,29 @@ SUBMITTER_RESOURCES: Mapping[str, Any] = {
 }
 
 
-def kuberay_keys(keys: tuple[tuple[str, str, str], ...], meta: Meta, where: str) -> list[str]:
-    """The plugin keys among `keys` that `meta` carries, in words naming each key."""
-    found = []
-    for plugin, kind, key in keys:
-        if key in (meta.labels if kind == "label" else meta.annotations):
-            found.append(f"{plugin}: {kind} {key} on {where}")
-    return found
-
-
-def _template_keys(template: Mapping[str, Any], path: str) -> list[str]:
-    metadata = as_mapping(template.get("metadata"), field_path(path, "metadata"))
-    labels = as_mapping(metadata.get("labels"), f"{path}.metadata.labels")
-    annotations = as_mapping(metadata.get("annotations"), f"{path}.metadata.annotations")
+def _found(
+    keys: tuple[tuple[str, str, str], ...], labels: Mapping[str, Any],
+    annotations: Mapping[str, Any], where: str,
+) -> list[str]:
+    """The plugin keys among `keys` present, in words naming each key and where."""
     return [
-        f"{plugin}: {kind} {key} on {path}"
-        for plugin, kind, key in POD_KEYS
+        f"{plugin}: {kind} {key} on {where}"
+        for plugin, kind, key in keys
         if key in (labels if kind == "label" else annotations)
     ]
 
 
-def keyed_by(found: list[str]) -> str:
+def _template_keys(template: Mapping[str, Any], path: str) -> list[str]:
+    metadata_path = field_path(path, "metadata")
+    metadata = as_mapping(template.get("metadata"), metadata_path)
+    labels = as_mapping(metadata.get("labels"), field_path(metadata_path, "labels"))
+    annotations = as_mapping(
+        metadata.get("annotations"), field_path(metadata_path, "annotations")
+    )
+    return _found(POD_KEYS, labels, annotations, path)
+
+
+def _keyed_by(found: list[str]) -> str:
     return f"KubeRay's batch scheduler ({'; '.join(found)})" if found else ""
 
 
@@ -180,10 +182,11 @@ def _head_template(
     if cluster.get("enableInTreeAutoscaling") is True:
         options_path = field_path(path, "autoscalerOptions")
         options = as_mapping(cluster.get("autoscalerOptions"), options_path)
-        resources = as_mapping(options.get("resources"), field_path(options_path, "resources"))
-        template = _with_container(
-            template, head_path, "autoscaler", resources or AUTOSCALER_RESOURCES
-        )
+        resources = options.get("resources")
+        # mergeAutoscalerOverrides replaces the resources whole when they are given.
+        chosen = AUTOSCALER_RESOURCES if resources is None else as_mapping(
+            resources, field_path(options_path, "resources"))
+        template = _with_container(template, head_path, "autoscaler", chosen)
     if sidecar:
         template = _with_container(template, head_path, "ray-job-submitter", SUBMITTER_RESOURCES)
     return template, head_path
@@ -197,7 +200,8 @@ def _workers(body: Mapping[str, Any], path: str) -> tuple[int, int]:
     minimum = count(body.get("minReplicas"), field_path(path, "minReplicas"), 0)
     maximum = _bound(body.get("maxReplicas"), field_path(path, "maxReplicas"))
     hosts = count(body.get("numOfHosts"), field_path(path, "numOfHosts"), 1)
-    desired = maximum if minimum > maximum else min(max(replicas, minimum), maximum)
+    # KubeRay takes maxReplicas when minReplicas exceeds it: so does this clamp.
+    desired = min(max(replicas, minimum), maximum)
     pods = count(desired * hosts, field_path(path, "replicas"), 0)
     return pods, count(minimum * hosts, field_path(path, "minReplicas"), 0)
 
@@ -214,7 +218,7 @@ def cluster_gang(
     """The gang of a Ray cluster spec at `path`; None when it is one pod."""
     head_template, head_path = _head_template(cluster, path, sidecar)
     parts: list[TemplateRole] = [template_role(HEAD, 1, head_template, head_path, config)]
-    keys = [*kuberay_keys(OBJECT_KEYS, meta, f"the {meta.kind}"),
+    keys = [*_found(OBJECT_KEYS, meta.labels, meta.annotations, f"the {meta.kind}"),
             *_template_keys(head_template, head_path)]
     minimum = 1
     names = {HEAD: "the head's role"}
@@ -238,7 +242,7 @@ def cluster_gang(
     gang = build_gang(meta, meta.name, parts, recognizer, minimum if autoscaled else None)
     if gang is None:
         return None
-    return replace(gang, keyed_by=keyed_by(keys)) if keys else gang
+    return replace(gang, keyed_by=_keyed_by(keys)) if keys else gang
 
 
 @dataclass(frozen=True)
@@ -313,9 +317,9 @@ class RayRecognizer:
             # A RayJob runs one cluster at a time: its gang keeps the RayJob's name, as
             # KubeRay's PodGroup does (`getAppPodGroupName`); an explicit name still wins.
             gang = replace(gang, name=top.name)
-        on_pod = kuberay_keys(POD_KEYS, meta, "the pod")
+        on_pod = _found(POD_KEYS, meta.labels, meta.annotations, "the pod")
         if on_pod and not gang.keyed_by:
-            gang = replace(gang, keyed_by=keyed_by(on_pod))
+            gang = replace(gang, keyed_by=_keyed_by(on_pod))
         if meta.labels.get(NODE_TYPE_LABEL) == HEAD:
             return PodMembership(gang, HEAD)
         role = role_named(gang, meta.labels.get(GROUP_LABEL, ""))

@@ -205,6 +205,9 @@ def test_with_autoscaling_the_head_requests_the_autoscaler_container_too() -> No
     custom = one(raycluster("c", group("a", 2), enableInTreeAutoscaling=True,
                             autoscalerOptions=options))
     assert {r.name: r for r in custom.roles}["head"].requests["cpu"] == 3000
+    none = one(raycluster("c", group("a", 2), enableInTreeAutoscaling=True,
+                          autoscalerOptions={"resources": {}}))
+    assert {r.name: r for r in none.roles}["head"].requests["cpu"] == 1000  # replaced whole
 
 
 def test_explicit_gangkeeper_annotations_on_a_template_still_win() -> None:
