@@ -35,15 +35,17 @@ ownerReferences and the lookup; its gang is sized from that RayCluster and its s
 is the top-level owner, as a TrainJob's is for its JobSet's pods. The gang is named
 after the RayJob for a RayJob's cluster (one at a time, the name KubeRay's Volcano
 PodGroup takes, `getAppPodGroupName`) and after the cluster otherwise: a RayService
-upgrading runs two clusters, two gangs. Each kind is one row of
-`KINDS` and claims the pods whose top-level owner is of its kind.
+upgrading runs two clusters, two gangs. Each kind is one row of `KINDS` and claims
+the pods whose top-level owner is of its kind.
 
 KubeRay can gang the same pods itself (operator flag `--batch-scheduler`, cluster label
 `ray.io/gang-scheduling-enabled`; `batchscheduler/*/`, `AddMetadataToChildResource`).
 Where the keys its plugins write are on a pod, or on the objects they are copied from,
 the gang says so (`Gang.keyed_by`) and its pods are skipped or refused under
-`onConflict`, as a Trainer runtime's podGroupPolicy is; the schedulerName its plugins set
-is the foreign scheduler `mutation.plan_pod` already refuses.
+`onConflict`, as a Trainer runtime's podGroupPolicy is (the keys: `POD_KEYS` on pods
+and templates, `OBJECT_KEYS` on the Ray object). The schedulerName its plugins set
+(volcano, yunikorn, scheduler-plugins-scheduler, kai-scheduler) is, unless it is the
+backend's own, the foreign scheduler `mutation.plan_pod` already refuses.
 
 Requeuing: a RayCluster is suspended (`spec.suspend`: KubeRay deletes its pods and
 recreates them once resumed, `raycluster_controller.go`, `reconcilePods`). A RayJob's
@@ -52,7 +54,8 @@ fails it for good when `shutdownAfterJobFinishes` is false, the default
 (`utils/validation.go`, `ValidateRayJobSpec`, whose failure is the terminal
 `ValidationFailed`). A RayService has no `spec.suspend`: its pods are recreated too.
 
-Pure: reads dicts and calls the caller's lookup.
+Pure: reads dicts and calls the caller's lookup; never reads KubeRay's operator flags,
+which no object shows.
 """
 
 from __future__ import annotations
