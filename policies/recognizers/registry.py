@@ -4,8 +4,9 @@
 workload kinds first (each claims only pods whose top-level owner is of its kind),
 then PodGroup and Kueue keys on the pod, and gangkeeper's own annotations last as
 the fallback. Adding a kind is one module and one line here (a kind of the
-training-operator family is one row of `trainingoperator.KINDS`); what the rest of
-gangkeeper needs to know about it is derived from what it declares (`capabilities`).
+training-operator family is one row of `trainingoperator.KINDS`, a KubeRay kind one of
+`ray.KINDS`); what the rest of gangkeeper needs to know about it is derived from what
+it declares (`capabilities`).
 
 `recognize_object` and `recognize_pod` never crash on junk: an object that is not a
 Kubernetes object, or of a kind nobody knows, is simply not a gang ([] / None).
@@ -22,7 +23,7 @@ from ..config import Config
 from ..memo import MISSING, BoundedMemo
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup
 from ..pod_gangs import POD_BASED, SiblingFacts, summed
-from . import trainingoperator
+from . import ray, trainingoperator
 from .annotations import AnnotationsRecognizer
 from .base import PodSignals, Recognizer, Registry
 from .common import one_call, owner_chain, read_meta, type_of
@@ -44,6 +45,7 @@ def _shipped() -> Registry:
         JobRecognizer(),
         *trainingoperator.KINDS,
         LeaderWorkerSetRecognizer(),
+        *ray.KINDS,
         VOLCANO,
         COSCHEDULING,
         KueuePodGroupRecognizer(),

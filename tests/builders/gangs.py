@@ -19,6 +19,7 @@ TRAINJOB = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "
             "uid": "tj-uid"}
 LWS = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "lws",
        "uid": "lws-uid"}
+RAYCLUSTER = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "rc", "uid": "rc-uid"}
 
 
 def owner_object(owner: dict[str, str], **labels: str) -> dict[str, Any]:

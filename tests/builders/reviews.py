@@ -1,11 +1,11 @@
 """Pods as the workload controllers create them, and AdmissionReviews around objects.
 
 The HTTP tests send every example through the server; for /mutate they need the pods
-the Job, JobSet, Trainer, training-operator, MPI and LeaderWorkerSet controllers would
-create from each example's templates: the template plus the labels and ownerReferences
-those controllers set (names from their upstream sources). Intermediate objects the
-server's owner lookup needs but no example file holds (the JobSet a TrainJob creates)
-come from `children_for`.
+the Job, JobSet, Trainer, training-operator, MPI, LeaderWorkerSet and KubeRay controllers
+would create from each example's templates: the template plus the labels and
+ownerReferences those controllers set (names from their upstream sources). Intermediate
+objects the server's owner lookup needs but no example file holds (the JobSet a TrainJob
+creates, the RayCluster of a RayJob or RayService) come from `children_for`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any
 Obj = Mapping[str, Any]
 
 TRAINING_OPERATOR_KINDS = {"PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"}
+#: KubeRay kinds that make a RayCluster, and the field holding its spec.
+RAY_CLUSTER_SPECS = {"RayJob": "rayClusterSpec", "RayService": "rayClusterConfig"}
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
@@ -93,6 +95,23 @@ def _runtime(trainjob: Obj, documents: Sequence[Obj]) -> Obj:
     raise AssertionError(f"runtime {ref['name']} not in the example file")
 
 
+def _ray_pods(cluster: Obj) -> list[dict[str, Any]]:
+    """The head and one pod per worker group, labelled as KubeRay's `labelPod` does
+    (ray-operator/controllers/ray/common/pod.go) and owned by the RayCluster."""
+    name, namespace = _meta(cluster)["name"], _meta(cluster).get("namespace") or "default"
+    spec = cluster["spec"]
+    groups = [("head", "headgroup", spec["headGroupSpec"]["template"])] + [
+        ("worker", g["groupName"], g["template"]) for g in spec.get("workerGroupSpecs", [])
+    ]
+    return [
+        _pod(template, namespace=namespace, prefix=f"{name}-{group}", owner=_ref(cluster),
+             labels={"ray.io/is-ray-node": "yes", "ray.io/cluster": name,
+                     "ray.io/node-type": node_type, "ray.io/group": group,
+                     "ray.io/identifier": f"{name}-{node_type}"})
+        for node_type, group, template in groups
+    ]
+
+
 def pods_for(obj: Obj, documents: Sequence[Obj] = ()) -> list[dict[str, Any]]:
     """One pod per template of `obj`, as its controller would create it ([] for none)."""
     kind, meta = obj.get("kind"), _meta(obj)
@@ -148,14 +167,32 @@ def pods_for(obj: Obj, documents: Sequence[Obj] = ()) -> list[dict[str, Any]]:
                  annotations=annotations,
                  owner=_ref({}, api_version="apps/v1", kind="StatefulSet", name=f"{name}-0")),
         ]
+    if kind == "RayCluster":
+        return _ray_pods(obj)
+    if kind in RAY_CLUSTER_SPECS:
+        return _ray_pods(children_for(obj)[0])
     return []
 
 
 def children_for(obj: Obj) -> list[dict[str, Any]]:
     """Objects a controller creates between `obj` and its pods that lookups follow."""
+    meta = _meta(obj)
+    if obj.get("kind") in RAY_CLUSTER_SPECS:
+        # KubeRay names the cluster <name>-<5 random characters> and owns it.
+        return [
+            {
+                "apiVersion": "ray.io/v1",
+                "kind": "RayCluster",
+                "metadata": {
+                    "name": f"{meta['name']}-x7k2p",
+                    "namespace": meta.get("namespace") or "default",
+                    "ownerReferences": [_ref(obj)],
+                },
+                "spec": copy.deepcopy(obj["spec"][RAY_CLUSTER_SPECS[str(obj["kind"])]]),
+            }
+        ]
     if obj.get("kind") != "TrainJob":
         return []
-    meta = _meta(obj)
     return [
         {
             "apiVersion": "jobset.x-k8s.io/v1alpha2",

@@ -22,7 +22,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders.gangs import JOB, JOBSET, LWS, TRAINJOB, members, node, owner_object, pod
+from builders.gangs import (
+    JOB,
+    JOBSET,
+    LWS,
+    RAYCLUSTER,
+    TRAINJOB,
+    members,
+    node,
+    owner_object,
+    pod,
+)
 from builders.provisioning import provisioning_request
 from kubernetes.client import ApiClient
 
@@ -119,7 +129,7 @@ def fake_rest(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
 def stuck_members(gang: str = "stuck", owner: dict[str, str] = LWS) -> list[dict[str, Any]]:
     """A gang released pinned an hour ago whose second member never bound: the
     watchdog deletes it for its owner (a LeaderWorkerSet) to recreate, or suspends its
-    Job, JobSet or TrainJob."""
+    Job, JobSet, TrainJob or RayCluster."""
     pods = members(gang, 2, gates=(), gpus=1, owner=owner)
     for raw in pods:
         raw["spec"]["nodeSelector"] = {PIN_LABEL: "n1"}
@@ -131,10 +141,12 @@ def stuck_members(gang: str = "stuck", owner: dict[str, str] = LWS) -> list[dict
 def controller_calls(api: FakeApi) -> set[Access]:
     api.seed(NODES.path, node("n1", 8), node("n2", 8))
     api.seed(PODS.path, *stuck_members(), *stuck_members("stuck-job", OWNER),
-             *stuck_members("stuck-js", JOBSET), *stuck_members("stuck-tj", TRAINJOB))
+             *stuck_members("stuck-js", JOBSET), *stuck_members("stuck-tj", TRAINJOB),
+             *stuck_members("stuck-rc", RAYCLUSTER))
     api.seed("/apis/batch/v1/jobs", owner_object(OWNER))
     api.seed("/apis/jobset.x-k8s.io/v1alpha2/jobsets", owner_object(JOBSET))
     api.seed("/apis/trainer.kubeflow.org/v1alpha1/trainjobs", owner_object(TRAINJOB))
+    api.seed("/apis/ray.io/v1/rayclusters", owner_object(RAYCLUSTER))
     api.seed(PODS.path, *members("plain", 2), *members("cos", 2, backend="coscheduling",
                                                         owner=OWNER),
              *members("vol", 2, backend="volcano", owner=OWNER),

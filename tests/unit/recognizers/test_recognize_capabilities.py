@@ -269,10 +269,11 @@ def test_the_derived_tables_of_the_shipped_kinds() -> None:
         ("batch/v1", "Job"): "jobs",
         ("jobset.x-k8s.io/v1alpha2", "JobSet"): "jobsets",
         ("trainer.kubeflow.org/v1alpha1", "TrainJob"): "trainjobs",
+        ("ray.io/v1", "RayCluster"): "rayclusters",
     }
     assert recreating_kinds(registry) == {
         "Job", "JobSet", "TrainJob", "LeaderWorkerSet", "PyTorchJob", "TFJob", "MPIJob",
-        "XGBoostJob", "PaddleJob", "JAXJob",
+        "XGBoostJob", "PaddleJob", "JAXJob", "RayCluster", "RayJob", "RayService",
     }  # fmt: skip
     assert [(o.group, o.resource, o.namespaced) for o in followed_owners(registry)] == [
         ("apps", "statefulsets", True),

@@ -63,4 +63,5 @@ def test_the_shipped_workload_recognisers_screen_and_the_pod_level_ones_do_not()
     assert screens == {
         "trainjob", "jobset", "job",
         "pytorchjob", "tfjob", "mpijob", "xgboostjob", "paddlejob", "jaxjob",
+        "raycluster", "rayjob", "rayservice",
     }
