@@ -37,6 +37,7 @@ RESULTS = Path("bench/results")
 BENCHMARKS: tuple[tuple[str, str, bool], ...] = (
     ("policy", "bench.policy", False),
     ("topology", "bench.topology", False),
+    ("planning", "bench.planning", False),
     ("webhook", "bench.webhook", False),
     ("controller", "bench.controller", False),
     ("sandbox_scale", "bench.sandbox_scale", False),

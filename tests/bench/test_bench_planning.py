@@ -1,0 +1,41 @@
+"""`python -m bench.planning`: its records, and the exit code that guards the figures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench import planning
+
+KEYS = {"size", "gangs", "pods", "nodes", "state", "cpu_s", "full_cpu_s", "matches_full_plan",
+        "releases", "waiting"}
+
+
+def test_json_output_is_one_record_per_state_and_the_plans_match(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert planning.main(["--sizes", "20", "-o", "json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["state"] for r in records] == ["burst", "inflight", "settled"]
+    assert all(set(r) == KEYS and r["matches_full_plan"] for r in records)
+    burst, inflight, settled = records
+    # 20 gangs of 2-20 one-GPU members on 20 x 8 GPUs: some fit, the rest wait.
+    assert burst["releases"] > 0 and burst["waiting"] > 0
+    assert inflight["releases"] == settled["releases"] == 0
+    assert settled["waiting"] == burst["waiting"]
+
+
+def test_a_pass_that_decides_otherwise_than_from_scratch_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = planning.decisions
+    calls = iter(range(1_000))
+
+    def differs_once(result: planning.Plan) -> tuple[object, ...]:
+        # The first pass of the planner decides something a fresh plan does not.
+        return (next(calls),) if len(result.releases) else real(result)
+
+    monkeypatch.setattr(planning, "decisions", differs_once)
+    assert planning.main(["--sizes", "20"]) == 1
+    assert "| NO |" in capsys.readouterr().out
