@@ -307,7 +307,8 @@ class Capacity:
     def unknown(self) -> bool:
         """No GPU node and no declared pool: the cluster's GPUs are not known at all.
 
-        Feasibility then warns and admits instead of rejecting (README, "Autoscaled pools").
+        Feasibility then warns and admits instead of rejecting (docs/policy.md, "What
+        gets rejected, and why").
         """
         return not self._nodes and not self._pools
 

@@ -2,8 +2,8 @@
 
 `plan_pod(pod, membership, config, namespace)` says which labels, annotations,
 schedulerName, scheduling gate and (native backend) `spec.schedulingGroup` a pod of a
-gang gets, following docs/internals.md ("What a gang pod carries") and the README's
-backend table (Configuration). `MutationPlan.apply(pod)` returns the pod as it should
+gang gets, following docs/internals.md ("What a gang pod carries") and the
+backend table of docs/configuration.md. `MutationPlan.apply(pod)` returns the pod as it should
 look (new containers on the changed paths, the rest shared with the input, so read
 only), and `MutationPlan.json_patch(pod)` the RFC 6902 operations that make it so,
 which is what the webhook sends (built from the plan, not by diffing the two pods).

@@ -1,7 +1,7 @@
 """Every name gangkeeper writes on objects or looks for, in one place.
 
-Users, their tools and other controllers rely on these (the README lists them, and a
-test holds the README's table to this module): the mutation writes the pod keys, the
+Users, their tools and other controllers rely on these (docs/names.md lists them, and a
+test holds that table to this module): the mutation writes the pod keys, the
 controller and `gangkeeper status` read them back, the install manifests and the
 sandbox select on the opt-in labels. The names of the install objects themselves
 (Deployment, Service, webhook configurations, ...) are in `gangkeeper.webhook.install.names`.

@@ -1,7 +1,8 @@
-"""The README's webhook and gang-release benchmark commands run, in their --quick form.
+"""The webhook and gang-release benchmark commands of docs/performance.md run, in their
+--quick form.
 
 Not a performance test: the figures are not judged here (this machine is shared and
-noisy; the README reports them). What is checked is that each command measures what
+noisy; docs/performance.md reports them). What is checked is that each command measures what
 it says: every endpoint or gang size gets a row, no request failed, every gang was
 released and bound, and the same-run baseline was taken. The gang-release benchmark
 starts its own sandbox, so it needs the control plane (skipped without it, failed

@@ -1,6 +1,6 @@
-"""`python -m bench.fuzz`, the README's hostile-input command, in a short run.
+"""`python -m bench.fuzz`, the hostile-input command of docs/reliability.md, in a short run.
 
-Runs the command as the README shows it (it starts its own `gangkeeper serve`) with few
+Runs the command as docs/reliability.md shows it (it starts its own `gangkeeper serve`) with few
 cases: it prints the table, writes the JSON row, exits 0, and `--case` replays one case.
 The judging itself is tested in tests/http/test_http_fuzz.py.
 """

@@ -8,7 +8,7 @@ certificate files. The files are a Secret in cert-manager's format (`tls.crt`,
 objects (`render_manifests(cert_mode="cert-manager")`, interpreted by
 `builders.cert_manager`), projected as the kubelet projects a Secret volume, with the
 webhooks' `caBundle` filled from the Secret's `ca.crt` as cert-manager's CA injector
-does. cert-manager itself does not run here (see the README).
+does. cert-manager itself does not run here (see docs/install.md).
 
 While pods are created through the API server in a steady stream, and each replica is
 sent AdmissionReviews directly (a new TLS handshake each), the serving certificate is

@@ -145,7 +145,7 @@ def test_with_gangkeeper_hung_other_pods_are_created_at_once_and_gang_pods_fail_
         )
     failed_after = time.monotonic() - started
     print(f"gang pod refused after {failed_after:.1f}s (timeoutSeconds {timeout})")
-    # The documented failure (README, "When gangkeeper is down"): failurePolicy Fail,
+    # The documented failure (docs/install.md, "When gangkeeper is down"): failurePolicy Fail,
     # the call named, after at most timeoutSeconds — not the client's own timeout.
     message = json.loads(refused.value.body)["message"]
     assert 'failed calling webhook "pods.mutate.gangkeeper.io"' in message, message

@@ -12,7 +12,7 @@ its own pool label, so Karpenter's nodes for one test never serve another.
 
 Karpenter only acts on pods the scheduler marked Unschedulable; gated gang members are
 SchedulingGated, so without placeholders (namespace `e2e-autoscaling-off`, the
-README's demonstration) no node ever comes.
+demonstration in docs/autoscaling.md) no node ever comes.
 """
 
 from __future__ import annotations
@@ -336,7 +336,7 @@ def test_karpenters_capacity_buffer_provisions_for_a_gangs_shape_without_pods(
 ) -> None:
     """The CapacityBuffer API (autoscaling.x-k8s.io/v1beta1, Karpenter's `CapacityBuffer`
     gate): a buffer of 4 chunks shaped like an 8-GPU member gets 4 nodes from Karpenter
-    with no pod at all. Not an `autoscaling:` mode of gangkeeper yet (see README)."""
+    with no pod at all. Not an `autoscaling:` mode of gangkeeper yet (see docs/autoscaling.md)."""
     cluster = autoscaled
     template = {
         "apiVersion": "v1", "kind": "PodTemplate",

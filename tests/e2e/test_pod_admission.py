@@ -34,7 +34,7 @@ def _gangkeeper_keys(pod: dict[str, Any]) -> dict[str, str]:
 
 
 #: backend -> (schedulerName the pod must get, where the PodGroup name must appear).
-#: Scheduler names are the documented defaults (README, backends table).
+#: Scheduler names are the documented defaults (docs/configuration.md, backends table).
 BACKENDS = {
     "gate": ("default-scheduler", None),
     "coscheduling": ("scheduler-plugins-scheduler", ("label", "scheduling.x-k8s.io/pod-group")),

@@ -1,4 +1,5 @@
-"""The README's table of names says exactly what `gangkeeper.policies.names` defines."""
+"""The table of names (docs/names.md, linked from the README) says exactly what
+`gangkeeper.policies.names` defines."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from pathlib import Path
 
 from gangkeeper.policies import names
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+NAMES = Path(__file__).resolve().parents[2] / "docs" / "names.md"
 ROW = re.compile(r"^\| `([^`]+)` \| `([A-Z_]+)` \|")
 
 
 def readme_names() -> dict[str, str]:
-    section = README.read_text().split("## Names gangkeeper writes and reads", 1)[1]
+    section = NAMES.read_text().split("## Labels, annotations, gates and objects", 1)[1]
     section = section.split("\n## ", 1)[0]
     return {m[2]: m[1] for line in section.splitlines() if (m := ROW.match(line))}
 

@@ -24,7 +24,7 @@ from gangkeeper.policies.names import (
 
 from .objects import Manifest, metadata
 
-#: The CA outlives many serving certificates; its own renewal changes caBundle (README).
+#: The CA outlives many serving certificates; its own renewal changes caBundle (docs/install.md).
 CA_DURATION = "87600h"
 CA_RENEW_BEFORE = "8760h"
 

@@ -1,6 +1,6 @@
 """The mutating and validating webhook configurations: rules, selectors, CEL conditions.
 
-Failure policies (the README explains them to users):
+Failure policies (docs/install.md explains them to users):
 - mutating `Fail`: a gang must be keyed consistently. With `Ignore`, pods created while
   gangkeeper is down would miss the gate and gang labels, run piecemeal, and leave their
   gated siblings waiting for members that are never counted. Pod creation in opted-in
