@@ -15,8 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
-import shutil
 import socket
 import ssl
 import subprocess
@@ -28,36 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-BUILD = "deploy/image/build.sh"
-#: podman's settings as build.sh uses them (the file says why).
-ENV = {**os.environ, "CONTAINERS_CONF": str(REPO / "deploy/image/containers.conf")}
-
-
-def podman(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["podman", *args], capture_output=True, text=True, env=ENV,
-                          timeout=timeout, check=False)
-
-
-def _image_ref() -> str:
-    version = re.search(r'^version = "(.+)"$', (REPO / "pyproject.toml").read_text(), re.M)
-    assert version, "pyproject.toml has no version"
-    return os.environ.get("GANGKEEPER_IMAGE_REF", f"localhost/gangkeeper:{version.group(1)}")
+from builders.image import ENV, built_image, podman
 
 
 @pytest.fixture(scope="module")
 def image() -> str:
-    ref = _image_ref()
-    if shutil.which("podman") is None:
-        reason = f"podman is not installed; {BUILD} installs it and builds {ref}"
-    elif podman("image", "exists", ref).returncode != 0:
-        reason = f"no image {ref}; build it with {BUILD}"
-    else:
-        return ref
-    if os.environ.get("GANGKEEPER_IMAGE", "").lower() == "require":
-        pytest.fail(f"GANGKEEPER_IMAGE=require: {reason}", pytrace=False)
-    pytest.skip(reason)
+    return built_image()
 
 
 def podman_run(image: str, *args: str) -> subprocess.CompletedProcess[str]:
