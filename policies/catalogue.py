@@ -99,6 +99,9 @@ CERTIFICATE_EXPIRY = _metric(
 CERTIFICATE_RELOADS = _metric(
     "gangkeeper_certificate_reloads_total", "counter", (),
     "Serving certificates loaded after a change on disk.")
+OWNER_FETCHES = _metric(
+    "gangkeeper_owner_fetches_total", "counter", (),
+    "Admissions decided in a worker thread to fetch an owner the watch caches lacked.")
 
 # --- the gang controller: state at the last pass -------------------------------------
 

@@ -20,6 +20,8 @@
     │   ├── Invalid              422: the object (or a JSON Patch test) was refused
     │   └── Timeout              504, or the client gave up waiting (`.status` 0)
     ├── BadReview                the body is no usable AdmissionReview (`.status`: 4xx)
+    ├── OwnerNotCached           an owner the watch caches do not hold yet: the admission
+    │                            is decided again off the event loop, fetching it
     ├── CertificateUnavailable   the serving certificate or key cannot be loaded
     ├── CertificateError         PEM material cannot be read; names its source (ValueError)
     ├── CertWriteConflict        the certificate Secret or a webhook configuration moved
@@ -192,6 +194,15 @@ class BadReview(GangkeeperError):
         self.status = status
         self.message = message
         super().__init__(message)
+
+
+class OwnerNotCached(GangkeeperError):
+    """An owner the server's watch caches do not hold yet, which a GET may find.
+
+    Raised by the cluster view's cache-only lookup, so that an admission that needs one
+    leaves the event loop (every other admission waits on it) and is decided again in
+    a worker thread, with the bounded fetch.
+    """
 
 
 class CertificateUnavailable(GangkeeperError):

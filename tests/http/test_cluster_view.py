@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gangkeeper.policies.config import Config
+from gangkeeper.policies.errors import OwnerNotCached
 from gangkeeper.webhook.kube.fake import FakeApi
 from gangkeeper.webhook.kube.informer import Informers
 from gangkeeper.webhook.kube.resources import NODES, PODS, Resource
@@ -172,6 +173,25 @@ def test_an_owner_created_a_moment_ago_is_fetched_on_a_miss(
     api.emit(JOBS.path, "DELETED", job("just-created"))
     eventually(lambda: view.lookup("batch/v1", "Job", "ns", "just-created") is None,
                "deleted owner forgotten")
+
+
+def test_the_cache_only_lookup_never_gets_and_says_when_a_get_could_help(
+    api: FakeApi, start: Callable[..., WatchClusterView]
+) -> None:
+    api.seed(JOBS.path, job("cached"))
+    view = start()
+    api.seed(JOBS.path, job("just-created"))  # in the API, not yet seen by our watch
+    found = view.cached("batch/v1", "Job", "ns", "cached")
+    assert found is not None and found["metadata"]["name"] == "cached"
+    gets_before = len(gets(api))
+    with pytest.raises(OwnerNotCached, match="batch/Job/ns/just-created"):
+        view.cached("batch/v1", "Job", "ns", "just-created")
+    assert len(gets(api)) == gets_before, "the cache-only lookup sent a GET"
+    # A kind nobody watches needs no GET either: not an owner of any gang.
+    assert view.cached("apps/v1", "StatefulSet", "ns", "x") is None
+    # After a miss the view knows for a while that a GET does not help.
+    assert view.lookup("batch/v1", "Job", "ns", "unknown") is None
+    assert view.cached("batch/v1", "Job", "ns", "unknown") is None
 
 
 def test_a_relist_forgets_owners_deleted_meanwhile_and_keeps_the_others(

@@ -34,7 +34,7 @@ from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.decision import NEVER_NAMESPACES, Memos, decide_pod, validate_object
 from gangkeeper.policies.errors import BadReview as BadReview
-from gangkeeper.policies.errors import PolicyError
+from gangkeeper.policies.errors import OwnerNotCached, PolicyError
 from gangkeeper.policies.model import OwnerLookup, PodsLookup, Verdict
 
 API_VERSION = "admission.k8s.io/v1"
@@ -309,6 +309,8 @@ def _pod_answer(review: Review, policy: Policy) -> Answer:
             memos=policy.memos,
             siblings=policy.siblings,
         )
+    except OwnerNotCached:
+        raise  # decided again off the event loop, with the owner fetched (app._admit)
     except Exception as exc:  # answered per config; never a 500
         return _unreadable(review, summary, policy.config, exc)
     if decision.membership is not None:
@@ -363,6 +365,8 @@ def _object_answer(review: Review, policy: Policy) -> Answer:
             memos=policy.memos,
             siblings=policy.siblings,
         )
+    except OwnerNotCached:
+        raise  # decided again off the event loop, with the owner fetched (app._admit)
     except Exception as exc:  # answered per config; never a 500
         return _unreadable(review, summary, policy.config, exc)
     summary["gangs"] = [f"{d.gang.namespace}/{d.gang.name}" for d in decisions]

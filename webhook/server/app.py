@@ -28,6 +28,7 @@ from fastapi.responses import PlainTextResponse, Response
 
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.decision import NEVER_NAMESPACES, Memos
+from gangkeeper.policies.errors import OwnerNotCached
 
 from . import admission
 from .admission import Policy
@@ -80,11 +81,14 @@ class Server:
         own = {self.namespace} if self.namespace else set()
         return NEVER_NAMESPACES | own
 
-    def policy(self) -> Policy:
-        """What one admission decides with: the cluster view's state as of now."""
+    def policy(self, *, fetch: bool = False) -> Policy:
+        """What one admission decides with: the cluster view's state as of now. Owners
+        come from the watch caches alone unless `fetch` (a view that can fetch one it
+        lacks raises `OwnerNotCached` instead: see `_admit`)."""
         view = self.view
+        lookup = view.lookup if fetch else getattr(view, "cached", view.lookup)
         return Policy(
-            capacity=view.capacity, lookup=view.lookup, config=self.config,
+            capacity=view.capacity, lookup=lookup, config=self.config,
             memos=self.memos, skip_namespaces=self.skip_namespaces, siblings=view.siblings,
         )
 
@@ -189,7 +193,16 @@ async def _admit(
             extra={"endpoint": endpoint, "status": bad.status, "error": bad.message},
         )
         return _json({"error": bad.message}, bad.status)
-    answer = admission.answer(endpoint, review, policy)
+    try:
+        answer = admission.answer(endpoint, review, policy)
+    except OwnerNotCached:
+        # An owner the watch caches do not hold yet (a Job's first pods can race its
+        # watch event): the GET, bounded by the view's MISS_TIMEOUT_SECONDS, runs in a
+        # worker thread, so the event loop goes on answering every other admission.
+        server.metrics.count_owner_fetch()
+        answer = await asyncio.to_thread(
+            admission.answer, endpoint, review, server.policy(fetch=True)
+        )
     elapsed = time.perf_counter() - started
     try:
         _record(server, endpoint, answer, elapsed)

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
-from gangkeeper.policies.errors import PolicyError
+from gangkeeper.policies.errors import OwnerNotCached, PolicyError
 from gangkeeper.policies.model import KubeObject
 from gangkeeper.policies.names import GANG_LABEL, GANG_NAME_ANNOTATION
 from gangkeeper.policies.pod_gangs import siblings_among
@@ -414,6 +414,16 @@ class WatchClusterView:
         return self._members.siblings(namespace, gang_name)
 
     def lookup(self, api_version: str, kind: str, namespace: str, name: str) -> KubeObject | None:
+        return self._lookup(api_version, kind, namespace, name, fetch=True)
+
+    def cached(self, api_version: str, kind: str, namespace: str, name: str) -> KubeObject | None:
+        """`lookup` from the watch caches alone: where `lookup` would GET the owner,
+        raises `OwnerNotCached` instead (the async server then decides in a thread)."""
+        return self._lookup(api_version, kind, namespace, name, fetch=False)
+
+    def _lookup(
+        self, api_version: str, kind: str, namespace: str, name: str, *, fetch: bool
+    ) -> KubeObject | None:
         caches = self._owners.get((_group(api_version), kind), [])
         if not caches:
             return None
@@ -424,12 +434,19 @@ class WatchClusterView:
                 return found
         # Of several versions of a kind, ask the one the API server serves.
         served = [c for c in caches if not self._informers[c.resource].absent]
-        return self._fetch(served[0], key) if served else None
+        if not served or not self._may_fetch(served[0], key):
+            return None
+        if not fetch:
+            raise OwnerNotCached("/".join(key))
+        return self._fetch(served[0], key)
+
+    def _may_fetch(self, cache: _Owners, key: tuple[str, str, str, str]) -> bool:
+        """Not missed lately, and the kind's watch has listed (else a GET cannot help)."""
+        fresh_miss = self._misses.get(key, 0.0) > time.monotonic()
+        return not fresh_miss and self._informers[cache.resource].synced.is_set()
 
     def _fetch(self, cache: _Owners, key: tuple[str, str, str, str]) -> KubeObject | None:
         now = time.monotonic()
-        if self._misses.get(key, 0.0) > now or not self._informers[cache.resource].synced.is_set():
-            return None
         try:
             obj = self._api.get(
                 cache.resource.object_path(key[2], key[3]), timeout=self.MISS_TIMEOUT_SECONDS

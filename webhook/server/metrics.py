@@ -33,6 +33,7 @@ class Metrics:
         self._lock = threading.Lock()
         self._series = Series()
         self._series.add(cat.CERTIFICATE_RELOADS, (), 0.0)
+        self._series.add(cat.OWNER_FETCHES, (), 0.0)
         self._collectors: list[Collector] = []
 
     def observe_admission(
@@ -57,6 +58,9 @@ class Metrics:
 
     def count_certificate_reload(self) -> None:
         self._series.add(cat.CERTIFICATE_RELOADS)
+
+    def count_owner_fetch(self) -> None:
+        self._series.add(cat.OWNER_FETCHES)
 
     def add_collector(self, collector: Collector) -> None:
         """Extra samples computed at scrape time (e.g. by the gang controller)."""
