@@ -290,6 +290,9 @@ def fleet_page(state: ViewState, token: str, *, error: str = "",
         f"<td>held by gang {_e(w)}</td></tr>"
         for w in gangs
     ] + [
+        '<tr><td><span class="cell k-free coming">·</span></td>'
+        "<td>dashed border: taken by a pod not bound yet (where the plan places it)</td></tr>"
+    ] + [
         f'<tr><td><span class="cell k-{k}">{_e(sym)}</span></td><td>{_e(text)}</td></tr>'
         for k, (sym, text) in _KIND_TEXT.items()
     ]
@@ -344,13 +347,15 @@ def _node_tables(fleet: FleetView, symbols: Mapping[str, str]) -> str:
 
 
 def _cell_html(cell: Cell, symbols: Mapping[str, str]) -> str:
+    coming = " coming" if cell.coming else ""
+    later = " (not bound yet)" if cell.coming else ""
     if cell.kind == "gang":
-        title = f"gang {cell.who}"
-        return (f'<span class="cell k-gang {_colour(cell.who)}" title="{_e(title)}">'
+        title = f"gang {cell.who}{later}"
+        return (f'<span class="cell k-gang {_colour(cell.who)}{coming}" title="{_e(title)}">'
                 f"{symbols[cell.who]}</span>")
     sym, text = _KIND_TEXT[cell.kind]
-    title = f"{text}: {cell.who}" if cell.who else text
-    return f'<span class="cell k-{cell.kind}" title="{_e(title)}">{_e(sym)}</span>'
+    title = (f"{text}: {cell.who}" if cell.who else text) + later
+    return f'<span class="cell k-{cell.kind}{coming}" title="{_e(title)}">{_e(sym)}</span>'
 
 
 def _shape_table(fleet: FleetView) -> str:

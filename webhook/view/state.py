@@ -139,6 +139,8 @@ class Cell:
     kind: CellKind
     #: The gang ("ns/name"), pod or waiting gang the cell is about; "" when free.
     who: str = ""
+    #: The pod is not bound yet: free to schedule, counted where the plan places it.
+    coming: bool = False
 
 
 @dataclass(frozen=True)
@@ -455,6 +457,12 @@ def _fleet(
     for pod in infos:
         if pod.node_name and pod.demand:
             on_node.setdefault(pod.node_name, []).append(pod)
+    # Pods free to schedule but not bound take room where the plan places them (first
+    # fit, oldest first, as `plan` counts them).
+    for pod in sorted((p for p in infos if p.in_flight), key=lambda p: (p.created, p.name)):
+        node = fleet.place(pod)
+        if node is not None:
+            on_node.setdefault(node, []).append(pod)
     topology_key = config.topology[0] if config.topology else ""
     rows: list[NodeRow] = []
     for name in sorted(fleet.nodes):
@@ -482,11 +490,12 @@ def _fleet(
 
 
 def _cell(pod: PodInfo) -> Cell:
+    coming = not pod.node_name
     if pod.gang:
-        return Cell("gang", f"{pod.namespace}/{pod.gang_name or pod.gang}")
+        return Cell("gang", f"{pod.namespace}/{pod.gang_name or pod.gang}", coming)
     if pod.placeholder_for:
-        return Cell("placeholder", f"{pod.namespace}/{pod.placeholder_for}")
-    return Cell("other", f"{pod.namespace}/{pod.name}")
+        return Cell("placeholder", f"{pod.namespace}/{pod.placeholder_for}", coming)
+    return Cell("other", f"{pod.namespace}/{pod.name}", coming)
 
 
 def _shapes(rows: Sequence[NodeRow]) -> tuple[ShapeRow, ...]:
