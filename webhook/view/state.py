@@ -30,7 +30,8 @@ from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.feasibility import check_gang
 from gangkeeper.policies.release.explain import Target, explain, render
-from gangkeeper.policies.release.fleet import Fleet
+from gangkeeper.policies.nodes import NodeFacts, read_node
+from gangkeeper.policies.release.fleet import Fleet, NodeReader
 from gangkeeper.policies.release.observe import GangObservation, PodInfo, is_live, pod_info
 from gangkeeper.policies.release.plan import GangReport, gang_model, plan
 
@@ -250,8 +251,9 @@ def build(
     pod_list, node_list = list(pods), list(nodes)
     infos = [pod_info(p, config) for p in pod_list if is_live(p)]
     asked = None if requests is None else [i for r in requests if (i := request_info(r))]
-    result = plan(infos, node_list, config, now, requests=asked)
-    fleet = Fleet(node_list, infos, config)  # fresh: nothing held, nothing simulated
+    read = _reading(config)  # each Node read once, for the plan and the fresh fleet
+    result = plan(infos, node_list, config, now, requests=asked, reader=read)
+    fleet = Fleet(node_list, infos, config, read)  # fresh: nothing held, nothing simulated
     pairs = list(zip(result.gangs, result.reports, strict=True))
     eligible = _eligible_sets(pairs, fleet)
     queue = _positions(pairs, eligible)
@@ -270,6 +272,20 @@ def build(
         nodes=node_list, events=events, config=config, requests=requests,
         events_note=events_note,
     )
+
+
+def _reading(config: Config) -> NodeReader:
+    """`read_node` remembered per Node dict (by identity: the dicts live as long as the
+    pass); an unreadable node raises each time, as `Fleet` expects."""
+    seen: dict[int, NodeFacts] = {}
+
+    def read(raw: Mapping[str, Any]) -> NodeFacts:
+        found = seen.get(id(raw))
+        if found is None:
+            found = seen[id(raw)] = read_node(raw, config)
+        return found
+
+    return read
 
 
 def explain_text(state: ViewState, key: GangKey) -> str:
