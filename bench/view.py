@@ -2,8 +2,9 @@
 render each page for a large cluster (default 1,000 gangs on 5,000 nodes).
 
 The cluster is plain dicts built here (`synthetic`): 8-GPU nodes in racks of 50 (a few
-cordoned or tainted), nine in ten mostly used by other pods, gangs of 2 to 8 members asking 1 to 8 GPUs each, the older ones
-bound and running, the rest gated and waiting, one in ten at a higher priority. The
+cordoned or tainted), nine in ten mostly used by other pods, gangs of 2 to 8 members
+asking 1 to 8 GPUs each, the older ones bound and running, the rest gated and waiting,
+one in ten at a higher priority. The
 snapshot is built in this process (`view.state.build`, which runs the controller's
 plan) and each page rendered from it, as the server does between two reads. Prints ms
 per page (best of `--repeat`); the gang page's first render includes `explain`,

@@ -29,8 +29,8 @@ from gangkeeper.policies.autoscaling.provisioning import request_info
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.feasibility import check_gang
-from gangkeeper.policies.release.explain import Target, explain, render
 from gangkeeper.policies.nodes import NodeFacts, read_node
+from gangkeeper.policies.release.explain import Target, explain, render
 from gangkeeper.policies.release.fleet import Fleet, NodeReader
 from gangkeeper.policies.release.observe import GangObservation, PodInfo, is_live, pod_info
 from gangkeeper.policies.release.plan import GangReport, gang_model, plan
