@@ -91,12 +91,15 @@ def filler(name: str, gpus: int, node_name: str) -> dict[str, Any]:
     }
 
 
+Objects = list[dict[str, Any]]
+
+
 def synthetic(gangs: int = 1000, nodes: int = 5000, *, gpus_per_node: int = 8,
-              running: float = 0.6) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+              running: float = 0.6, rack_size: int = 50) -> tuple[Objects, Objects]:
     """The cluster: other pods on most of nine nodes in ten, the first `running` share
     of the gangs bound (first fit, node by node), the rest gated; (pods, nodes)."""
     node_list = [
-        node(f"node-{i:05d}", gpus_per_node, f"rack-{i // 50:03d}",
+        node(f"node-{i:05d}", gpus_per_node, f"rack-{i // rack_size:03d}",
              cordoned=i % 97 == 5, tainted=i % 89 == 7)
         for i in range(nodes)
     ]
