@@ -115,6 +115,7 @@ def test_gang_page_has_members_events_explain_and_a_kubectl_line() -> None:
                            context="prod")
     assert page is not None
     assert "kubectl --context prod -n team describe job.batch/train" in page
+    assert "gangkeeper explain job/train -n team --context prod" in page
     assert '<tr><th scope="row">g-0</th><td>a</td><td>bound, not Ready</td></tr>' in page
     assert "Name:         team/g" in page  # explain's text
     assert "No Events." in page

@@ -220,6 +220,8 @@ def gang_page(state: ViewState, key: GangKey, token: str, *, context: str = "",
     else:
         command = f"kubectl{ctx} -n {key[0]} describe pod {detail.members[0].name}"
         owner_html = "<p>No owner: the gang is made of bare pods.</p>"
+    explain = f"gangkeeper explain {detail.target} -n {key[0]}" + (
+        f" --context {context}" if context else "")
     members = "".join(
         f'<tr><th scope="row">{_e(m.name)}</th><td>{_e(m.node or "—")}</td>'
         f"<td>{_e(m.status)}</td></tr>"
@@ -245,6 +247,8 @@ def gang_page(state: ViewState, key: GangKey, token: str, *, context: str = "",
 {owner_html}
 <pre class="command"><code id="command">{_e(command)}</code></pre>
 <button type="button" class="copy" data-copy="command">Copy command</button>
+<pre class="command"><code id="explain-command">{_e(explain)}</code></pre>
+<button type="button" class="copy" data-copy="explain-command">Copy command</button>
 <h2>Members</h2>
 <table><caption>Members and their nodes</caption>
 <thead><tr><th scope="col">Pod</th><th scope="col">Node</th><th scope="col">Status</th></tr>
