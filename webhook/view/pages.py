@@ -163,13 +163,14 @@ def queue_page(state: ViewState, token: str, *, namespace: str = "", which: str 
     body = "".join(_queue_row(r, token) for r in rows)
     empty = "" if rows else '<p id="empty">No gangs match.</p>'
     api = link("/api/state", token, namespace=namespace, state="" if which == "all" else which)
+    where = f" in {namespace}" if namespace else ""
     content = f"""{form}
 <p class="note">Position: the gang's place among the gangs waiting for room on nodes it
 may use too (gangs waiting with code no-fit or held whose eligible nodes overlap), by
 priority, then age. Rows marked <strong class="flag">!</strong> are partly bound, not
 Ready, or stuck.</p>
 <table id="queue">
-<caption>{len(rows)} gangs{_e(f" in {namespace}") if namespace else ""}</caption>
+<caption data-suffix="{_e(where)}">{len(rows)} gangs{_e(where)}</caption>
 <thead><tr>{head}</tr></thead>
 <tbody>{body}</tbody>
 </table>

@@ -42,7 +42,7 @@
       const tbody = document.querySelector("#queue tbody");
       if (tbody) tbody.replaceChildren(...state.rows.map(row));
       const caption = document.querySelector("#queue caption");
-      if (caption) caption.textContent = state.rows.length + " gangs";
+      if (caption) caption.textContent = state.rows.length + " gangs" + (caption.dataset.suffix || "");
       const empty = document.getElementById("empty");
       if (empty) empty.hidden = state.rows.length > 0;
       const updated = document.getElementById("updated");
