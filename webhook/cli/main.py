@@ -21,10 +21,11 @@ from pathlib import Path
 
 from .exit_codes import EXIT_BROKEN_PIPE
 
-COMMANDS = ("serve", "check", "certs", "manifests", "sandbox", "status", "ungate", "explain")
+COMMANDS = ("serve", "check", "certs", "manifests", "sandbox", "status", "ungate", "explain",
+            "view")
 #: What `kubectl gangkeeper ...` offers (kubectl's plugin convention: an executable
 #: `kubectl-gangkeeper` on PATH): the commands that read the cluster kubectl points at.
-KUBECTL_COMMANDS = ("status", "check", "explain")
+KUBECTL_COMMANDS = ("status", "check", "explain", "view")
 
 
 def build_parser(
@@ -78,6 +79,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:
-    """The `kubectl-gangkeeper` script: `kubectl gangkeeper status|check|explain ...`."""
+    """The `kubectl-gangkeeper` script: `kubectl gangkeeper status|check|explain|view ...`."""
     return _run(build_parser("kubectl gangkeeper", KUBECTL_COMMANDS), argv)
 

@@ -1,0 +1,201 @@
+"""`gangkeeper view` over HTTP, fed by a `FakeApi` cluster: the token guards every
+request, the pages show the waiting gangs with their place and reason, the JSON the page
+polls follows the cluster, and the command serves loopback only."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from builders.gangs import T0, members
+from builders.view_cluster import bind, queue_cluster
+
+from gangkeeper.policies.config import Config
+from gangkeeper.webhook.kube.fake import FakeApi
+from gangkeeper.webhook.view.server import create_view_app
+from gangkeeper.webhook.view.source import reader
+
+with warnings.catch_warnings():
+    # Starlette asks for its httpx fork; the httpx it finds works for these tests.
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+TOKEN = "s3cret-token"
+NOW = T0 + 60
+PODS, NODES = "/api/v1/pods", "/api/v1/nodes"
+
+
+def fake_cluster() -> FakeApi:
+    api = FakeApi()
+    pods, nodes = queue_cluster()
+    api.seed(PODS, *pods)
+    api.seed(NODES, *nodes)
+    return api
+
+
+@pytest.fixture
+def api() -> FakeApi:
+    return fake_cluster()
+
+
+@pytest.fixture
+def client(api: FakeApi) -> Iterator[TestClient]:
+    app = create_view_app(reader(api, Config(), clock=lambda: NOW), TOKEN,
+                          refresh_seconds=0.05)
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+@pytest.mark.parametrize("path", ["/", "/fleet", "/gang/team/first", "/api/state",
+                                  "/assets/view.js"])
+@pytest.mark.parametrize("query", ["", "?token=wrong", f"?token={TOKEN}x"])
+def test_every_path_needs_the_token(client: TestClient, path: str, query: str) -> None:
+    answer = client.get(path + query)
+    assert answer.status_code == 403
+    assert "first" not in answer.text
+
+
+def test_queue_page_shows_a_waiting_gang_with_its_position_and_reason(
+    client: TestClient,
+) -> None:
+    answer = client.get(f"/?token={TOKEN}")
+    assert answer.status_code == 200
+    row = re.search(r'<tr data-gang="team/second">(.*?)</tr>', answer.text, re.S)
+    assert row is not None
+    assert '<td data-col="position">3 of 3</td>' in row.group(1)
+    assert "needs 2 nvidia.com/gpu, 0 free on eligible nodes" in row.group(1)
+    assert answer.headers["content-security-policy"].startswith("default-src 'self'")
+    assert answer.headers["referrer-policy"] == "no-referrer"
+
+
+def test_queue_filters_come_from_the_query(client: TestClient) -> None:
+    page = client.get(f"/?token={TOKEN}&namespace=lab").text
+    assert "lab/third" in page and "team/first" not in page
+    bad = client.get(f"/?token={TOKEN}&state=sleeping")
+    assert bad.status_code == 400 and "state must be one of" in bad.text
+
+
+def test_gang_and_fleet_pages_render(client: TestClient, api: FakeApi) -> None:
+    api.seed("/apis/events.k8s.io/v1/events", {
+        "metadata": {"name": "e1", "namespace": "team"}, "type": "Normal",
+        "reason": "GangWaiting", "regarding": {"kind": "Pod", "name": "first-0"},
+        "note": "waits for 8 GPUs"})
+    time.sleep(0.2)  # a refresh or two
+    gang = client.get(f"/gang/team/first?token={TOKEN}")
+    assert gang.status_code == 200
+    assert "GangWaiting" in gang.text and "Name:         team/first" in gang.text
+    assert client.get(f"/gang/team/nope?token={TOKEN}").status_code == 404
+    fleet = client.get(f"/fleet?token={TOKEN}")
+    assert fleet.status_code == 200 and "held for a waiting gang: team/urgent" in fleet.text
+
+
+def test_state_endpoint_follows_the_cluster_without_a_reload(
+    client: TestClient, api: FakeApi
+) -> None:
+    first = client.get(f"/api/state?token={TOKEN}&state=waiting").json()
+    assert "urgent" in [r["gang"] for r in first["rows"]]
+    pods = [p for p in api.objects[PODS].values()]
+    bind(pods, "urgent", "a")
+    api.seed(PODS, *pods)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        rows = {r["gang"]: r for r in client.get(f"/api/state?token={TOKEN}").json()["rows"]}
+        if rows["urgent"]["state"] == "released":
+            break
+        time.sleep(0.05)
+    assert rows["urgent"]["state"] == "released" and rows["urgent"]["position"] is None
+    assert rows["first"]["position"] == 1
+
+
+def test_a_gang_named_script_is_escaped_on_every_page(api: FakeApi) -> None:
+    evil = "<script>alert(1)</script>"
+    pods = members("evil", 2)
+    for raw in pods:
+        raw["metadata"]["annotations"]["gangkeeper.io/gang-name"] = evil
+    pods[0]["spec"].pop("schedulingGates")
+    pods[0]["spec"]["nodeName"] = "c"  # so the fleet names it too
+    api.seed(PODS, *pods)
+    app = create_view_app(reader(api, Config(), clock=lambda: NOW), TOKEN)
+    with TestClient(app) as test_client:
+        for path in ("/", "/fleet", "/gang/team/evil"):
+            page = test_client.get(f"{path}?token={TOKEN}").text
+            assert evil not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+        rows = test_client.get(f"/api/state?token={TOKEN}").json()["rows"]
+        assert evil in [r["gang"] for r in rows]  # JSON carries it as data, not markup
+
+
+def test_a_cluster_that_cannot_be_read_says_why(api: FakeApi) -> None:
+    api.absent.add(NODES)
+    app = create_view_app(reader(api, Config(), clock=lambda: NOW), TOKEN)
+    with TestClient(app) as test_client:
+        page = test_client.get(f"/?token={TOKEN}")
+        assert page.status_code == 503 and "NotFound" in page.text
+        assert "NotFound" in test_client.get(f"/api/state?token={TOKEN}").json()["error"]
+
+
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters:
+- name: here
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: me
+  user: {token: t}
+contexts:
+- name: here
+  context: {cluster: here, user: me}
+current-context: here
+"""
+
+
+def test_the_command_serves_loopback_with_a_token_in_the_url(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gangkeeper.webhook.cli", "view", "--kubeconfig",
+         str(kubeconfig), "--refresh", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        found = re.search(r"serving (http://127\.0\.0\.1:(\d+)/\?token=([\w-]+))", line)
+        assert found is not None, line
+        url, port, token = found.groups()
+        assert len(token) >= 32
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                answer = httpx.get(url, timeout=5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        # The API at 127.0.0.1:1 does not answer: the page says so, it does not crash.
+        assert answer.status_code == 503 and "no snapshot of the cluster yet" in answer.text
+        assert httpx.get(f"http://127.0.0.1:{port}/", timeout=5).status_code == 403
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)  # also closes the pipes
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--port", "70000"], "--port must be 0..65535"),
+    (["--refresh", "0"], "--refresh must be above 0"),
+    (["--kubeconfig", "/nonexistent/kubeconfig"], "kubeconfig"),
+])
+def test_the_command_refuses_bad_input_with_exit_2(args: list[str], message: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "gangkeeper.webhook.cli", "view", *args],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
