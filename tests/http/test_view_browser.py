@@ -17,7 +17,6 @@ from builders.view_cluster import bind, queue_cluster
 from bench.view_screenshots import PODS, LoopbackView, chrome, fake_api, missing
 
 
-
 @pytest.fixture(autouse=True)
 def _chromium() -> None:
     """Skip without Chromium, saying what installs it; in CI (GANGKEEPER_E2E=require,
