@@ -173,6 +173,11 @@ def annotate(key: str, value: str) -> Callable[[dict[str, Any]], None]:
     return lambda body: body["metadata"]["annotations"].update({key: value})
 
 
+def claims(entries: list[dict[str, str]]) -> Callable[[dict[str, Any]], None]:
+    """DRA: the pod's devices come from resource claims, not container limits."""
+    return lambda body: body["spec"].update({"resourceClaims": entries})
+
+
 def cpu(body: dict[str, Any]) -> None:
     body["spec"]["containers"][0]["resources"] = {
         "requests": {"cpu": "1"},
@@ -192,6 +197,11 @@ POD_CASES = [
     pytest.param("gang", pod(r=limits({TPU: "4"})), BOTH, id="configured-tpu"),
     pytest.param("gang", pod(r=limits({"aws.amazon.com/neuroncore": "1"})), set(),
                  id="accelerator-not-configured"),
+    pytest.param(
+        "gang", pod(c=cpu, d=claims([{"name": "gpus", "resourceClaimTemplateName": "t"}])),
+        BOTH, id="dra-claim-template",
+    ),
+    pytest.param("gang", pod(c=cpu, d=claims([])), set(), id="empty-resource-claims"),
     pytest.param("gang", pod(c=cpu), set(), id="cpu-pod"),
     pytest.param("gang", pod(), set(), id="no-resources-at-all"),
     pytest.param(

@@ -71,6 +71,28 @@ def test_pods_asking_for_a_configured_accelerator_reach_the_pod_webhooks(
     assert answers == dict.fromkeys(POD_WEBHOOKS, called)
 
 
+CLAIM = {"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}
+
+
+@pytest.mark.parametrize(
+    ("body", "called"),
+    [
+        pytest.param(pod(resourceClaims=[CLAIM]), True, id="claim-from-template"),
+        pytest.param(pod(resourceClaims=[{"name": "shared", "resourceClaimName": "rack-1"}]),
+                     True, id="shared-claim"),
+        pytest.param(pod({"cpu": "1"}, resourceClaims=[CLAIM]), True, id="cpu-limits-and-a-claim"),
+        pytest.param(pod(resourceClaims=[]), False, id="empty-claim-list"),
+        pytest.param(pod({"cpu": "1"}), False, id="neither"),
+    ],
+)  # fmt: skip
+def test_pods_asking_for_devices_through_resource_claims_reach_the_pod_webhooks(
+    body: dict[str, Any], called: bool
+) -> None:
+    """DRA (resource.k8s.io/v1): a pod's devices are in `spec.resourceClaims`, its
+    containers' limits name none."""
+    assert reaches_gangkeeper(render_manifests(), body) == dict.fromkeys(POD_WEBHOOKS, called)
+
+
 def test_gangkeeper_manifests_config_makes_a_tpu_pod_reach_gangkeeper(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

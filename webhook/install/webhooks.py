@@ -128,6 +128,16 @@ def gpu_request_condition(gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES) 
     )
 
 
+def resource_claim_condition() -> str:
+    """CEL: the pod asks for devices through Dynamic Resource Allocation.
+
+    With DRA (resource.k8s.io/v1) a pod's GPUs are named in `spec.resourceClaims`
+    (a ResourceClaimTemplate or a shared ResourceClaim), not in any container's
+    limits, so the GPU test above never sees them. Guarded with has() like it.
+    """
+    return "(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)"
+
+
 def training_marker_condition() -> str:
     """CEL: the pod carries a known training-system label or a gang annotation."""
     prefixes = " ||\n    ".join(
@@ -145,7 +155,8 @@ def training_marker_condition() -> str:
 def pod_match_conditions(
     gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
 ) -> list[Manifest]:
-    """Skip pods that are neither GPU pods nor marked as training pods, and non-CREATEs.
+    """Skip pods that are neither GPU pods (by limits or by resource claims) nor marked
+    as training pods, and non-CREATEs.
 
     `gpu_resources` are the config's `gpuResources`: a pod asking only for an
     accelerator the default list does not name (google.com/tpu) must still reach
@@ -156,7 +167,9 @@ def pod_match_conditions(
         {"name": "create-only", "expression": "request.operation == 'CREATE'"},
         {
             "name": "gpu-or-training-pod",
-            "expression": f"{gpu} ||\n{training_marker_condition()}\n",
+            "expression": (
+                f"{gpu} ||\n{resource_claim_condition()} ||\n{training_marker_condition()}\n"
+            ),
         },
     ]
 
