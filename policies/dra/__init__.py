@@ -1,0 +1,29 @@
+"""Dynamic Resource Allocation (resource.k8s.io/v1): what devices nodes offer a class.
+
+- `slices`: ResourceSlices to the devices each node can use, by pool (the newest
+  generation of each pool only; incomplete pools left out, as the scheduler's
+  allocator does).
+- `classes`: DeviceClasses, and which devices a class's CEL selectors accept.
+- `capacity`: per node, how many devices each class can be given, or "unknown".
+
+The wire format is `k8s.io/api/resource/v1/types.go` (kubernetes/api); every field
+read is named after it. Pure: plain dicts in, frozen dataclasses out; no I/O and no
+client library. CEL is evaluated by the `common-expression-language` package (`cel`).
+"""
+
+from .capacity import UNKNOWN, NodeClassCapacity, class_capacity
+from .classes import DeviceClass, SelectorVerdict, read_device_class, selects
+from .slices import Device, node_devices, read_resource_slice
+
+__all__ = [
+    "UNKNOWN",
+    "Device",
+    "DeviceClass",
+    "NodeClassCapacity",
+    "SelectorVerdict",
+    "class_capacity",
+    "node_devices",
+    "read_device_class",
+    "read_resource_slice",
+    "selects",
+]
