@@ -1,6 +1,6 @@
-"""Properties of DRA device counting (policies/dra) over generated ResourceSlices.
+"""Properties of DRA device counting (policies/dra) over generated objects.
 
-Slices are plain dicts shaped as `k8s.io/api/resource/v1/types.go` ResourceSlice.
+Plain dicts shaped as `k8s.io/api/resource/v1/types.go` ResourceSlice and ResourceClaim.
 """
 
 from __future__ import annotations
@@ -14,8 +14,11 @@ from gangkeeper.policies.dra import (
     UNKNOWN,
     class_capacity,
     node_devices,
+    pod_claims,
+    read_claim,
     read_device_class,
     read_resource_slice,
+    shared_demand,
 )
 
 DRIVER = "gpu.example.com"
@@ -70,3 +73,25 @@ def test_the_order_slices_arrive_in_does_not_change_the_count(
         read = [read_resource_slice(s) for s in order]
         return class_capacity(CLASS, node_devices(read, "node-0", {}))
     assert counted(raw) == counted(shuffled)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sets(st.sampled_from(["a", "b", "c"])), max_size=8),
+    st.dictionaries(st.sampled_from(["a", "b", "c"]), st.integers(1, 8), min_size=3),
+)
+def test_a_shared_claim_counts_once_however_many_pods_name_it(
+    named: list[set[str]], sizes: dict[str, int]
+) -> None:
+    claims = dict(
+        read_claim({"metadata": {"name": name}, "spec": {"devices": {"requests": [
+            {"name": "r", "exactly": {"deviceClassName": "gpus", "count": count}}]}}})
+        for name, count in sizes.items()
+    )  # fmt: skip
+    pods = [
+        pod_claims({"containers": [], "resourceClaims": [
+            {"name": n, "resourceClaimName": n} for n in sorted(names)]}, {})
+        for names in named
+    ]  # fmt: skip
+    total = shared_demand(pods, claims).counts.get("gpus", 0)
+    assert total == sum(sizes[n] for n in set().union(*named))
