@@ -163,6 +163,25 @@ def test_value_sets_render_what_gangkeeper_manifests_prints_for_the_same_choices
     assert rendered == manifests("--namespace", namespace, *args)
 
 
+@pytest.mark.parametrize(
+    "gpu_resources",
+    [["google.com/tpu"], ["aws.amazon.com/neuron*", "nvidia.com/gpu"], ["vendor.example/it's"]],
+    ids=["tpu", "pattern-and-name", "quote-in-name"],
+)
+def test_configured_gpu_resources_render_the_match_conditions_gangkeeper_manifests_prints(
+    helm_bin: Path, tmp_path: Path, gpu_resources: list[str]
+) -> None:
+    config = {"backend": "gate", "gpuResources": gpu_resources}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    rendered = without_checksum(template(helm_bin, tmp_path, {"config": config}))
+    assert rendered == manifests("--config", str(path))
+    conditions = " ".join(
+        c["expression"] for hook in hooks(rendered) for c in hook.get("matchConditions", [])
+    )
+    assert gpu_resources[0].rstrip("*").replace("'", "\\'") in conditions
+
+
 def test_webhook_url_renders_the_webhooks_of_gangkeeper_manifests_url(
     helm_bin: Path, tmp_path: Path
 ) -> None:

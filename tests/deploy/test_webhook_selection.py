@@ -25,6 +25,7 @@ from deploy_support import ControlPlane
 from kubernetes import client
 
 from gangkeeper.certs import ensure_local
+from gangkeeper.policies.config import DEFAULT_GPU_RESOURCES
 from gangkeeper.webhook.install import dump_yaml, render_manifests
 
 pytestmark = pytest.mark.e2e
@@ -90,7 +91,10 @@ def recorder(
     rec = Recorder(tmp_path_factory.mktemp("recorder"))
     for kind, name in WEBHOOK_CONFIGS:
         control_plane.kubectl("delete", kind, name, "--ignore-not-found")
-    manifests = render_manifests(url=rec.url, ca_bundle=rec.ca_bundle)
+    # The defaults plus a TPU, as a config's `gpuResources` would give them.
+    manifests = render_manifests(
+        url=rec.url, ca_bundle=rec.ca_bundle, gpu_resources=(*DEFAULT_GPU_RESOURCES, TPU)
+    )
     control_plane.kubectl("create", "-f", "-", input=dump_yaml(manifests))
     try:
         yield rec
@@ -169,6 +173,11 @@ def annotate(key: str, value: str) -> Callable[[dict[str, Any]], None]:
     return lambda body: body["metadata"]["annotations"].update({key: value})
 
 
+def claims(entries: list[dict[str, str]]) -> Callable[[dict[str, Any]], None]:
+    """DRA: the pod's devices come from resource claims, not container limits."""
+    return lambda body: body["spec"].update({"resourceClaims": entries})
+
+
 def cpu(body: dict[str, Any]) -> None:
     body["spec"]["containers"][0]["resources"] = {
         "requests": {"cpu": "1"},
@@ -177,6 +186,7 @@ def cpu(body: dict[str, Any]) -> None:
 
 
 GPU = {"nvidia.com/gpu": "1"}
+TPU = "google.com/tpu"
 BOTH = {"/mutate", "/validate"}
 
 POD_CASES = [
@@ -184,6 +194,14 @@ POD_CASES = [
     pytest.param("gang", pod(r=limits({"amd.com/gpu": "2"})), BOTH, id="amd-gpu"),
     pytest.param("gang", pod(r=limits({"nvidia.com/mig-1g.5gb": "1"})), BOTH, id="mig-slice"),
     pytest.param("gang", pod(c=cpu, i=init_limits(GPU)), BOTH, id="gpu-only-in-init-container"),
+    pytest.param("gang", pod(r=limits({TPU: "4"})), BOTH, id="configured-tpu"),
+    pytest.param("gang", pod(r=limits({"aws.amazon.com/neuroncore": "1"})), set(),
+                 id="accelerator-not-configured"),
+    pytest.param(
+        "gang", pod(c=cpu, d=claims([{"name": "gpus", "resourceClaimTemplateName": "t"}])),
+        BOTH, id="dra-claim-template",
+    ),
+    pytest.param("gang", pod(c=cpu, d=claims([])), set(), id="empty-resource-claims"),
     pytest.param("gang", pod(c=cpu), set(), id="cpu-pod"),
     pytest.param("gang", pod(), set(), id="no-resources-at-all"),
     pytest.param(

@@ -14,6 +14,10 @@ different training runtimes of one name are bad input (2) — and every readable
 document is still reported. The pods of one pod-based gang are summed over the input
 (`pod_gangs.siblings_among`) and reported once.
 
+Devices of Dynamic Resource Allocation (ResourceSlices and DeviceClasses in --nodes,
+ResourceClaimTemplates in the manifests) are counted as extended resources
+(`check_dra`); with --kubeconfig they are not read yet.
+
 The only I/O here is reading the files (and stdin) and, with --kubeconfig, listing
 Nodes and Pods.
 """
@@ -42,10 +46,10 @@ from ..files.manifests import (
     ManifestError,
     expand_paths_keep_going,
     load_documents,
-    load_nodes,
     load_text,
     object_key,
 )
+from . import check_dra
 from .exit_codes import EXIT_ADMITTED, EXIT_BAD_INPUT, EXIT_REJECTED
 
 
@@ -70,7 +74,9 @@ def register(sub: Any) -> None:
     )
     fleet = parser.add_mutually_exclusive_group(required=True)
     fleet.add_argument(
-        "--nodes", metavar="FILE", help="Node objects (e.g. kubectl get nodes -o yaml)"
+        "--nodes", metavar="FILE",
+        help="Node objects, with any ResourceSlices and DeviceClasses "
+        "(e.g. kubectl get nodes,resourceslices,deviceclasses -o yaml)"
     )
     fleet.add_argument(
         "--kubeconfig",
@@ -304,16 +310,17 @@ def _no_gpus(nodes: str, count: int, config: Config) -> str:
     )
 
 
-def _load_fleet(args: argparse.Namespace, config: Config) -> Capacity:
+def _load_fleet(args: argparse.Namespace, config: Config) -> tuple[Capacity, check_dra.Fleet]:
     if args.context is not None and args.nodes is not None:
         raise ManifestError("--context picks a cluster of --kubeconfig; not with --nodes")
     if args.nodes is None:
-        return _capacity_from_cluster(args.kubeconfig, args.context, config)
-    nodes = load_nodes(args.nodes)
-    capacity = Capacity.from_nodes(nodes, config)
+        fleet = check_dra.Fleet([], config, {})
+        return _capacity_from_cluster(args.kubeconfig, args.context, config), fleet
+    fleet = check_dra.read_fleet(load_documents(args.nodes), config)
+    capacity = Capacity.from_nodes(fleet.nodes, fleet.config)
     if capacity.unknown and not args.allow_no_gpus:
-        raise ManifestError(_no_gpus(args.nodes, len(nodes), config))
-    return capacity
+        raise ManifestError(_no_gpus(args.nodes, len(fleet.nodes), config))
+    return capacity, fleet
 
 
 def _load_manifests(files: list[str]) -> tuple[list[Document], list[str]]:
@@ -343,8 +350,8 @@ def _load_manifests(files: list[str]) -> tuple[list[Document], list[str]]:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        config = load_config_file(args.config)
-        capacity = _load_fleet(args, config)
+        capacity, fleet = _load_fleet(args, load_config_file(args.config))
+        config = fleet.config
     except (ManifestError, ConfigFileError, InvalidObject, InvalidConfig) as exc:
         print(f"gangkeeper check: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -354,6 +361,9 @@ def run(args: argparse.Namespace) -> int:
     docs = [_in_namespace(doc, args.namespace) for doc in docs]
     docs, duplicated = _duplicates(docs)
     errors.extend(duplicated)
+    docs, templates, unreadable_claims = check_dra.take_claim_templates(docs)
+    docs, unreadable_pods = check_dra.with_claims(docs, templates, fleet.fewest)
+    errors.extend(unreadable_claims + unreadable_pods)
     records, unreadable = _records(docs, capacity, config)
     errors.extend(unreadable)
     if not records and not errors:

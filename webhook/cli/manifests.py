@@ -3,8 +3,9 @@
 `gangkeeper manifests` prints the whole installation as multi-document YAML;
 `--url URL --ca-bundle FILE` prints only the two webhook configurations pointing at an
 out-of-cluster server (the sandbox and local tests); `--write DIR` writes the files and a
-kustomization.yaml (this is how `deploy/base` is regenerated). Reads only the CA file;
-writes only under `--write DIR`; no cluster access.
+kustomization.yaml (this is how `deploy/base` is regenerated); `--config FILE` takes
+the accelerators the pod webhooks match from the config's `gpuResources`. Reads only
+the CA and config files; writes only under `--write DIR`; no cluster access.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gangkeeper.policies.names import DEFAULT_NAMESPACE
+from gangkeeper.webhook.files.config import ConfigFileError, load_config_file
 from gangkeeper.webhook.install import (
     BACKENDS,
     CERT_MODES,
@@ -73,6 +75,11 @@ def register(sub: Any) -> None:
         "and `autoscaling: provisioningrequest` in the config; "
         "off: neither, and `autoscaling: off` in the config",
     )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE",
+        help="gangkeeper config file: its gpuResources decide which pods the pod webhooks "
+        "see, and go into the ConfigMap (the rest of the file is not read)",
+    )
     parser.add_argument("--url", help="out-of-cluster server, e.g. https://127.0.0.1:8443")
     parser.add_argument("--ca-bundle", type=Path, metavar="FILE", help="PEM CA for --url")
     parser.add_argument(
@@ -122,6 +129,11 @@ def run(args: argparse.Namespace) -> int:
     if (args.url is None) != (args.ca_bundle is None):
         print("gangkeeper manifests: --url and --ca-bundle go together", file=sys.stderr)
         return 2
+    try:
+        config = load_config_file(args.config)
+    except ConfigFileError as exc:
+        print(f"gangkeeper manifests: --config {exc}", file=sys.stderr)
+        return 2
     ca_bundle: bytes | None = None
     if args.ca_bundle is not None:
         try:
@@ -139,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
             image=args.image,
             autoscaling=args.autoscaling != "off",
             provisioning_requests=args.autoscaling == "provisioningrequest",
+            gpu_resources=config.gpu_resources,
         )
     except ValueError as exc:
         print(f"gangkeeper manifests: {exc}", file=sys.stderr)

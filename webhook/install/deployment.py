@@ -5,8 +5,12 @@ Pure: builds dicts and text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import yaml
 
+from gangkeeper.policies.config import DEFAULT_GPU_RESOURCES
 from gangkeeper.policies.names import APP_NAME, CONFIGMAP_NAME, SECRET_NAME, SERVICE_NAME
 
 from .objects import LABELS, CertMode, Manifest, metadata
@@ -20,10 +24,17 @@ RUN_AS = 65532
 
 
 def config_document(
-    backend: str, *, autoscaling: bool = True, provisioning_requests: bool = False
+    backend: str,
+    *,
+    autoscaling: bool = True,
+    provisioning_requests: bool = False,
+    gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
 ) -> str:
     """The config file the ConfigMap carries (read by `gangkeeper serve --config`)."""
-    data: dict[str, str] = {"backend": backend}
+    data: dict[str, Any] = {"backend": backend}
+    if tuple(gpu_resources) != DEFAULT_GPU_RESOURCES:
+        # The server must count as GPUs what the webhooks' filter lets through.
+        data["gpuResources"] = list(gpu_resources)
     if not autoscaling:  # without its RBAC the controller must not try placeholders
         data["autoscaling"] = "off"
     elif provisioning_requests:

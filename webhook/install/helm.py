@@ -4,7 +4,8 @@ The chart's templates are written by hand, in Helm's idiom (values, helpers, one
 template per object); what they must not restate is generated here from the same
 renderer as `deploy/base`: the RBAC rules of both certificate modes and the webhook
 entries (rules, CEL match conditions, selectors), without what the chart's values
-decide (clientConfig, namespaceSelector, failurePolicy, timeoutSeconds). The templates
+decide (clientConfig, namespaceSelector, failurePolicy, timeoutSeconds; the accelerators
+of the match conditions when `config.gpuResources` is given). The templates
 read it with `.Files.Get "files/rendered.yaml"`; a test fails while the committed file
 differs from `helm_chart_files()`, and the chart's tests compare `helm template` with
 `gangkeeper manifests` object for object.
@@ -19,6 +20,7 @@ from gangkeeper.policies.names import DEFAULT_NAMESPACE
 from .objects import CERT_MODES, CertMode, Manifest
 from .rbac import AUTOSCALING_RULES, PROVISIONING_RULES
 from .render import render_manifests
+from .webhooks import DEFAULT_GPU_RESOURCE_TEST
 from .yaml_text import dump_rules, dump_value
 
 CHART_FILE = "files/rendered.yaml"
@@ -85,6 +87,9 @@ def helm_chart_files() -> dict[str, str]:
         ],
     }
     parts.append(dump_value({"webhooks": webhooks}))
+    # What the template replaces in the match conditions when the values' config
+    # names its own gpuResources.
+    parts.append(dump_value({"defaultGpuResourceTest": DEFAULT_GPU_RESOURCE_TEST}))
     others = {mode: _untemplated(_objects(mode)) for mode in CERT_MODES}  # type: ignore[arg-type]
     # What placeholders add (their PriorityClass), under the same condition as their rules.
     without = {(o["kind"], o["metadata"]["name"]) for o in _objects("self")}

@@ -10,7 +10,9 @@ Pure: builds data, reads no file and talks to no cluster.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 
+from gangkeeper.policies.config import DEFAULT_GPU_RESOURCES
 from gangkeeper.policies.names import (
     APP_NAME,
     CONFIGMAP_NAME,
@@ -39,6 +41,7 @@ def render_manifests(
     image: str = DEFAULT_IMAGE,
     autoscaling: bool = True,
     provisioning_requests: bool = False,
+    gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
 ) -> list[Manifest]:
     """Every object of an installation, in apply order.
 
@@ -50,6 +53,9 @@ def render_manifests(
     placeholders' PriorityClass and RBAC; `provisioning_requests=True` (config
     `autoscaling: provisioningrequest`) adds the RBAC for ProvisioningRequests and
     their PodTemplates (the placeholders' stays: they stand in where it is not served).
+    `gpu_resources` (config `gpuResources`) are the accelerators the pod webhooks'
+    match conditions let through, and go into the ConfigMap's config when they are not
+    the default list.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -68,7 +74,9 @@ def render_manifests(
             raise ValueError(
                 f"url must start with https:// (the API server only calls HTTPS), got {url!r}"
             )
-        return webhook_configurations(namespace, url=url, ca_bundle=encoded)
+        return webhook_configurations(
+            namespace, url=url, ca_bundle=encoded, gpu_resources=gpu_resources
+        )
 
     objects: list[Manifest] = [
         {
@@ -93,7 +101,8 @@ def render_manifests(
             "kind": "ConfigMap",
             "metadata": metadata(CONFIGMAP_NAME, namespace),
             "data": {"config.yaml": config_document(
-                backend, autoscaling=autoscaling, provisioning_requests=provisioning_requests
+                backend, autoscaling=autoscaling, provisioning_requests=provisioning_requests,
+                gpu_resources=gpu_resources,
             )},
         },
     ]
@@ -130,6 +139,8 @@ def render_manifests(
                 "selector": {"matchLabels": {"app.kubernetes.io/name": APP_NAME}},
             },
         },
-        *webhook_configurations(namespace, ca_bundle=encoded, cert_mode=cert_mode),
+        *webhook_configurations(
+            namespace, ca_bundle=encoded, cert_mode=cert_mode, gpu_resources=gpu_resources
+        ),
     ]
     return objects

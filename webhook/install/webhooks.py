@@ -104,6 +104,12 @@ def _resource_test(var: str, patterns: Iterable[str]) -> str:
     return " || ".join(tests)
 
 
+#: The test `gpu_request_condition` renders for the default `gpuResources`. The Helm
+#: chart replaces it with the one built from its values' `config.gpuResources` (the
+#: same rule in the template language: `gangkeeper.gpuResourceTest`).
+DEFAULT_GPU_RESOURCE_TEST = _resource_test("r", DEFAULT_GPU_RESOURCES)
+
+
 def gpu_request_condition(gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES) -> str:
     """CEL: some container or init container has a GPU resource in its limits.
 
@@ -122,6 +128,16 @@ def gpu_request_condition(gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES) 
     )
 
 
+def resource_claim_condition() -> str:
+    """CEL: the pod asks for devices through Dynamic Resource Allocation.
+
+    With DRA (resource.k8s.io/v1) a pod's GPUs are named in `spec.resourceClaims`
+    (a ResourceClaimTemplate or a shared ResourceClaim), not in any container's
+    limits, so the GPU test above never sees them. Guarded with has() like it.
+    """
+    return "(has(object.spec.resourceClaims) && size(object.spec.resourceClaims) > 0)"
+
+
 def training_marker_condition() -> str:
     """CEL: the pod carries a known training-system label or a gang annotation."""
     prefixes = " ||\n    ".join(
@@ -136,13 +152,24 @@ def training_marker_condition() -> str:
     )
 
 
-def pod_match_conditions() -> list[Manifest]:
-    """Skip pods that are neither GPU pods nor marked as training pods, and non-CREATEs."""
+def pod_match_conditions(
+    gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
+) -> list[Manifest]:
+    """Skip pods that are neither GPU pods (by limits or by resource claims) nor marked
+    as training pods, and non-CREATEs.
+
+    `gpu_resources` are the config's `gpuResources`: a pod asking only for an
+    accelerator the default list does not name (google.com/tpu) must still reach
+    gangkeeper when the config counts it as a GPU.
+    """
+    gpu = gpu_request_condition(gpu_resources)
     return [
         {"name": "create-only", "expression": "request.operation == 'CREATE'"},
         {
             "name": "gpu-or-training-pod",
-            "expression": f"{gpu_request_condition()} ||\n{training_marker_condition()}\n",
+            "expression": (
+                f"{gpu} ||\n{resource_claim_condition()} ||\n{training_marker_condition()}\n"
+            ),
         },
     ]
 
@@ -199,6 +226,7 @@ def _webhook(
     url: str | None,
     ca_bundle: str | None,
     pod_conditions: bool,
+    gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
 ) -> Manifest:
     hook: Manifest = {
         "name": name,
@@ -213,7 +241,7 @@ def _webhook(
         "timeoutSeconds": 5,
     }
     if pod_conditions:
-        hook["matchConditions"] = pod_match_conditions()
+        hook["matchConditions"] = pod_match_conditions(gpu_resources)
     return hook
 
 
@@ -223,12 +251,13 @@ def webhook_configurations(
     url: str | None = None,
     ca_bundle: str | None = None,
     cert_mode: CertMode = "self",
+    gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
 ) -> list[Manifest]:
-    """The MutatingWebhookConfiguration and ValidatingWebhookConfiguration."""
+    """The MutatingWebhookConfiguration and ValidatingWebhookConfiguration; the pod
+    webhooks match pods asking for any of `gpu_resources` (the config's patterns)."""
     annotations: dict[str, str] = {}
     if cert_mode == "cert-manager" and url is None:
         annotations["cert-manager.io/inject-ca-from"] = f"{namespace}/{CERTIFICATE_NAME}"
-    common = {"url": url, "ca_bundle": ca_bundle}
     mutating = _webhook(
         POD_MUTATE_WEBHOOK,
         "/mutate",
@@ -236,7 +265,9 @@ def webhook_configurations(
         [dict(_POD_RULE)],
         failure_policy="Fail",
         pod_conditions=True,
-        **common,
+        gpu_resources=gpu_resources,
+        url=url,
+        ca_bundle=ca_bundle,
     )
     mutating["reinvocationPolicy"] = "IfNeeded"
     validating = [
@@ -247,7 +278,9 @@ def webhook_configurations(
             [dict(_POD_RULE)],
             failure_policy="Ignore",
             pod_conditions=True,
-            **common,
+            gpu_resources=gpu_resources,
+            url=url,
+        ca_bundle=ca_bundle,
         )
     ]
     rules = workload_rules()
@@ -260,7 +293,8 @@ def webhook_configurations(
                 rules,
                 failure_policy="Ignore",
                 pod_conditions=False,
-                **common,
+                url=url,
+        ca_bundle=ca_bundle,
             )
         )
     return [

@@ -99,8 +99,13 @@ def install_rbac(kubectl: Kubectl, namespace: str, backend: str | None) -> None:
     kubectl.must("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(wanted))
 
 
-def register_webhooks(kubectl: Kubectl, url: str, ca: Path, backend: str | None) -> None:
-    rendered = render("--url", url, "--ca-bundle", str(ca), backend=backend)
+def register_webhooks(
+    kubectl: Kubectl, url: str, ca: Path, backend: str | None, config: Path | None = None
+) -> None:
+    """Register the webhooks for the server at `url`; with the config `serve` reads, so
+    the pods its `gpuResources` name (google.com/tpu) reach it."""
+    extra = ["--config", str(config)] if config is not None else []
+    rendered = render("--url", url, "--ca-bundle", str(ca), *extra, backend=backend)
     kubectl.must("apply", "--server-side", "-f", "-", input=rendered)
 
 

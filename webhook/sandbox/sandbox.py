@@ -303,19 +303,20 @@ class Sandbox:
             "components": list(components),
         }
         if gangkeeper:
+            serve_config = registration.config_file(self.directory, backend, config)
             argv = registration.serve_argv(
                 kubeconfig=self.gangkeeper_kubeconfig,
                 cert_dir=self.gangkeeper_cert_dir,
                 port=ports.gangkeeper,
-                config=registration.config_file(self.directory, backend, config),
+                config=serve_config,
             )
             state["gangkeeper_argv"] = argv
-            gangkeeper_url = f"https://127.0.0.1:{ports.gangkeeper}"
-            state["gangkeeper_url"] = gangkeeper_url
+            state["gangkeeper_url"] = gangkeeper_url = f"https://127.0.0.1:{ports.gangkeeper}"
             self._write_state(state)
             self.start_gangkeeper(deadline=deadline)
             registration.register_webhooks(
-                kubectl, gangkeeper_url, self.gangkeeper_cert_dir / "ca.crt", backend
+                kubectl, gangkeeper_url, self.gangkeeper_cert_dir / "ca.crt", backend,
+                serve_config,
             )
             self._wait(
                 "gangkeeper (called by the API server)",

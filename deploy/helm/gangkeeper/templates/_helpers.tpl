@@ -79,9 +79,36 @@ matchExpressions:
 {{- $_ = set $hook "namespaceSelector" (include "gangkeeper.namespaceSelector" $root | fromYaml) -}}
 {{- $_ = set $hook "failurePolicy" $settings.failurePolicy -}}
 {{- $_ = set $hook "timeoutSeconds" $root.Values.webhook.timeoutSeconds -}}
+{{- $gpuResources := ($root.Values.config | default dict).gpuResources -}}
+{{- if and $gpuResources (hasKey $hook "matchConditions") -}}
+{{- $test := include "gangkeeper.gpuResourceTest" $gpuResources -}}
+{{- $conditions := list -}}
+{{- range $condition := $hook.matchConditions -}}
+{{- $expression := replace $rendered.defaultGpuResourceTest $test $condition.expression -}}
+{{- $conditions = append $conditions (merge (dict "expression" $expression) $condition) -}}
+{{- end -}}
+{{- $_ = set $hook "matchConditions" $conditions -}}
+{{- end -}}
 {{- $hooks = append $hooks $hook -}}
 {{- end -}}
 {{ toYaml $hooks }}
+{{- end }}
+
+{{/* CEL: resource name `r` is one of the config's gpuResources patterns, as
+     webhook/install/webhooks.py `_resource_test` writes it: a glob is a prefix test
+     up to its first wildcard, any other name an equality. */}}
+{{- define "gangkeeper.gpuResourceTest" -}}
+{{- $tests := list -}}
+{{- range $pattern := . -}}
+{{- $prefix := regexFind "^[^*?\\[]*" $pattern -}}
+{{- $quoted := printf "'%s'" ($prefix | replace "\\" "\\\\" | replace "'" "\\'") -}}
+{{- if eq $prefix $pattern -}}
+{{- $tests = append $tests (printf "r == %s" $quoted) -}}
+{{- else -}}
+{{- $tests = append $tests (printf "r.startsWith(%s)" $quoted) -}}
+{{- end -}}
+{{- end -}}
+{{- join " || " $tests -}}
 {{- end }}
 
 {{/* cert-manager injects the CA into the Service-based configurations. */}}

@@ -1,0 +1,177 @@
+"""Device demand: what ResourceClaims and ResourceClaimTemplates ask of device classes.
+
+Fields, as `k8s.io/api/resource/v1/types.go` defines them:
+- a pod's `spec.resourceClaims[]` (`PodResourceClaim`, core/v1): `name` and one of
+  `resourceClaimName` (an existing ResourceClaim, which every pod naming it shares)
+  or `resourceClaimTemplateName` (a claim made from the template for each pod);
+- `ResourceClaimTemplate.spec.spec` and `ResourceClaim.spec` are a `ResourceClaimSpec`:
+  `devices.requests[]` (`DeviceRequest`), each `name` and one of
+  `exactly` (`ExactDeviceRequest`: `deviceClassName`, `allocationMode` ExactCount
+  (default) or All, `count` (default 1), `adminAccess`, `selectors`) or
+  `firstAvailable[]` (`DeviceSubRequest`, the same fields, tried in order).
+
+How each request is counted, so that a count is never more than the allocator needs:
+- ExactCount: `count` devices of the class.
+- All: every device of the class on the node (at least one); kept apart in `every`.
+- firstAvailable: the alternative asking for the fewest devices (an All alternative
+  beside exact ones: one device, all a node with one would give); when the
+  alternatives name different classes no single class can be charged, and the
+  request is left out.
+- `adminAccess: true` takes no device away from others; left out.
+- A request's own `selectors` narrow the class's devices; they are not applied, so the
+  class's count may overstate what the request can use (never the other way).
+
+Pure: plain dicts in, frozen dataclasses out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InvalidObject
+from ..podspec import as_list, as_mapping, as_str, field_path
+
+_MODES = ("ExactCount", "All")
+
+
+@dataclass(frozen=True)
+class DeviceDemand:
+    """Devices asked of each class: `counts` exactly, and all of each class in `every`."""
+
+    counts: Mapping[str, int] = field(default_factory=dict)
+    every: frozenset[str] = frozenset()
+
+    def plus(self, other: DeviceDemand) -> DeviceDemand:
+        return DeviceDemand(dict(Counter(self.counts) + Counter(other.counts)),
+                            self.every | other.every)  # fmt: skip
+
+
+def _alternative(raw: object, path: str) -> tuple[str, int | None] | None:
+    """(class, count; None for All) of an `exactly` or a sub-request; None: left out."""
+    body = as_mapping(raw, path, required=True)
+    device_class = as_str(body.get("deviceClassName"), field_path(path, "deviceClassName"))
+    mode_path = field_path(path, "allocationMode")
+    mode = as_str(body.get("allocationMode"), mode_path, default="ExactCount")
+    if mode not in _MODES:
+        raise InvalidObject(mode_path, f"must be one of {', '.join(_MODES)}, got {mode!r}")
+    if body.get("adminAccess") is True:
+        return None
+    if mode == "All":
+        return device_class, None
+    count_path = field_path(path, "count")
+    count = body.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise InvalidObject(count_path, f"must be a whole number of at least 1, got {count!r}")
+    return device_class, count
+
+
+def _request(raw: object, path: str) -> tuple[str, int | None] | None:
+    body = as_mapping(raw, path, required=True)
+    if "exactly" in body:
+        return _alternative(body["exactly"], field_path(path, "exactly"))
+    alternatives_path = field_path(path, "firstAvailable")
+    raw_alternatives = as_list(body.get("firstAvailable"), alternatives_path)
+    if not raw_alternatives:
+        raise InvalidObject(path, "must set exactly or firstAvailable")
+    alternatives = [
+        _alternative(a, field_path(alternatives_path, i)) for i, a in enumerate(raw_alternatives)
+    ]
+    if any(a is None for a in alternatives):
+        return None  # one alternative takes nothing away: so may the request
+    classes = {a[0] for a in alternatives if a is not None}
+    if len(classes) != 1:
+        return None
+    counts = [a[1] for a in alternatives if a is not None]
+    exact = [c for c in counts if c is not None]
+    if not exact:
+        return classes.pop(), None
+    # An All alternative may be met by a single device (on a node with one).
+    return classes.pop(), (1 if None in counts else min(exact))
+
+
+def claim_spec_demand(spec: object, path: str) -> DeviceDemand:
+    """The demand of one `ResourceClaimSpec`."""
+    body = as_mapping(spec, path)
+    devices_path = field_path(path, "devices")
+    requests_path = field_path(devices_path, "requests")
+    counts: Counter[str] = Counter()
+    every: set[str] = set()
+    raw_requests = as_list(as_mapping(body.get("devices"), devices_path).get("requests"),
+                           requests_path)  # fmt: skip
+    for i, raw in enumerate(raw_requests):
+        asked = _request(raw, field_path(requests_path, i))
+        if asked is None:
+            continue
+        device_class, count = asked
+        if count is None:
+            every.add(device_class)
+        else:
+            counts[device_class] += count
+    return DeviceDemand(dict(counts), frozenset(every))
+
+
+def read_claim_template(obj: Mapping[str, Any]) -> tuple[str, DeviceDemand]:
+    """(name, demand of each claim made from it) of a ResourceClaimTemplate."""
+    name = as_str(as_mapping(obj.get("metadata"), "metadata").get("name"), "metadata.name")
+    base = f"ResourceClaimTemplate {name}: spec"
+    spec = as_mapping(obj.get("spec"), base, required=True)
+    return name, claim_spec_demand(spec.get("spec"), field_path(base, "spec"))
+
+
+def read_claim(obj: Mapping[str, Any]) -> tuple[str, DeviceDemand]:
+    """(name, demand) of a ResourceClaim."""
+    name = as_str(as_mapping(obj.get("metadata"), "metadata").get("name"), "metadata.name")
+    return name, claim_spec_demand(obj.get("spec"), f"ResourceClaim {name}: spec")
+
+
+@dataclass(frozen=True)
+class PodClaims:
+    """What one pod asks through its resource claims."""
+
+    #: From its templates: every pod gets claims of its own.
+    own: DeviceDemand
+    #: ResourceClaims it shares with whichever other pods name them.
+    shared: frozenset[str]
+    #: Templates it names that were not given: its demand is not fully known.
+    unresolved: frozenset[str]
+
+
+def pod_claims(spec: object, templates: Mapping[str, DeviceDemand],
+               path: str = "spec") -> PodClaims:  # fmt: skip
+    body = as_mapping(spec, path, required=True)
+    claims_path = field_path(path, "resourceClaims")
+    own = DeviceDemand()
+    shared: set[str] = set()
+    unresolved: set[str] = set()
+    for i, raw in enumerate(as_list(body.get("resourceClaims"), claims_path)):
+        entry_path = field_path(claims_path, i)
+        entry = as_mapping(raw, entry_path, required=True)
+        claim = as_str(entry.get("resourceClaimName"),
+                       field_path(entry_path, "resourceClaimName"), default="")
+        template = as_str(entry.get("resourceClaimTemplateName"),
+                          field_path(entry_path, "resourceClaimTemplateName"), default="")
+        if bool(claim) == bool(template):
+            raise InvalidObject(
+                entry_path, "must set exactly one of resourceClaimName, resourceClaimTemplateName"
+            )
+        if claim:
+            shared.add(claim)
+        elif template in templates:
+            own = own.plus(templates[template])
+        else:
+            unresolved.add(template)
+    return PodClaims(own, frozenset(shared), frozenset(unresolved))
+
+
+def shared_demand(pods: Iterable[PodClaims], claims: Mapping[str, DeviceDemand]) -> DeviceDemand:
+    """The shared ResourceClaims of a set of pods, each counted once however many
+    pods name it; one not in `claims` counts nothing."""
+    names = set().union(*(p.shared for p in pods))
+    total = DeviceDemand()
+    for name in sorted(names):
+        if name in claims:
+            total = total.plus(claims[name])
+    return total

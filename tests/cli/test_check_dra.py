@@ -1,0 +1,122 @@
+"""`gangkeeper check` with Dynamic Resource Allocation (resource.k8s.io/v1) input.
+
+`--nodes` holds Nodes, ResourceSlices and DeviceClasses (examples/dra/fleet.yaml: 4
+nodes x 8 devices of the class gpu.example.com, which also serves nvidia.com/gpu);
+`-f` holds ResourceClaimTemplates beside the workloads. Objects are shaped as
+`k8s.io/api/resource/v1/types.go` defines them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DRA = ROOT / "examples" / "dra"
+FLEET = DRA / "fleet.yaml"
+TIMES = "\u00d7"  # how the reasons write "5 x 8"
+
+
+def check(*files: Path, nodes: Path = FLEET) -> subprocess.CompletedProcess[str]:
+    args = [a for f in files for a in ("-f", str(f))]
+    return subprocess.run(
+        [sys.executable, "-m", "gangkeeper.webhook.cli", "check", *args, "--nodes", str(nodes),
+         "-o", "json"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def verdicts(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    assert proc.returncode in (0, 1), proc.stderr
+    return [r for r in json.loads(proc.stdout) if r["gang"] is not None]
+
+
+def test_a_dra_job_that_fits_the_devices_is_admitted() -> None:
+    proc = check(DRA / "job-fits.yaml")
+    (record,) = verdicts(proc)
+    assert proc.returncode == 0
+    assert record["demand"] == {"dra:gpu.example.com": 32}  # the gang's 4 x 8
+
+
+def test_five_workers_of_eight_devices_on_four_nodes_of_eight_are_refused_with_numbers() -> None:
+    proc = check(DRA / "job-too-big.yaml")
+    (record,) = verdicts(proc)
+    assert proc.returncode == 1 and record["verdict"] == "reject"
+    assert f"5 {TIMES} 8 dra:gpu.example.com = 40" in record["reason"]
+    assert "at most 32" in record["reason"]
+
+
+def test_the_classes_extended_resource_name_makes_its_devices_count_as_that_resource() -> None:
+    """The fleet's Nodes list no nvidia.com/gpu; the class serves it from its devices."""
+    fits = verdicts(check(ROOT / "examples" / "job-fits.yaml"))
+    assert [r["verdict"] for r in fits] == ["admit"]
+    (too_big,) = verdicts(check(ROOT / "examples" / "job-too-big.yaml"))
+    assert too_big["verdict"] == "reject"
+    assert f"5 {TIMES} 8 nvidia.com/gpu = 40" in too_big["reason"]
+    assert "at most 32" in too_big["reason"]
+
+
+def fleet(edit: Any, tmp_path: Path) -> Path:
+    data = yaml.safe_load(FLEET.read_text())
+    edit(data["items"])
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_tainted_device_makes_its_node_unknown_so_nothing_is_refused(tmp_path: Path) -> None:
+    def taint(items: list[dict[str, Any]]) -> None:
+        for item in items:
+            if item["kind"] == "ResourceSlice":
+                item["spec"]["devices"][0]["taints"] = [
+                    {"key": "example.com/ecc", "effect": "NoSchedule"}
+                ]
+
+    proc = check(DRA / "job-too-big.yaml", nodes=fleet(taint, tmp_path))
+    assert proc.returncode == 0
+    assert [r["verdict"] for r in verdicts(proc)] == ["admit"]
+
+
+def test_an_incomplete_pool_offers_no_devices(tmp_path: Path) -> None:
+    def incomplete(items: list[dict[str, Any]]) -> None:
+        for item in items:
+            if item["kind"] == "ResourceSlice" and item["spec"]["nodeName"] == "dra-node-0":
+                item["spec"]["pool"]["resourceSliceCount"] = 2
+
+    (record,) = verdicts(check(DRA / "job-fits.yaml", nodes=fleet(incomplete, tmp_path)))
+    assert record["verdict"] == "reject" and "at most 24" in record["reason"]
+
+
+def test_a_malformed_resource_slice_is_bad_input_naming_file_and_field(tmp_path: Path) -> None:
+    def broken(items: list[dict[str, Any]]) -> None:
+        next(i for i in items if i["kind"] == "ResourceSlice")["spec"]["pool"].pop(
+            "resourceSliceCount"
+        )
+
+    path = fleet(broken, tmp_path)
+    proc = check(DRA / "job-fits.yaml", nodes=path)
+    assert proc.returncode == 2
+    assert str(path) in proc.stderr and "spec.pool.resourceSliceCount" in proc.stderr
+
+
+def test_a_malformed_claim_template_is_bad_input_naming_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text((DRA / "job-fits.yaml").read_text().replace("count: 8", "count: 0"))
+    proc = check(path)
+    assert proc.returncode == 2
+    assert str(path) in proc.stderr and "exactly.count" in proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["Secret"])
+def test_other_kinds_in_the_nodes_file_are_still_refused(tmp_path: Path, kind: str) -> None:
+    def other(items: list[dict[str, Any]]) -> None:
+        items.append({"apiVersion": "v1", "kind": kind, "metadata": {"name": "x"}})
+
+    proc = check(DRA / "job-fits.yaml", nodes=fleet(other, tmp_path))
+    assert proc.returncode == 2 and f"got {kind}" in proc.stderr

@@ -1,0 +1,97 @@
+"""Properties of DRA device counting (policies/dra) over generated objects.
+
+Plain dicts shaped as `k8s.io/api/resource/v1/types.go` ResourceSlice and ResourceClaim.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gangkeeper.policies.dra import (
+    UNKNOWN,
+    class_capacity,
+    node_devices,
+    pod_claims,
+    read_claim,
+    read_device_class,
+    read_resource_slice,
+    shared_demand,
+)
+
+DRIVER = "gpu.example.com"
+CLASS = read_device_class({
+    "metadata": {"name": "gpus"},
+    "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
+})  # fmt: skip
+
+
+@st.composite
+def slices(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Slices of a few pools on node-0 or node-1, any generations, maybe incomplete."""
+    out = []
+    for i in range(draw(st.integers(0, 6))):
+        out.append({
+            "metadata": {"name": f"s{i}"},
+            "spec": {
+                "driver": draw(st.sampled_from([DRIVER, "nic.example.com"])),
+                "nodeName": draw(st.sampled_from(["node-0", "node-1"])),
+                "pool": {
+                    "name": draw(st.sampled_from(["p", "q"])),
+                    "generation": draw(st.integers(0, 2)),
+                    "resourceSliceCount": draw(st.integers(1, 3)),
+                },
+                "devices": [{"name": f"d{i}-{j}"} for j in range(draw(st.integers(0, 8)))],
+            },
+        })  # fmt: skip
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(slices())
+def test_a_count_never_exceeds_the_devices_the_nodes_slices_list(raw: list[dict[str, Any]]) -> None:
+    read = [read_resource_slice(s) for s in raw]
+    counted = class_capacity(CLASS, node_devices(read, "node-0", {}))
+    listed = sum(
+        len(s["spec"]["devices"]) for s in raw
+        if s["spec"]["nodeName"] == "node-0" and s["spec"]["driver"] == DRIVER
+    )  # fmt: skip
+    assert counted is not UNKNOWN
+    assert 0 <= counted <= listed
+
+
+@settings(max_examples=200, deadline=None)
+@given(slices(), st.randoms(use_true_random=False))
+def test_the_order_slices_arrive_in_does_not_change_the_count(
+    raw: list[dict[str, Any]], rnd: Any
+) -> None:
+    shuffled = list(raw)
+    rnd.shuffle(shuffled)
+    def counted(order: list[dict[str, Any]]) -> int | None:
+        read = [read_resource_slice(s) for s in order]
+        return class_capacity(CLASS, node_devices(read, "node-0", {}))
+    assert counted(raw) == counted(shuffled)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sets(st.sampled_from(["a", "b", "c"])), max_size=8),
+    st.dictionaries(st.sampled_from(["a", "b", "c"]), st.integers(1, 8), min_size=3),
+)
+def test_a_shared_claim_counts_once_however_many_pods_name_it(
+    named: list[set[str]], sizes: dict[str, int]
+) -> None:
+    claims = dict(
+        read_claim({"metadata": {"name": name}, "spec": {"devices": {"requests": [
+            {"name": "r", "exactly": {"deviceClassName": "gpus", "count": count}}]}}})
+        for name, count in sizes.items()
+    )  # fmt: skip
+    pods = [
+        pod_claims({"containers": [], "resourceClaims": [
+            {"name": n, "resourceClaimName": n} for n in sorted(names)]}, {})
+        for names in named
+    ]  # fmt: skip
+    total = shared_demand(pods, claims).counts.get("gpus", 0)
+    assert total == sum(sizes[n] for n in set().union(*named))
