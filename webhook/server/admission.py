@@ -36,6 +36,7 @@ from gangkeeper.policies.decision import NEVER_NAMESPACES, Memos, decide_pod, va
 from gangkeeper.policies.errors import BadReview as BadReview
 from gangkeeper.policies.errors import PolicyError
 from gangkeeper.policies.model import OwnerLookup, PodsLookup, Verdict
+from gangkeeper.policies.warning_text import MAX_WARNING, fit_warning
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -43,7 +44,7 @@ KIND = "AdmissionReview"
 #: oldObject of a maximal (1.5 MiB) object fits. Anything larger is not from it.
 MAX_BODY_BYTES = 3 * 1024 * 1024
 #: The API server keeps warnings readable by limiting them to 120 characters.
-MAX_WARNING_CHARS = 120
+MAX_WARNING_CHARS = MAX_WARNING
 
 # One encoder for every patch: json.dumps with non-default separators builds a new
 # JSONEncoder (and its C encoder) on each call.
@@ -200,10 +201,7 @@ def parse_review(body: bytes, *, max_bytes: int = MAX_BODY_BYTES) -> Review:
 
 def _warning(text: str) -> str:
     # One line each: the API server passes warnings on as HTTP headers.
-    text = " ".join(text.split())
-    if len(text) <= MAX_WARNING_CHARS:
-        return text
-    return text[: MAX_WARNING_CHARS - 1] + "…"
+    return fit_warning(text, MAX_WARNING_CHARS)
 
 
 def _warnings(texts: list[str] | tuple[str, ...]) -> list[str]:
