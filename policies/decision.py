@@ -152,8 +152,20 @@ def decide_pod(
         return PodDecision(membership, verdict, skipped=verdict.reason, plan=plan)
     if not plan.changes:
         why = plan.message or "already carries its gang keys"
+        if plan.left_to:
+            # Let through untouched: say so, or the user sees no gang and no reason.
+            left = f"gangkeeper left pod {_pod_name(pod)} to {plan.left_to}"
+            verdict = replace(verdict, warnings=(*verdict.warnings, left))
         return PodDecision(membership, verdict, skipped=why, plan=plan)
     return PodDecision(membership, verdict, plan=plan, target=pod, patch=ops)
+
+
+def _pod_name(pod: KubeObject) -> str:
+    """The pod's name, or its generateName (a controller's pods have only that on CREATE)."""
+    metadata = pod.get("metadata")
+    metadata = metadata if isinstance(metadata, JSON_OBJECT) else {}
+    name = metadata.get("name") or metadata.get("generateName")
+    return name if isinstance(name, str) and name else "(unnamed)"
 
 
 def validate_object(
