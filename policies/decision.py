@@ -6,6 +6,10 @@
 - `validate_object(obj, ...)`: one `ObjectDecision` per gang of a workload object (a
   Pod is answered for its own gang); an object that is not a gang gives [].
 
+A GPU pod whose owner is of a kind some recogniser reads but the lookup does not know
+(offline `serve` not given it) is let through unchanged, with `unread_owner` naming
+that owner so the answer can say why.
+
 `InvalidObject` from the recognisers propagates: the caller answers per
 `config.on_unreadable`. Pure: composes recognisers, feasibility and mutation; no I/O.
 """
@@ -18,15 +22,19 @@ from typing import Any
 
 from .capacity import Capacity
 from .config import Config
+from .errors import PolicyError
 from .feasibility import check_gang
 from .model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup, Verdict
 from .mutation import MutationPlan, plan_pod
 from .names import SKIP_LABEL
 from .plan_memo import PlanMemo
 from .pod_gangs import SIBLING_FACTS, SiblingFacts, all_seen_note, unseen_warning
+from .podspec import pod_demand
 from .recognizers.base import Registry
+from .recognizers.capabilities import followed_owners
+from .recognizers.common import owner_chain
 from .recognizers.owner_gangs import OwnerGangs
-from .recognizers.registry import recognize_object, recognize_pod
+from .recognizers.registry import default_registry, recognize_object, recognize_pod
 
 #: Namespaces never gang-keyed, whatever the webhook configuration says.
 NEVER_NAMESPACES = frozenset({"kube-system"})
@@ -63,6 +71,9 @@ class PodDecision:
     #: changes. The patched pod is derived from it on demand: the webhook only needs
     #: the patch.
     target: KubeObject | None = None
+    #: The owner a GPU pod names that the lookup did not know ("PyTorchJob team/x"),
+    #: when that is why the pod is no gang; "" otherwise.
+    unread_owner: str = ""
     #: The RFC 6902 operations that make the request's pod `patched`; [] when nothing
     #: changes. Shared with every pod planned alike (`PlanMemo`): read only.
     patch: list[dict[str, Any]] = field(default_factory=list)
@@ -137,6 +148,10 @@ def decide_pod(
         pod, lookup, config, registry, siblings, owners=owners, facts=facts
     )
     if membership is None:
+        unread = _unread_owner(pod, namespace, lookup, config, registry)
+        if unread:
+            why = f"owner {unread} unknown"
+            return PodDecision(None, allowed, skipped=why, unread_owner=unread)
         return PodDecision(None, allowed, skipped="not part of a gang")
     verdict = _checked(membership.gang, capacity)
     if memos is not None:
@@ -152,8 +167,41 @@ def decide_pod(
         return PodDecision(membership, verdict, skipped=verdict.reason, plan=plan)
     if not plan.changes:
         why = plan.message or "already carries its gang keys"
+        if plan.left_to:
+            # Let through untouched: say so, or the user sees no gang and no reason.
+            left = f"gangkeeper left pod {_pod_name(pod)} to {plan.left_to}"
+            verdict = replace(verdict, warnings=(*verdict.warnings, left))
         return PodDecision(membership, verdict, skipped=why, plan=plan)
     return PodDecision(membership, verdict, plan=plan, target=pod, patch=ops)
+
+
+def _unread_owner(
+    pod: KubeObject, namespace: str, lookup: OwnerLookup, config: Config,
+    registry: Registry | None,
+) -> str:
+    """The first owner up the pod's chain the lookup did not know, of a kind some
+    recogniser reads, when the pod asks for GPUs; "" otherwise (a Deployment's pod is
+    no gang whatever its owner says)."""
+    try:
+        if not pod_demand(pod.get("spec"), config):
+            return ""
+    except PolicyError:
+        return ""  # a spec the recognisers could not read either: not this warning
+    recognizers = list(registry if registry is not None else default_registry())
+    read = {(r.group, r.kind) for rec in recognizers for r in rec.rules}
+    read |= {(o.group, o.kind) for o in followed_owners(recognizers)}
+    for link in owner_chain(pod, namespace, lookup):
+        if link.obj is None and (link.group, link.kind) in read:
+            return f"{link.kind} {namespace}/{link.name}"
+    return ""
+
+
+def _pod_name(pod: KubeObject) -> str:
+    """The pod's name, or its generateName (a controller's pods have only that on CREATE)."""
+    metadata = pod.get("metadata")
+    metadata = metadata if isinstance(metadata, JSON_OBJECT) else {}
+    name = metadata.get("name") or metadata.get("generateName")
+    return name if isinstance(name, str) and name else "(unnamed)"
 
 
 def validate_object(

@@ -53,11 +53,11 @@ from .node_shapes import Bin
 from .packing import Item, Outcome, Problem, per_node, search
 from .resource_fit import check_resources
 from .topology_fit import check_topology
+from .warning_text import MAX_WARNING as MAX_WARNING
+from .warning_text import fit_warning
 
 #: Hall's condition is checked on every subset of roles up to this many roles.
 MAX_SUBSET_ROLES = 6
-#: The API server refuses longer admission warnings.
-MAX_WARNING = 120
 #: The multiplication sign of messages ("8 TIMES 1 nvidia.com/gpu"), spelled out so
 #: linters do not take it for a letter x.
 TIMES = "\u00d7"
@@ -302,10 +302,6 @@ def _evaluate(
     return _decide(gang, problem), problem
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= MAX_WARNING else text[: MAX_WARNING - 1] + "…"
-
-
 def _wait_warning(gang: Gang, capacity: Capacity, problem: Problem | None) -> str:
     name = f"{gang.namespace}/{gang.name}"
     if len(name) > 40:
@@ -316,11 +312,15 @@ def _wait_warning(gang: Gang, capacity: Capacity, problem: Problem | None) -> st
             need = sum(i.count * i.needs(resource) for i in problem.items)
             free = sum(b.count * b.amount(resource) for b in _eligible(problem, every))
             if free < need:
-                return _short(
+                text = (
                     f"gang {name} fits the cluster but only {free} of the {need} "
                     f"{resource} it needs are free now; it will wait"
                 )
-    return _short(f"gang {name} fits the cluster but not the GPUs free now; it will wait")
+                if len(text) > MAX_WARNING:
+                    # Too long to keep whole: what happens first, the numbers after.
+                    text = f"gang {name} will wait: {free} of {need} {resource} free now"
+                return fit_warning(text)
+    return fit_warning(f"gang {name} fits the cluster but not the GPUs free now; it will wait")
 
 
 def _check_ever(
@@ -333,7 +333,7 @@ def _check_ever(
         return Verdict(
             allowed=True,
             warnings=(
-                _short(
+                fit_warning(
                     f"no GPU nodes or pools known; gang {gang.namespace}/{gang.name} "
                     "was not checked for capacity"
                 ),
@@ -349,7 +349,7 @@ def _check_ever(
     if domain is not None:
         if not domain[0]:
             return Verdict(allowed=False, reason=domain[1], code="topology")
-        return Verdict(allowed=True, warnings=(_short(domain[1]),))
+        return Verdict(allowed=True, warnings=(fit_warning(domain[1]),))
     if finding.outcome is Outcome.UNDECIDED:
         # The search ran out on the empty cluster; a second search on free capacity
         # would double the time for a warning only.

@@ -123,6 +123,9 @@ class MutationPlan:
     backend: Backend
     #: Why the pod is skipped or rejected (names the keys found); "" otherwise.
     message: str = ""
+    #: The gang system a skipped pod is left to, with its key ("kueue (label
+    #: kueue.x-k8s.io/pod-group-name=x)"); "" when no other system gangs it.
+    left_to: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     scheduler_name: str | None = None
@@ -359,9 +362,9 @@ def plan_pod(
     elif backend == "native":
         ours[("spec", "schedulingGroup")] = group
 
-    def refuse(message: str) -> MutationPlan:
+    def refuse(message: str, left_to: str = "") -> MutationPlan:
         outcome: Outcome = "reject" if config.on_conflict == "reject" else "skip"
-        return MutationPlan(outcome=outcome, backend=backend, message=message)
+        return MutationPlan(outcome=outcome, backend=backend, message=message, left_to=left_to)
 
     # A gang another system keys (Trainer's podGroupPolicy) is theirs even where its
     # key happens to be ours, value included: Trainer names its PodGroup after the
@@ -370,9 +373,12 @@ def plan_pod(
     if gang.keyed_by:
         found.append(gang.keyed_by)
     if found:
+        # keyed_by already reads "<system> (<key>)"; a found key reads "<system> <key>".
+        system, _, key = found[0].partition(" ")
         return refuse(
             f"pod already belongs to another gang system ({'; '.join(found)}); "
-            f"gangkeeper does not gang it twice"
+            f"gangkeeper does not gang it twice",
+            gang.keyed_by or f"{system} ({key})",
         )
     wanted_scheduler = config.scheduler_name_for(backend)
     current_scheduler = spec.get("schedulerName")

@@ -26,13 +26,14 @@ from dataclasses import replace
 from .capacity import Capacity
 from .config import Config
 from .errors import PolicyError
-from .feasibility import MAX_WARNING, check_gang
+from .feasibility import check_gang
 from .memo import BoundedMemo
 from .model import JSON_OBJECT, Gang, KubeObject, Placement, PodMembership, PodsLookup, Role
 from .names import GANG_NAME_ANNOTATION as GANG_NAME
 from .podspec import other_requests, placement_of, pod_demand
 from .recognizers.common import UNSEEN_ROLE
 from .recognizers.kueue import GROUP_LABEL as KUEUE_GROUP_LABEL
+from .warning_text import fit_warning
 
 #: Registry names of the recognisers whose gangs are known from pods alone.
 POD_BASED = frozenset({"annotations", "kueue-podgroup"})
@@ -195,10 +196,6 @@ def seen_count(gang: Gang) -> int:
     return sum(r.count for r in gang.roles if r.name != UNSEEN)
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= MAX_WARNING else text[: MAX_WARNING - 1] + "…"
-
-
 def unseen_warning(gang: Gang, capacity: Capacity) -> str:
     """The warning when minMember members like the seen ones could not be packed; "".
 
@@ -232,7 +229,7 @@ def unseen_warning(gang: Gang, capacity: Capacity) -> str:
     name = f"{gang.namespace}/{gang.name}"
     if len(name) > 40:
         name = name[:39] + "…"
-    return _short(
+    return fit_warning(
         f"gang {name}: {gang.min_member} members like the {seen_count(gang)} seen "
         f"({each} each) cannot be packed, at most {fit} fit"
     )

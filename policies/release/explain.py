@@ -131,12 +131,36 @@ def explain(
 
 
 def _age(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    return f"{seconds // 3600}h"
+    """A duration as kubectl prints ages (apimachinery's `duration.HumanDuration`):
+    two units while the second still says something (5m12s, 5h30m, 2d3h), one after."""
+    s = max(int(seconds), 0)
+    minutes, hours, days = s // 60, s // 3600, s // 86400
+    if s < 120:
+        return f"{s}s"
+    if minutes < 10:
+        return f"{minutes}m" + (f"{s % 60}s" if s % 60 else "")
+    if minutes < 180:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h" + (f"{minutes % 60}m" if minutes % 60 else "")
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 192:
+        return f"{days}d" + (f"{hours % 24}h" if hours % 24 else "")
+    if days < 730:
+        return f"{days}d"
+    years = days // 365
+    if years < 8:
+        return f"{years}y" + (f"{days % 365}d" if days % 365 else "")
+    return f"{years}y"
+
+
+#: Where every label's value starts, as in `kubectl describe`.
+_LABEL_WIDTH = 14
+
+
+def _field(label: str, value: str) -> str:
+    return f"{label + ':':<{_LABEL_WIDTH}}{value}"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
@@ -155,30 +179,48 @@ def _event_time(event: Mapping[str, Any]) -> str:
     return str((event.get("metadata") or {}).get("creationTimestamp") or "")
 
 
+def _held_note(expl: Explanation, resources: Sequence[str]) -> str:
+    """How much of the free count older gangs hold: the reason's "0 free" counts only
+    what this gang may take, so say why the two numbers differ."""
+    held_nodes = {n for _, nodes in expl.held_by for n in nodes}
+    held = [
+        (res, sum(free.get(res, 0) for n, free in expl.free if n in held_nodes))
+        for res in resources
+    ]
+    held = [(res, n) for res, n in held if n]
+    if not held:
+        return ""
+    owners = ", ".join(gang for gang, _ in expl.held_by)
+    amounts = ", ".join(f"{n} {res}" for res, n in held)
+    return f"; {amounts} of them held for {owners}, which came first"
+
+
 def render(expl: Explanation, events: Sequence[Mapping[str, Any]]) -> str:
     """kubectl-describe style text; `events` are events.k8s.io/v1 Event dicts."""
     r = expl.report
     needed = "?" if r.min_member is None else str(r.min_member)
     state = "stuck" if r.stuck else r.state
     lines = [
-        f"Name:         {r.namespace}/{r.name}",
-        f"Gang label:   {r.label}",
-        f"Owner:        {expl.owner}",
-        f"Backend:      {r.backend}",
-        f"State:        {state}" + (f" ({r.code})" if r.code else ""),
-        f"Members:      {r.present} present / {needed} needed ({r.gated} gated, {r.bound} bound)",
-        f"Age:          {_age(r.age_seconds)}",
-        f"Why:          {r.reason}",
+        _field("Name", f"{r.namespace}/{r.name}"),
+        _field("Gang label", r.label),
+        _field("Owner", expl.owner),
+        _field("Backend", r.backend),
+        _field("State", state + (f" ({r.code})" if r.code else "")),
+        _field("Members", f"{r.present} present / {needed} needed "
+                          f"({r.gated} gated, {r.bound} bound)"),
+        _field("Age", _age(r.age_seconds)),
+        _field("Why", r.reason),
     ]
     asked = ", ".join(f"{res}: {n}" for res, n in sorted(expl.demand.items())) or "none gated"
-    lines.append(f"Asks for:     {asked}")
+    lines.append(_field("Asks for", asked))
     resources = sorted({res for _, free in expl.free for res in free} | set(expl.demand))
     totals = ", ".join(
         f"{res}: {sum(free.get(res, 0) for _, free in expl.free)}" for res in resources
     )
+    # A continuation of "Asks for" in the value column, so labels keep one column.
     lines.append(
-        f"Compared with: {totals or 'no GPUs'} free on the {len(expl.free)} nodes "
-        "its members may use"
+        " " * _LABEL_WIDTH + f"Compared with: {totals or 'no GPUs'} free on the "
+        f"{len(expl.free)} nodes its members may use{_held_note(expl, resources)}"
     )
     if expl.free:
         rows = [

@@ -353,7 +353,7 @@ def run(args: argparse.Namespace) -> int:
         capacity, fleet = _load_fleet(args, load_config_file(args.config))
         config = fleet.config
     except (ManifestError, ConfigFileError, InvalidObject, InvalidConfig) as exc:
-        print(f"gangkeeper check: {exc}", file=sys.stderr)
+        print(f"{args.command_prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     # One bad file or document is reported, and every other one still checked: a CI
     # log then shows all that is wrong at once, and the exit code is still 2.
@@ -379,7 +379,7 @@ def run(args: argparse.Namespace) -> int:
         _print_text(records, sys.stdout)
         print(_summary(records, errors), file=sys.stdout)
     for error in errors:
-        print(f"gangkeeper check: {error}", file=sys.stderr)
+        print(f"{args.command_prog}: {error}", file=sys.stderr)
     if errors:
         return EXIT_BAD_INPUT
     return EXIT_REJECTED if any(r["verdict"] == "reject" for r in records) else EXIT_ADMITTED

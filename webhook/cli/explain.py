@@ -55,13 +55,13 @@ def run(args: argparse.Namespace) -> int:
             state.rest, f"/apis/events.k8s.io/v1/namespaces/{args.namespace}/events"
         )
     except NotAGang as exc:
-        print(f"gangkeeper explain: {exc}", file=sys.stderr)
+        print(f"{args.command_prog}: {exc}", file=sys.stderr)
         return EXIT_NOT_A_GANG
     except ClusterStateError as exc:
-        print(f"gangkeeper explain: {exc}", file=sys.stderr)
+        print(f"{args.command_prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ApiError as exc:
-        print(f"gangkeeper explain: cannot list events: {exc}", file=sys.stderr)
+        print(f"{args.command_prog}: cannot list events: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     names = {name for name, _, _ in explained.members} | {explained.owner.partition("/")[2]}
     about = [e for e in events if (e.get("regarding") or {}).get("name") in names]

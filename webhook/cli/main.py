@@ -43,6 +43,10 @@ def build_parser(
     for name in commands:
         module = importlib.import_module(f"gangkeeper.webhook.cli.{name}")
         module.register(sub)
+        command = sub.choices[name]
+        # Commands name themselves in errors as typed (`kubectl gangkeeper check:`),
+        # and an unknown flag is the sub-command's error, shown with its usage.
+        command.set_defaults(command_prog=command.prog, command_parser=command)
     return parser
 
 
@@ -61,7 +65,9 @@ def version() -> str:
 
 
 def _run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         code: int = args.run(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

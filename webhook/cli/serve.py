@@ -282,7 +282,11 @@ def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
     if mode == "files":
         from gangkeeper.certs import ensure_local
 
-        paths = ensure_local(cert_dir, ["localhost"], ["127.0.0.1"])
+        try:
+            paths = ensure_local(cert_dir, ["localhost"], ["127.0.0.1"])
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise UsageError(f"--cert-dir {cert_dir}: cannot write ({reason})") from exc
         cert_file, key_file = paths.cert, paths.key
     elif mode == "self":
         from gangkeeper import certs

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         state = read_cluster_state(args)
     except ClusterStateError as exc:
-        print(f"gangkeeper status: {exc}", file=sys.stderr)
+        print(f"{args.command_prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     reports = gang_status(state.pods, state.nodes, state.config, time.time(),
                           namespace=args.namespace, requests=state.requests)

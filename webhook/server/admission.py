@@ -32,10 +32,17 @@ from typing import Any, Literal, TypedDict
 
 from gangkeeper.policies.capacity import Capacity
 from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import NEVER_NAMESPACES, Memos, decide_pod, validate_object
+from gangkeeper.policies.decision import (
+    NEVER_NAMESPACES,
+    Memos,
+    PodDecision,
+    decide_pod,
+    validate_object,
+)
 from gangkeeper.policies.errors import BadReview as BadReview
 from gangkeeper.policies.errors import OwnerNotCached, PolicyError
 from gangkeeper.policies.model import OwnerLookup, PodsLookup, Verdict
+from gangkeeper.policies.warning_text import MAX_WARNING, fit_warning
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -43,7 +50,7 @@ KIND = "AdmissionReview"
 #: oldObject of a maximal (1.5 MiB) object fits. Anything larger is not from it.
 MAX_BODY_BYTES = 3 * 1024 * 1024
 #: The API server keeps warnings readable by limiting them to 120 characters.
-MAX_WARNING_CHARS = 120
+MAX_WARNING_CHARS = MAX_WARNING
 
 # One encoder for every patch: json.dumps with non-default separators builds a new
 # JSONEncoder (and its C encoder) on each call.
@@ -119,6 +126,9 @@ class Policy:
     skip_namespaces: frozenset[str] = NEVER_NAMESPACES
     #: Cached pods of pod-based gangs, so such a gang is summed over its members.
     siblings: PodsLookup | None = None
+    #: How a user gives gangkeeper an owner it could not read ("--owners FILE" when
+    #: serving offline); "" where owners are watched.
+    owners_hint: str = ""
 
 
 @dataclass(frozen=True)
@@ -200,10 +210,7 @@ def parse_review(body: bytes, *, max_bytes: int = MAX_BODY_BYTES) -> Review:
 
 def _warning(text: str) -> str:
     # One line each: the API server passes warnings on as HTTP headers.
-    text = " ".join(text.split())
-    if len(text) <= MAX_WARNING_CHARS:
-        return text
-    return text[: MAX_WARNING_CHARS - 1] + "…"
+    return fit_warning(text, MAX_WARNING_CHARS)
 
 
 def _warnings(texts: list[str] | tuple[str, ...]) -> list[str]:
@@ -320,7 +327,7 @@ def _pod_answer(review: Review, policy: Policy) -> Answer:
     if decision.skipped:
         summary["skipped"] = decision.skipped
     verdict: Verdict = decision.verdict
-    warnings = _warnings(verdict.warnings)
+    warnings = _warnings((*verdict.warnings, _unread_warning(decision, pod, policy)))
     if not verdict.allowed:
         summary["reason"] = verdict.code
         return Answer(
@@ -335,6 +342,23 @@ def _pod_answer(review: Review, policy: Policy) -> Answer:
         _response(review, allowed=True, warnings=warnings, patch=patch),
         "allow", "patched" if patch else "allowed", summary=summary,
     )
+
+
+def _unread_warning(decision: PodDecision, pod: Mapping[str, Any], policy: Policy) -> str:
+    """Why a GPU pod of an owner gangkeeper could not read was let through; ""."""
+    owner = decision.unread_owner
+    if not owner:
+        return ""
+    meta = pod.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    name = meta.get("name") or meta.get("generateName") or "this pod"
+    if policy.owners_hint:
+        # What to do first: the API server may show only the start of a warning.
+        return (
+            f"give {owner} with {policy.owners_hint}: gangkeeper cannot read it, "
+            f"so pod {name} went unchecked"
+        )
+    return f"gangkeeper cannot read {owner}, the owner of pod {name}; let through unchecked"
 
 
 def _spec_unchanged(review: Review) -> bool:

@@ -90,6 +90,7 @@ class Server:
         return Policy(
             capacity=view.capacity, lookup=lookup, config=self.config,
             memos=self.memos, skip_namespaces=self.skip_namespaces, siblings=view.siblings,
+            owners_hint=getattr(view, "owners_hint", ""),
         )
 
     def not_ready(self) -> list[str]:

@@ -84,6 +84,9 @@ def _key(group: str, kind: str, namespace: str, name: str) -> tuple[str, str, st
 class StaticClusterView:
     """A fixed fleet; owners from the given objects. Always synced."""
 
+    #: An owner not among the given objects is given this way (`serve --owners`).
+    owners_hint = "--owners FILE"
+
     def __init__(
         self, nodes: Sequence[KubeObject], config: Config, owners: Sequence[KubeObject] = ()
     ) -> None:
