@@ -24,11 +24,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import cel
 
+from ..memo import MISSING, BoundedMemo
 from ..podspec import as_list, as_mapping, as_str, field_path
 from .slices import Device
 
@@ -66,12 +66,21 @@ def read_device_class(obj: Mapping[str, Any], path: str = "") -> DeviceClass:
     return DeviceClass(name=name, selectors=tuple(expressions), extended_resource_name=extended)
 
 
-@lru_cache(maxsize=1024)
+#: Compiled selectors by expression text: a cluster has a few DeviceClasses and claim
+#: templates, each compiled once; 1,024 distinct expressions at most.
+_PROGRAMS: BoundedMemo[str, cel.Program | None] = BoundedMemo(1024)
+
+
 def _program(expression: str) -> cel.Program | None:
+    found = _PROGRAMS.lookup(expression)
+    if found is not MISSING:
+        return found
     try:
-        return cel.compile(expression)
+        program: cel.Program | None = cel.compile(expression)
     except ValueError:
-        return None  # Kubernetes' CEL accepts it (the API server did); this one cannot
+        program = None  # Kubernetes' CEL accepts it (the API server did); this one cannot
+    _PROGRAMS.put(expression, program)
+    return program
 
 
 def _variables(device: Device) -> dict[str, Any]:
