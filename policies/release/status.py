@@ -44,7 +44,8 @@ def gang_status(
 _SHOWN = 8
 
 
-def _age(seconds: float) -> str:
+def age(seconds: float) -> str:
+    """A wait as `status` prints it: seconds, then minutes, then hours."""
     seconds = int(seconds)
     if seconds < 120:
         return f"{seconds}s"
@@ -73,7 +74,7 @@ def render_text(reports: Sequence[GangReport]) -> str:
             str(r.gated),
             str(r.bound),
             "stuck" if r.stuck else r.state,
-            _age(r.age_seconds),
+            age(r.age_seconds),
             r.reason,
         )
         for r in reports

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from gangkeeper.policies.release.status import age
+
 from .state import STATES, Cell, FleetView, GangKey, QueueRow, ViewState, explain_text
 
 #: Colour classes gangs are spread over (view.css g0..g11); the symbol beside the
@@ -36,15 +38,6 @@ def link(path: str, token: str, **params: str) -> str:
 
 def gang_path(key: GangKey) -> str:
     return f"/gang/{quote(key[0], safe='')}/{quote(key[1], safe='')}"
-
-
-def age(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    return f"{seconds // 3600}h"
 
 
 def _clock(epoch: float) -> str:
