@@ -64,7 +64,7 @@ def test_kubectl_finds_the_plugin(plugin_env: dict[str, str]) -> None:
     assert helped.returncode == 0, helped.stderr
     assert "usage: kubectl gangkeeper" in helped.stdout
     commands = set(re.findall(r"^    (\w+)  ", helped.stdout, re.M))
-    assert commands == {"status", "check", "explain"}, helped.stdout
+    assert commands == {"status", "check", "explain", "view"}, helped.stdout
 
 
 def test_kubectl_gangkeeper_explains_why_a_gang_waits(
