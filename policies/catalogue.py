@@ -177,7 +177,14 @@ PODGROUP_REQUEUES = _metric(
 
 GANG_REQUEUES = _metric(
     "gangkeeper_gang_requeues_total", "counter", ("cause", "how"),
-    "Gangs requeued (cause: rebind or not-ready; how: delete or suspend).")
+    "Gangs requeued (cause: rebind, not-ready or preempted; how: delete or suspend).")
+PREEMPTIONS = _metric(
+    "gangkeeper_preemptions_total", "counter", ("outcome",),
+    "Preemptions for waiting gangs (outcome: started, refused, when the Eviction API "
+    "refused a victim, or failed).")
+PREEMPTED_GPUS = _metric(
+    "gangkeeper_preempted_gpus_total", "counter", (),
+    "GPUs freed by preemptions the controller started.")
 GANG_REBINDS = _metric(
     "gangkeeper_gang_rebinds_total", "counter", (),
     "Gangs requeued because pinned members stayed unbound.")
@@ -248,6 +255,15 @@ GANG_MEMBER_REJOINED = _reason(
 GANG_NOT_READY = _reason(
     "GangNotReady", "Warning",
     "a gang is all bound but not all Ready podsReadyTimeoutSeconds after release")
+GANG_PREEMPTING = _reason(
+    "GangPreempting", "Normal",
+    "a waiting gang preempts lower-priority gangs (requeued whole) and pods (evicted)")
+PREEMPTED_BY_GANG = _reason(
+    "PreemptedByGang", "Warning",
+    "a gang, or a pod of no gang, was preempted for a waiting gang of higher priority")
+GANG_PREEMPTION_BLOCKED = _reason(
+    "GangPreemptionBlocked", "Warning",
+    "the Eviction API refused a victim of a gang's preemption (a PodDisruptionBudget)")
 GANG_REQUEUED = _reason(
     "GangRequeued", "Warning",
     "the watchdog requeued a whole gang (suspended its owner or deleted all members)")
@@ -286,6 +302,7 @@ WAIT_REASONS: Mapping[str, str] = {
     "held": GANG_HELD,
     "invalid": GANG_INVALID,
     "provisioning": GANG_WAITING_FOR_NODES,
+    "preempting": GANG_PREEMPTING,
 }
 
 #: Every metric, in the order declared (the README's table's order).

@@ -26,6 +26,7 @@ from .config_checks import (
     mapping,
     reject_unknown,
     string,
+    switch,
 )
 from .errors import InvalidConfig, InvalidObject
 from .model import Backend, Taint
@@ -62,6 +63,10 @@ PlacementPolicy = Literal["pinned", "scheduler"]
 #: they would find no room beside the members that stay (then the whole gang). A Job
 #: is always requeued whole (suspended and resumed: `release.recovery`).
 RebindScope = Literal["auto", "members", "gang"]
+#: Whether a waiting gate-backend gang may preempt pods of lower priority
+#: (`release.preemption`): `lowerPriority` (as kube-scheduler does for a pod whose
+#: PriorityClass allows it) or `off`.
+PreemptionPolicy = Literal["lowerPriority", "off"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,11 @@ class Config:
     placement: PlacementPolicy = "pinned"
     #: Per-namespace override of `placement`.
     namespace_placement: Mapping[str, PlacementPolicy] = field(default_factory=dict)
+    #: Gang-aware preemption of lower-priority work (`PreemptionPolicy`), by the
+    #: preemptor's namespace.
+    preemption: PreemptionPolicy = "lowerPriority"
+    #: Per-namespace override of `preemption`.
+    namespace_preemption: Mapping[str, PreemptionPolicy] = field(default_factory=dict)
     #: A member released pinned and unbound this long is stuck (its node was taken).
     rebind_seconds: int = 60
     #: Times per gang the controller requeues it (stuck members deleted, or its Job
@@ -136,6 +146,9 @@ class Config:
     def placement_for(self, namespace: str) -> PlacementPolicy:
         return self.namespace_placement.get(namespace, self.placement)
 
+    def preemption_for(self, namespace: str) -> PreemptionPolicy:
+        return self.namespace_preemption.get(namespace, self.preemption)
+
     def scheduler_name_for(self, backend: Backend) -> str:
         return self.scheduler_names.get(backend, DEFAULT_SCHEDULER_NAMES[backend])
 
@@ -154,6 +167,7 @@ _UNREADABLE: tuple[str, ...] = get_args(UnreadablePolicy)
 _TRAINER_RESOURCES: tuple[str, ...] = get_args(TrainerResources)
 _PLACEMENT: tuple[str, ...] = get_args(PlacementPolicy)
 _REBIND_SCOPE: tuple[str, ...] = get_args(RebindScope)
+_PREEMPTION: tuple[str, ...] = get_args(PreemptionPolicy)
 _KEYS = {
     "backend",
     "namespaceBackends",
@@ -168,6 +182,8 @@ _KEYS = {
     *AUTOSCALING_KEYS,
     "placement",
     "namespacePlacement",
+    "preemption",
+    "namespacePreemption",
     "rebindSeconds",
     "rebindRetries",
     "rebindScope",
@@ -333,6 +349,18 @@ def load_config(raw: Mapping[str, Any] | None) -> Config:
             )
             for ns, value in mapping(
                 "namespacePlacement", given(data, "namespacePlacement", {})
+            ).items()
+        },
+        preemption=cast(
+            PreemptionPolicy,
+            switch("preemption", given(data, "preemption", defaults.preemption), _PREEMPTION),
+        ),
+        namespace_preemption={
+            string("namespacePreemption", ns): cast(
+                PreemptionPolicy, switch(f"namespacePreemption.{ns}", value, _PREEMPTION)
+            )
+            for ns, value in mapping(
+                "namespacePreemption", given(data, "namespacePreemption", {})
             ).items()
         },
         rebind_seconds=count(

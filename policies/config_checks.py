@@ -84,3 +84,9 @@ def choice(key: str, value: object, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise InvalidConfig(key, f"must be one of {', '.join(choices)}, got {value!r}")
     return value
+
+
+def switch(key: str, value: object, choices: tuple[str, ...]) -> str:
+    """`choice` for a setting one of whose values is `off`: YAML 1.1 (PyYAML) reads an
+    unquoted `off` as false, which is what the user wrote."""
+    return choice(key, "off" if value is False else value, choices)

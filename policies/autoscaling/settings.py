@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
-from ..config_checks import choice, count, flag, given, section, string
+from ..config_checks import count, flag, given, section, string, switch
 from ..errors import InvalidConfig
 from ..names import PLACEHOLDER_PRIORITY_CLASS
 
@@ -89,9 +89,7 @@ class Autoscaling:
 
 
 def _mode(key: str, value: object) -> AutoscalingMode:
-    if value is False:  # YAML 1.1 (PyYAML) reads an unquoted `off` as false
-        value = "off"
-    return cast(AutoscalingMode, choice(key, value, _MODES))
+    return cast(AutoscalingMode, switch(key, value, _MODES))
 
 
 def load_autoscaling(data: Mapping[str, Any]) -> Autoscaling:

@@ -186,6 +186,12 @@ class PodInfo:
     #: For a placeholder pod (`policies.autoscaling`): the label of the gang it holds
     #: room for; "" for any other pod.
     placeholder_for: str = ""
+    #: `spec.preemptionPolicy` (set from the PriorityClass at creation: `Never` or
+    #: `PreemptLowerPriority`); "" when absent, which means the latter.
+    preemption_policy: str = ""
+    #: `status.startTime` in epoch seconds (0 when not started): preemption prefers
+    #: victims that started last, as kube-scheduler does.
+    started: float = 0.0
 
     @property
     def gated(self) -> bool:
@@ -326,12 +332,16 @@ def pod_info(
         backend=annotations.get(names.BACKEND_ANNOTATION, ""),
         owner=_owner(annotations.get(names.OWNER_ANNOTATION)),
         group_name=str(group_name),
-        # Only gang members' labels are ever read; other pods share one empty map.
-        labels=labels if gang else _NO_LABELS,
+        # Gang members' labels are read for their gang; a bound pod's for the
+        # PodDisruptionBudgets that may cover it (a preemption victim). Other pods
+        # share one empty map.
+        labels=labels if gang or (labels and spec.get("nodeName")) else _NO_LABELS,
         deleting=bool(meta.get("deletionTimestamp")),
         later=_later(annotations.get(names.LATER_ANNOTATION), shared) if gang else (),
         # A placeholder is never a member, whatever labels it was given.
         placeholder_for="" if gang else labels.get(names.PLACEHOLDER_LABEL, ""),
+        preemption_policy=str(spec.get("preemptionPolicy") or "") if gang else "",
+        started=parse_time((pod.get("status") or {}).get("startTime")),
     )
 
 

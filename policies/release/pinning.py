@@ -95,14 +95,11 @@ def _assign(
     return NoRoom(f"no single {key} domain has room for all {len(wanted)} members now")
 
 
-def place_gang(
-    gang: GangObservation,
-    members: Sequence[PodInfo],
-    later: Sequence[tuple[LaterMembers, int]],
-    fleet: Fleet,
-    topology_keys: Sequence[str] = (),
-) -> Pinned | Unpinned | NoRoom:
-    """Assign and place `members` (and room for `later`); see the module docstring."""
+def _wanted(
+    members: Sequence[PodInfo], later: Sequence[tuple[LaterMembers, int]]
+) -> tuple[dict[str, PodInfo], list[Member], dict[str, LaterMembers]]:
+    """The pods to assign by name, the assigner's members (later ones included), and
+    each later member's entry by name."""
     # Members without GPUs may run on any node, most likely one gangkeeper does not
     # track (it keeps GPU nodes only): they go unpinned, and the scheduler places them.
     pods = {m.name: m for m in members if not m.node_name and m.demand}
@@ -113,6 +110,31 @@ def place_gang(
             placeholder = _later(entry, len(held))
             held[placeholder.name] = entry
             wanted.append(placeholder)
+    return pods, wanted, held
+
+
+def try_place(
+    gang: GangObservation,
+    members: Sequence[PodInfo],
+    later: Sequence[tuple[LaterMembers, int]],
+    fleet: Fleet,
+    topology_keys: Sequence[str] = (),
+) -> Assignment | Unpinned | NoRoom:
+    """What `place_gang` would find now, placing nothing (preemption asks it of the
+    fleet with candidate victims taken away)."""
+    _, wanted, _ = _wanted(members, later)
+    return _assign(gang, wanted, fleet, topology_keys)
+
+
+def place_gang(
+    gang: GangObservation,
+    members: Sequence[PodInfo],
+    later: Sequence[tuple[LaterMembers, int]],
+    fleet: Fleet,
+    topology_keys: Sequence[str] = (),
+) -> Pinned | Unpinned | NoRoom:
+    """Assign and place `members` (and room for `later`); see the module docstring."""
+    pods, wanted, held = _wanted(members, later)
     result = _assign(gang, wanted, fleet, topology_keys)
     if isinstance(result, NoRoom):
         return NoRoom(f"{result.reason}{_short(wanted, fleet)}")

@@ -63,19 +63,23 @@ from ..autoscaling.asking import Ask, Asking, Backoff
 from ..autoscaling.provisioning import RequestAsk, RequestInfo, unseen_nodes
 from ..capacity import Capacity
 from ..config import Config
-from ..feasibility import fits_now
+from ..feasibility import check_gang, fits_now
 from ..model import Gang, Placement, Role, Source
 from ..names import PIN_LABEL
-from ..placement.assign import Unpinned
+from ..placement.assign import NoRoom, Unpinned
+from .budgets import Budget
 from .fleet import Fleet, NodeReader
 from .observe import GangObservation, LaterMembers, PodInfo, observe_gangs
-from .pinning import Pinned, pins_for, place_gang
+from .pinning import Pinned, pins_for, place_gang, try_place
+from .preemption import NoPreemption, Preempting, Preemption
 from .recovery import Requeue, recover
 from .waiting import hold_and_ask, hold_later, shortfall
 
 State = Literal["released", "releasing", "waiting"]
 #: Why a gang waits: machine-readable, for metrics and Event reasons.
-WaitCode = Literal["", "incomplete", "no-fit", "held", "invalid", "provisioning"]
+WaitCode = Literal[
+    "", "incomplete", "no-fit", "held", "invalid", "provisioning", "preempting"
+]
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,8 @@ class Plan:
     gangs: tuple[GangObservation, ...] = ()
     #: Released gangs to bring back to all-or-nothing (`recovery`; the watchdog acts).
     requeues: tuple[Requeue, ...] = ()
+    #: Lower-priority work to preempt for waiting gangs (`preemption`).
+    preemptions: tuple[Preemption, ...] = ()
 
 
 def gang_model(
@@ -251,6 +257,7 @@ class _Pass:
     fleet: Fleet
     config: Config
     asking: Asking
+    preempting: Preempting
     holders: dict[str, GangObservation] = field(default_factory=dict)
     releases: list[Release] = field(default_factory=list)
     requeues: list[Requeue] = field(default_factory=list)
@@ -410,11 +417,34 @@ def _gate(gang: GangObservation, run: _Pass) -> Outcome:
         run.release(gang, gated, placed=False, unpinned=why)
         hold_later(gang, fleet)
         return "releasing", "", f"released unpinned: {why}"
+    return _wait(gang, gated, to_come, model, no_room=no_room, run=run)
+
+
+def _wait(
+    gang: GangObservation,
+    gated: Sequence[PodInfo],
+    to_come: Sequence[tuple[LaterMembers, int]],
+    model: Gang,
+    *,
+    no_room: str,
+    run: _Pass,
+) -> Outcome:
+    """A gate-backend gang that does not fit now: why, what it holds and preempts."""
+    fleet = run.fleet
     code: WaitCode = "no-fit"
     reason = shortfall(gang, gated, fleet)
     if no_room:
         reason += f"; {no_room}"
     wanted = {m.placement for m in gated}
+    preempting = _preempt(gang, gated, to_come, model, run)
+    if isinstance(preempting, Preemption):
+        code = "preempting"
+        reason += f"; preempting {preempting.summary()}"
+    elif preempting.waiting_for_leaving:
+        code = "preempting"
+        reason += f"; it fits once {preempting.waiting_for_leaving} pods leaving are gone"
+    elif preempting.reason:
+        reason += f"; it preempts nothing: {preempting.reason}"
     held_by = run.held_by(frozenset(wanted))
     if held_by:
         code = "held"
@@ -423,7 +453,35 @@ def _gate(gang: GangObservation, run: _Pass) -> Outcome:
         gang, fleet=fleet, asking=run.asking, ever=run.ever(), model=model, wanted=wanted
     )
     run.hold(outcome.held, gang)
+    if code == "preempting":
+        return "waiting", code, reason + outcome.reason
     return "waiting", outcome.code or code, reason + outcome.reason
+
+
+def _preempt(
+    gang: GangObservation,
+    gated: Sequence[PodInfo],
+    to_come: Sequence[tuple[LaterMembers, int]],
+    model: Gang,
+    run: _Pass,
+) -> Preemption | NoPreemption:
+    """Rule 8: a waiting gang of higher priority may take lower-priority work's room."""
+    fleet = run.fleet
+
+    def fits() -> bool:
+        # The release's own test, on the fleet as preemption has changed it.
+        if not fits_now(model, fleet.capacity):
+            return False
+        if not run.pinning(gang):
+            return True
+        placed = try_place(gang, gated, to_come, fleet, run.config.topology)
+        return not isinstance(placed, NoRoom)
+
+    placements = {m.placement for m in gated} | {e.placement for e, _ in to_come}
+    return run.preempting.choose(
+        gang, placements, fits, need=model.total_demand(),
+        could_ever_fit=lambda: check_gang(model, run.ever()).allowed,
+    )
 
 
 def _decide(gang: GangObservation, run: _Pass) -> Outcome:
@@ -478,11 +536,15 @@ def plan(
     now: float,
     backoff: Backoff | None = None, *, requests: Iterable[RequestInfo] | None = None,
     reader: NodeReader | None = None,
+    leaving: frozenset[str] = frozenset(),
+    budgets: Sequence[Budget] = (),
 ) -> Plan:
     """Decide one pass; `pods` are the live pods of the whole cluster; `backoff`: gangs'
     timed-out asks (kept by the controller); `requests`: gangkeeper's ProvisioningRequests
     (None: the cluster does not serve them); `reader`: how Node dicts are read (a
-    `planner.Planner` keeps them read between passes)."""
+    `planner.Planner` keeps them read between passes); `leaving`: uids of pods preempted
+    by an earlier pass and not gone yet (kept by the controller); `budgets`: the
+    cluster's PodDisruptionBudgets."""
     live = list(pods)
     fleet = Fleet(nodes, live, config, reader)
     asking = Asking.of(live, config, now, backoff or {}, requests)
@@ -493,7 +555,8 @@ def plan(
         if gang.backend == "gate" and len(gang.gated) < gang.present:
             # Released (at least in part): its later members' room is taken already.
             hold_later(gang, fleet)
-    run = _Pass(fleet, config, asking, now=now)
+    preempting = Preempting(fleet, config, gangs, live, leaving=leaving, budgets=budgets)
+    run = _Pass(fleet, config, asking, preempting, now=now)
     reports: list[GangReport] = []
     for gang in gangs:
         state, code, reason = _decide(gang, run)
@@ -523,6 +586,7 @@ def plan(
         reports=tuple(reports),
         gangs=tuple(gangs),
         requeues=tuple(run.requeues),
+        preemptions=tuple(preempting.preemptions),
         asks=tuple(asking.asks),
         orphans=asking.orphans(),
         request_asks=tuple(asking.request_asks),

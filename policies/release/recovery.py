@@ -50,7 +50,7 @@ from .fleet import Fleet
 from .observe import GangObservation, Owner, PodInfo
 from .watchdog import RECREATING_OWNERS, Stuck, never_ready, stuck
 
-Cause = Literal["rebind", "not-ready"]
+Cause = Literal["rebind", "not-ready", "preempted"]
 How = Literal["suspend", "delete", "report"]
 
 

@@ -377,6 +377,8 @@ FULL_CONFIG: dict[str, Any] = {
     "trainerResourcesPerNode": "merge",
     "placement": "scheduler",
     "namespacePlacement": {"team-p": "pinned"},
+    "preemption": "off",
+    "namespacePreemption": {"team-p": "lowerPriority"},
     "rebindSeconds": 30,
     "rebindRetries": 2,
     "rebindScope": "gang",

@@ -25,6 +25,8 @@ gangTimeoutSeconds: 600
 nodeIdentityLabels: [kubernetes.io/hostname, example.com/instance-id]
 placement: scheduler
 namespacePlacement: {training: pinned}
+preemption: off
+namespacePreemption: {prod: lowerPriority}
 rebindSeconds: 90
 rebindRetries: 1
 rebindScope: gang
@@ -48,6 +50,7 @@ def test_no_config_gives_the_defaults(empty: dict[str, Any] | None) -> None:
     assert config.on_conflict == "skip"
     assert config.on_unreadable == "allow"
     assert config.placement == "pinned"
+    assert config.preemption_for("any") == "lowerPriority"
     assert (config.rebind_scope, config.pods_ready_requeue) == ("auto", False)
     assert config.is_gpu_resource("nvidia.com/gpu")
     assert config.is_gpu_resource("nvidia.com/mig-1g.10gb")
@@ -70,6 +73,9 @@ def test_every_key_of_a_full_config_is_read() -> None:
     assert config.placement == "scheduler"
     assert config.placement_for("training") == "pinned"
     assert config.placement_for("elsewhere") == "scheduler"
+    # An unquoted YAML `off` is read as false: it still means off.
+    assert (config.preemption_for("prod"), config.preemption_for("lab")) == (
+        "lowerPriority", "off")
     assert (config.rebind_seconds, config.rebind_retries) == (90, 1)
     assert config.pods_ready_timeout_seconds == 900
     assert (config.rebind_scope, config.pods_ready_requeue) == ("gang", True)
@@ -147,6 +153,8 @@ def test_pool_allocatable_accepts_quantity_strings() -> None:
         ({"podsReadyRequeue": "yes"}, "podsReadyRequeue"),
         ({"namespacePlacement": {"team": "anywhere"}}, "namespacePlacement.team"),
         ({"namespacePlacement": ["team"]}, "namespacePlacement"),
+        ({"preemption": "always"}, "preemption"),
+        ({"namespacePreemption": {"team": "never"}}, "namespacePreemption.team"),
         ([1, 2], "<root>"),
         ({"autoscaling": "karpenter"}, "autoscaling"),
         ({"namespaceAutoscaling": {"lab": "on"}}, "namespaceAutoscaling.lab"),
