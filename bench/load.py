@@ -291,8 +291,8 @@ def _settle(
     partly bound, and the controller's own planning would release nothing more. Or
     until `stalled` (`passes()`: the controller's passes so far), or the deadline.
     The pods then, and which."""
-    from gangkeeper.policies.config import load_config
     from gangkeeper.policies.release.ungate import ungate_plan
+    from gangkeeper.policies.settings.config import load_config
 
     expected = sum(s.size for s in specs)
     last: tuple[int, int, int] | None = None
@@ -365,8 +365,8 @@ def _figures(before: Mapping[str, float], after: Mapping[str, float]) -> dict[st
 def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
     import ssl
 
-    from gangkeeper.policies.config import load_config
     from gangkeeper.policies.release.ungate import ungate_plan
+    from gangkeeper.policies.settings.config import load_config
     from gangkeeper.webhook.kube.client import api_client
     from gangkeeper.webhook.kube.rest import Rest
     from gangkeeper.webhook.sandbox import Sandbox

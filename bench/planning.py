@@ -37,7 +37,7 @@ from typing import Any
 
 from bench.planning_state import EPOCH, admitted_pods, bound, infos, released, trace
 from gangkeeper.policies import Config
-from gangkeeper.policies.release.observe import PodInfo, SharedParts
+from gangkeeper.policies.cluster.observed_gangs import PodInfo, SharedParts
 from gangkeeper.policies.release.plan import Plan, plan
 from gangkeeper.policies.release.planner import Planner
 

@@ -29,9 +29,9 @@ import jsonpatch
 
 from bench.load import GangSpec, gang_mix
 from gangkeeper.policies import Capacity, Config, decide_pod
-from gangkeeper.policies.decision import Memos
+from gangkeeper.policies.admission.decision import Memos
+from gangkeeper.policies.cluster.observed_gangs import PodInfo, SharedParts, matters, pod_info
 from gangkeeper.policies.names import GANG_NAME_ANNOTATION, MIN_MEMBER_ANNOTATION, PIN_LABEL
-from gangkeeper.policies.release.observe import PodInfo, SharedParts, matters, pod_info
 from gangkeeper.policies.release.plan import Plan
 from gangkeeper.webhook.controller.writes import ungate_patch
 from gangkeeper.webhook.sandbox.nodes import fleet_of

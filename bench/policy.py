@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gangkeeper.policies import Capacity, Config, KubeObject, decide_pod, validate_object
-from gangkeeper.policies.decision import Memos
+from gangkeeper.policies.admission.decision import Memos
 from gangkeeper.webhook.sandbox.nodes import gpu_node
 
 SIZES = (10, 1_000, 5_000, 50_000)

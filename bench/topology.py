@@ -4,7 +4,7 @@
 `example.com/rack`; two of every three nodes with 8 free GPUs, the third with 4) and a
 gang of 8-GPU members that needs several racks, then times, in the same process:
 
-- `fewest_domains(members, nodes, key)` (`policies.placement.domains`): the
+- `fewest_domains(members, nodes, key)` (`policies.assigner.domains`): the
   assignment over the fewest racks, what a `gangkeeper.io/topology-preferred` gang gets;
 - the baseline, `assign(members, nodes)` over every node (no topology).
 
@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gangkeeper.policies.placement import Assignment, Member, NodeView, assign, fewest_domains
-from gangkeeper.policies.placement.domains import domains_used
+from gangkeeper.policies.assigner import Assignment, Member, NodeView, assign, fewest_domains
+from gangkeeper.policies.assigner.domains import domains_used
 
 KEY = "example.com/rack"
 GPU = "nvidia.com/gpu"

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from gangkeeper.policies.config import Config, load_config
 from gangkeeper.policies.names import GATE
+from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.view import pages
 from gangkeeper.webhook.view.state import ViewState, build
 

@@ -26,7 +26,7 @@ from typing import Any
 import uvicorn
 
 from bench.view import EPOCH, RACK, synthetic
-from gangkeeper.policies.config import Config, load_config
+from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.kube.fake import FakeApi
 from gangkeeper.webhook.view.server import create_view_app
 from gangkeeper.webhook.view.source import reader

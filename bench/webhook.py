@@ -361,8 +361,8 @@ def handler_cpu_us(rounds: int = 15, per_round: int = 100) -> dict[str, float]:
     request versus the HTTP/TLS stack, robust to other load on the machine (minimum of
     interleaved rounds of process CPU time).
     """
-    from gangkeeper.policies.config import Config
-    from gangkeeper.policies.decision import Memos
+    from gangkeeper.policies.admission.decision import Memos
+    from gangkeeper.policies.settings.config import Config
     from gangkeeper.webhook.files.manifests import load_nodes
     from gangkeeper.webhook.server import admission
     from gangkeeper.webhook.server.cluster_view import StaticClusterView

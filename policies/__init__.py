@@ -15,12 +15,18 @@ the list complete).
 
 from __future__ import annotations
 
-from .capacity import Capacity
-from .config import Config, NodePool, load_config
-from .decision import ObjectDecision, PodDecision, decide_pod, validate_object
+from .admission.decision import ObjectDecision, PodDecision, decide_pod, validate_object
+from .admission.mutation import (
+    MutationPlan,
+    group_name,
+    label_value,
+    plan_pod,
+)
+from .cluster.capacity import Capacity
+from .cluster.node_shapes import Bin, NodeShape
 from .eligibility import node_eligible, tolerates
 from .errors import GangkeeperError, InvalidConfig, InvalidObject, PolicyError
-from .feasibility import check_gang, fits_now
+from .fit.feasibility import check_gang, fits_now
 from .model import (
     Backend,
     Gang,
@@ -37,18 +43,12 @@ from .model import (
     Toleration,
     Verdict,
 )
-from .mutation import (
-    MutationPlan,
-    group_name,
-    label_value,
-    plan_pod,
-)
 from .names import GANG_LABEL, GATE, ROLE_LABEL
-from .node_shapes import Bin, NodeShape
 from .podspec import placement_of, pod_demand
 from .quantity import gpu_count, parse_quantity
 from .recognizers.base import Recognizer, Registry, ResourceRule
 from .recognizers.registry import default_registry, recognize_object, recognize_pod
+from .settings.config import Config, NodePool, load_config
 
 __all__ = [
     "GANG_LABEL",

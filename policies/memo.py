@@ -8,7 +8,7 @@ its id cannot be reused by another object while the entry lives, and a hit is on
 ever for that very object.
 
 Each memo instance belongs to an object with a lifetime, which states its bound: the
-server's `Memos` (decision.py) for plans and owners' gangs, each `Capacity` for
+server's `Memos` (admission/decision.py) for plans and owners' gangs, each `Capacity` for
 feasibility answers, the controller's `SharedParts` for the pod facts it shares, and
 one recogniser call (`recognizers.common.one_call`, `registry._memoised`) for what
 its recognisers read twice. Nothing here is a module-level cache.

@@ -23,10 +23,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, cast, get_args
 
-from .config import Config
 from .errors import InvalidObject
 from .model import JSON_OBJECT, NodeSelectorTerm, Operator, Placement, Requirement, Toleration
 from .quantity import gpu_count, parse_quantity
+from .settings.config import Config
 
 
 def field_path(base: str, key: str | int) -> str:

@@ -7,15 +7,14 @@ that has no room now: not gated, the member's requests and hard constraints, a p
 image, a low PriorityClass. The autoscaler adds nodes for them; once they are bound
 the controller deletes them and releases the gang onto their nodes in one pass.
 
-    settings.py     the config keys (`autoscaling`, `clusterAutoscales`,
-                    `provisioningTimeoutSeconds`, `provisioningRetrySeconds`,
-                    `placeholders`) as a frozen `Autoscaling`
-    placeholder.py  the placeholder pod for one member (a plain dict)
+    placeholders.py the placeholder pod for one member (a plain dict)
     asking.py       which gangs may ask for nodes, for which members, and when an
                     ask has timed out (called from `release.plan`)
     provisioning.py the ProvisioningRequest path (`autoscaling: provisioningrequest`):
                     one request per gang and attempt, its conditions read as Kueue
                     reads them, the consume annotations of the release
+
+Its config keys are `settings.autoscaling`'s.
 
 Pure: plain dicts and `PodInfo`s in, frozen dataclasses and dicts out. The writes
 (create, delete, Events) are `webhook.controller.placeholders`' and

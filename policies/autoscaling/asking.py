@@ -37,12 +37,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..config import Config
+from ..cluster.fleet import Fleet
+from ..cluster.observed_gangs import GangObservation, PodInfo
 from ..eligibility import node_eligible
 from ..model import Placement
-from ..release.fleet import Fleet
-from ..release.observe import GangObservation, PodInfo
-from .placeholder import placeholder_name
+from ..settings.config import Config
+from .placeholders import placeholder_name
 from .provisioning import (
     RequestAsk,
     RequestInfo,

@@ -40,8 +40,8 @@ from ..catalogue import (
     GANG_PROVISIONING_GAVE_UP,
     GANG_PROVISIONING_REVOKED,
 )
-from ..release.observe import GangObservation, PodInfo, parse_time
-from .settings import Autoscaling
+from ..cluster.observed_gangs import GangObservation, PodInfo, parse_time
+from ..settings.autoscaling import Autoscaling
 
 #: `<gang label>-gkpr-<attempt>`: deterministic per gang and attempt.
 _INFIX = "-gkpr-"

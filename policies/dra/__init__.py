@@ -13,7 +13,6 @@ read is named after it. Pure: plain dicts in, frozen dataclasses out; no I/O and
 client library. CEL is evaluated by the `common-expression-language` package (`cel`).
 """
 
-from .capacity import UNKNOWN, NodeClassCapacity, class_capacity
 from .claims import (
     DeviceDemand,
     PodClaims,
@@ -23,6 +22,7 @@ from .claims import (
     read_claim_template,
     shared_demand,
 )
+from .class_capacity import UNKNOWN, NodeClassCapacity, class_capacity
 from .classes import DeviceClass, SelectorVerdict, read_device_class, selects
 from .slices import Device, node_devices, read_resource_slice
 

@@ -11,7 +11,7 @@ on its first container, so `podspec.pod_demand` and the feasibility/packing coun
 as GPUs with no DRA knowledge of their own; the names are added to the config's
 `gpuResources` for that.
 
-Where a count is UNKNOWN (capacity.py) the node gets `UNCOUNTED` devices: nothing is
+Where a count is UNKNOWN (cluster/capacity.py) the node gets `UNCOUNTED` devices: nothing is
 refused on its account. An All request asks for the fewest devices any node offers the
 class (at least one): it takes the whole node, which is not charged. Shared
 ResourceClaims are left out here (each pod would be charged the whole claim; the
@@ -27,10 +27,10 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..config import Config
 from ..quantity import MAX_GPUS_PER_POD
-from .capacity import UNKNOWN, class_capacity
+from ..settings.config import Config
 from .claims import DeviceDemand, pod_claims
+from .class_capacity import UNKNOWN, class_capacity
 from .classes import DeviceClass
 from .slices import ResourceSlice, node_devices
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role, Source
 from ..names import GANG_NAME_ANNOTATION as GANG_NAME
 from ..names import MIN_MEMBER_ANNOTATION as MIN_MEMBER
 from ..podspec import as_mapping, field_path, other_requests, placement_of, pod_demand
+from ..settings.config import Config
 from .base import ResourceRule
 from .common import (
     count,

@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from ..config import Config
 from ..errors import DuplicateRecognizer as DuplicateRecognizer
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
+from ..settings.config import Config
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..config import Config
 from ..errors import InvalidObject
 from ..memo import MISSING, IdentityMemo
 from ..model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, Placement, Role, Source
@@ -35,6 +34,7 @@ from ..podspec import (
     placement_of,
     pod_demand,
 )
+from ..settings.config import Config
 from .owner_gangs import OwnerGangs
 
 #: More members than this is a typo, not a gang; refusing it keeps arithmetic small.

@@ -27,10 +27,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_mapping, as_str, field_path
+from ..settings.config import Config
 from .base import PodSignals, Requeuing, ResourceRule
 from .common import (
     Link,

@@ -13,9 +13,9 @@ Pure: reads the pod dict only.
 
 from __future__ import annotations
 
-from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role, Source
 from ..podspec import field_path, other_requests, placement_of, pod_demand
+from ..settings.config import Config
 from .base import ResourceRule
 from .common import UNSEEN_ROLE, count_text, explicit_keys, read_meta, with_explicit
 

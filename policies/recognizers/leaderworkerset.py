@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role, Source
 from ..podspec import as_mapping, as_str, field_path, other_requests, placement_of, pod_demand
+from ..settings.config import Config
 from .base import OwnerResource, Requeuing, ResourceRule
 from .common import (
     UNSEEN_ROLE,

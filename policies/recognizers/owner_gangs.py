@@ -13,9 +13,9 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable
 
-from ..config import Config
 from ..memo import BoundedMemo
 from ..model import JSON_OBJECT, Gang, KubeObject
+from ..settings.config import Config
 
 
 def _fingerprint(obj: KubeObject) -> bytes | None:

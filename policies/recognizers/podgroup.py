@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Role
 from ..podspec import as_mapping, field_path
 from ..quantity import gpu_count
+from ..settings.config import Config
 from .base import ResourceRule
 from .common import claims, count, lookup_object, owner_gangs, read_meta
 

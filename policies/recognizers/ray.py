@@ -64,11 +64,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, Source
 from ..names import COSCHEDULING_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION
 from ..podspec import as_list, as_mapping, as_str, field_path
+from ..settings.config import Config
 from .base import PodSignals, Requeuing, ResourceRule
 from .common import (
     Meta,

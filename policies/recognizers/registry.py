@@ -19,10 +19,9 @@ that screen pods (`base.ScreensPods`) are skipped, not asked, for pods they rule
 
 from __future__ import annotations
 
-from ..config import Config
 from ..memo import MISSING, BoundedMemo
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup
-from ..pod_gangs import POD_BASED, SiblingFacts, summed
+from ..settings.config import Config
 from . import ray, trainingoperator
 from .annotations import AnnotationsRecognizer
 from .base import PodSignals, Recognizer, Registry
@@ -32,6 +31,7 @@ from .jobset import JobSetRecognizer
 from .kueue import KueuePodGroupRecognizer
 from .leaderworkerset import LeaderWorkerSetRecognizer
 from .owner_gangs import OwnerGangs
+from .pod_gangs import POD_BASED, SiblingFacts, summed
 from .podgroup import COSCHEDULING, VOLCANO
 from .trainjob import TrainJobRecognizer
 

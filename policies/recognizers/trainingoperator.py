@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import Config
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..podspec import as_mapping, field_path
+from ..settings.config import Config
 from .base import PodSignals, Requeuing, ResourceRule
 from .common import (
     build_gang,

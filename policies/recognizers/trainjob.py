@@ -33,12 +33,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..config import Config
 from ..errors import InvalidObject
 from ..model import Gang, KubeObject, OwnerLookup, PodMembership
 from ..names import COSCHEDULING_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION
 from ..podspec import as_list, as_mapping, as_str, field_path
 from ..quantity import gpu_count
+from ..settings.config import Config
 from .base import OwnerResource, PodSignals, Requeuing, ResourceRule
 from .common import (
     build_gang,

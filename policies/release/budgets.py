@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..cluster.observed_gangs import PodInfo
 from ..eligibility import requirement_matches
 from ..model import Requirement
-from .observe import PodInfo
 
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 

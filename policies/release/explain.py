@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..autoscaling.provisioning import request_info
-from ..capacity import Capacity
-from ..config import Config
+from ..cluster.capacity import Capacity
+from ..cluster.fleet import Fleet
+from ..cluster.observed_gangs import GangObservation, PodInfo, is_live, observe_gangs, pod_info
 from ..errors import NotAGang as NotAGang
-from ..feasibility import check_gang
-from .fleet import Fleet
-from .observe import GangObservation, PodInfo, is_live, observe_gangs, pod_info
+from ..fit.feasibility import check_gang
+from ..settings.config import Config
 from .plan import GangReport, gang_model, plan
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..cluster.observed_gangs import GangObservation
 from ..names import GANG_NAME_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL
-from .observe import GangObservation
 
 #: Native group API versions, newest first; the controller uses the first one served.
 NATIVE_VERSIONS: tuple[str, ...] = ("v1beta1", "v1alpha3", "v1alpha2", "v1alpha1")

@@ -1,6 +1,6 @@
 """Release as a placement: the gate backend's gang, assigned node by node on the fleet.
 
-`place_gang(gang, members, later, fleet)` asks the assigner (`policies.placement`) for
+`place_gang(gang, members, later, fleet)` asks the assigner (`policies.assigner`) for
 a node for every gated member with GPU demand — and for every later member still to
 come, whose room is held — over the fleet's nodes not held for an earlier gang, with what is free on
 each after bound pods, pods in flight and the gangs released before in this pass.
@@ -25,10 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..eligibility import uses_node_identity
-from ..names import PIN_LABEL
-from ..node_resources import shown
-from ..placement.assign import (
+from ..assigner.assign import (
     Assignment,
     Member,
     NodeView,
@@ -38,9 +35,12 @@ from ..placement.assign import (
     assign_groups,
     eligible,
 )
-from ..placement.domains import fewest_domains
-from .fleet import Fleet
-from .observe import GangObservation, LaterMembers, PodInfo
+from ..assigner.domains import fewest_domains
+from ..cluster.fleet import Fleet
+from ..cluster.node_resources import shown
+from ..cluster.observed_gangs import GangObservation, LaterMembers, PodInfo
+from ..eligibility import uses_node_identity
+from ..names import PIN_LABEL
 
 
 @dataclass(frozen=True)

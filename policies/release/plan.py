@@ -21,7 +21,7 @@ then oldest, first):
    member is released; the scheduler does the all-or-nothing placement.
 6. `gate` (stock kube-scheduler): released only when every gated member — and every
    later member still to come — fits the free GPUs now
-   (`policies.feasibility.fits_now`). The later members' room stays counted as used
+   (`policies.fit.feasibility.fits_now`). The later members' room stays counted as used
    until they arrive, and a later member of a released gang is released at once
    (rule 2) onto it. Members beyond minMember (an elastic job's, `minAvailable`
    below the replicas) are released as they fit, once minMember of them can be.
@@ -59,21 +59,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ..assigner.assign import NoRoom, Unpinned
 from ..autoscaling.asking import Ask, Asking, Backoff
 from ..autoscaling.provisioning import RequestAsk, RequestInfo, unseen_nodes
-from ..capacity import Capacity
-from ..config import Config
-from ..feasibility import check_gang, fits_now
+from ..cluster.capacity import Capacity
+from ..cluster.fleet import Fleet, NodeReader
+from ..cluster.observed_gangs import GangObservation, LaterMembers, PodInfo, observe_gangs
+from ..fit.feasibility import check_gang, fits_now
 from ..model import Gang, Placement, Role, Source
 from ..names import PIN_LABEL
-from ..placement.assign import NoRoom, Unpinned
+from ..settings.config import Config
 from .budgets import Budget
-from .fleet import Fleet, NodeReader
-from .observe import GangObservation, LaterMembers, PodInfo, observe_gangs
+from .holding import hold_and_ask, hold_later, shortfall
 from .pinning import Pinned, pins_for, place_gang, try_place
 from .preemption import NoPreemption, Preempting, Preemption
 from .recovery import Requeue, recover
-from .waiting import hold_and_ask, hold_later, shortfall
 
 State = Literal["released", "releasing", "waiting"]
 #: Why a gang waits: machine-readable, for metrics and Event reasons.

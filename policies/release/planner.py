@@ -21,9 +21,9 @@ from typing import Any
 
 from ..autoscaling.asking import Backoff
 from ..autoscaling.provisioning import RequestInfo
-from ..config import Config
-from ..nodes import NodeFacts, read_node
-from .observe import PodInfo
+from ..cluster.node_facts import NodeFacts, read_node
+from ..cluster.observed_gangs import PodInfo
+from ..settings.config import Config
 from .plan import Plan, plan
 
 #: (the Node dict, its resourceVersion, its facts); the dict is kept so its id stays

@@ -43,11 +43,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..config import Config
+from ..cluster.fleet import Fleet
+from ..cluster.observed_gangs import GangObservation, PodInfo
 from ..model import Placement
+from ..settings.config import Config
 from .budgets import Budget, violations
-from .fleet import Fleet
-from .observe import GangObservation, PodInfo
 from .recovery import Requeue, suspendable
 from .watchdog import RECREATING_OWNERS
 

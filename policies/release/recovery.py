@@ -40,14 +40,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from ..config import Config
+from ..assigner.assign import Assignment, Member, assign
+from ..cluster.fleet import Fleet
+from ..cluster.observed_gangs import GangObservation, Owner, PodInfo
 from ..model import Placement
 from ..names import PIN_LABEL
-from ..placement.assign import Assignment, Member, assign
 from ..recognizers.capabilities import suspended_owners
 from ..recognizers.registry import default_registry
-from .fleet import Fleet
-from .observe import GangObservation, Owner, PodInfo
+from ..settings.config import Config
 from .watchdog import RECREATING_OWNERS, Stuck, never_ready, stuck
 
 Cause = Literal["rebind", "not-ready", "preempted"]

@@ -25,11 +25,11 @@ from collections.abc import Iterable, Mapping
 from math import floor
 from typing import Any
 
-from ..config import Config
+from ..cluster.observed_gangs import PodInfo
 from ..errors import PolicyError
 from ..names import NUDGE_ANNOTATION
 from ..quantity import parse_quantity
-from .observe import PodInfo
+from ..settings.config import Config
 from .plan import GangReport
 
 #: Backends whose scheduler parks gang pods until an event it registered.

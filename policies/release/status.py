@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..autoscaling.provisioning import request_info
-from ..config import Config
-from .observe import is_live, pod_info
+from ..cluster.observed_gangs import is_live, pod_info
+from ..settings.config import Config
 from .plan import GangReport, plan
 
 

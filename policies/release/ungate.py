@@ -20,8 +20,8 @@ from typing import Any
 
 from .. import names
 from ..autoscaling.provisioning import request_info
-from ..config import Config
-from .observe import PodInfo, is_live, pod_info
+from ..cluster.observed_gangs import PodInfo, is_live, pod_info
+from ..settings.config import Config
 from .plan import GangReport, Release, plan
 
 #: Passes after which the planning stops (each pass releases at least one gang).

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import Config
+from ..cluster.observed_gangs import GangObservation, PodInfo
 from ..names import PIN_LABEL
 from ..recognizers.capabilities import recreating_kinds
 from ..recognizers.registry import default_registry
-from .observe import GangObservation, PodInfo
+from ..settings.config import Config
 
 #: Top-level owners whose controllers recreate a deleted member pod (each recogniser
 #: says how its kind is requeued: `recognizers.base.RequeuesGangs`).

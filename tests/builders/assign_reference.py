@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gangkeeper.policies.model import Placement
-from gangkeeper.policies.placement.assign import (
+from gangkeeper.policies.assigner.assign import (
     Assignment,
     Member,
     NodeView,
@@ -15,6 +14,7 @@ from gangkeeper.policies.placement.assign import (
     eligible,
     fits,
 )
+from gangkeeper.policies.model import Placement
 
 #: Gangs up to this many members are searched exactly (with backtracking).
 EXACT_MEMBERS = 64

@@ -1,5 +1,5 @@
 """Assignments of gang members to nodes checked the slow, obvious way, for the property
-tests of `policies.placement`: every member eligible where it goes, and no node's free
+tests of `policies.assigner`: every member eligible where it goes, and no node's free
 resources exceeded.
 
 Test helpers only: plain values in, no I/O.
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from itertools import product
 
-from gangkeeper.policies.placement import Assignment, Member, NodeView
-from gangkeeper.policies.placement.assign import eligible
+from gangkeeper.policies.assigner import Assignment, Member, NodeView
+from gangkeeper.policies.assigner.assign import eligible
 
 
 def fits(gang: Sequence[Member], fleet: Sequence[NodeView], choice: Sequence[int]) -> bool:

@@ -10,10 +10,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from builders.gangs import T0, members, pod, stamp
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
 from gangkeeper.policies.release.budgets import read_budget
-from gangkeeper.policies.release.observe import is_live, pod_info
 from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.settings.config import Config
 
 
 def job(name: str) -> dict[str, str]:

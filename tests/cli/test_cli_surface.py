@@ -16,7 +16,7 @@ import pytest
 import yaml
 from builders.gangs import T0, members, node
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.cli import build_parser, status
 from gangkeeper.webhook.cli.cluster_state import ClusterState
 

@@ -26,7 +26,7 @@ import yaml
 from deploy_support import REPO
 
 from gangkeeper.certs import ensure_local
-from gangkeeper.policies.config import CONFIG_KEYS, load_config
+from gangkeeper.policies.settings.config import CONFIG_KEYS, load_config
 
 CHART = REPO / "deploy" / "helm" / "gangkeeper"
 DASHBOARD = REPO / "deploy" / "grafana" / "gangkeeper-dashboard.json"

@@ -24,14 +24,14 @@ from deploy_support import REPO, ControlPlane
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.cluster.observed_gangs import pod_info
 from gangkeeper.policies.names import (
     CONSUME_PROVISIONING_REQUEST_ANNOTATION,
     GATE,
     POD_UPDATE_POLICY,
     PROVISIONING_CLASS_ANNOTATION,
 )
-from gangkeeper.policies.release.observe import pod_info
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.controller.fencing import guarded
 from gangkeeper.webhook.controller.writes import gate_removal_patch, ungate_patch
 

@@ -25,7 +25,7 @@ from deploy_support import ControlPlane
 from kubernetes import client
 
 from gangkeeper.certs import ensure_local
-from gangkeeper.policies.config import DEFAULT_GPU_RESOURCES
+from gangkeeper.policies.settings.config import DEFAULT_GPU_RESOURCES
 from gangkeeper.webhook.install import dump_yaml, render_manifests
 
 pytestmark = pytest.mark.e2e

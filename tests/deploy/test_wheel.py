@@ -129,8 +129,8 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installe
          "--no-deps", "--no-index", str(wheel)],
         check=True, capture_output=True, text=True, timeout=300,
     )
-    where = run_python(python, "-c", "import gangkeeper.webhook.cli, gangkeeper.policies.config "
-                       "as c; print(c.__file__)")
+    where = run_python(python, "-c", "import gangkeeper.webhook.cli, "
+                       "gangkeeper.policies.settings.config as c; print(c.__file__)")
     assert where.returncode == 0, where.stderr[-2000:]
     assert str(env_dir) in where.stdout, f"imported from {where.stdout.strip()}, not the wheel"
     return Installed(python, env_dir / "bin" / "gangkeeper", tmp_path_factory.mktemp("scratch"))

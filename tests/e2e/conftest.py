@@ -34,7 +34,7 @@ from kubernetes import client
 from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
 
-from gangkeeper.policies.config import load_config
+from gangkeeper.policies.settings.config import load_config
 from gangkeeper.webhook.controller import GangController
 from gangkeeper.webhook.sandbox import (
     BUILD_COMMAND,

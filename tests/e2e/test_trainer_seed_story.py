@@ -49,8 +49,8 @@ from builders.trainer import (
     trainjob,
 )
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.quantity import gpu_count
+from gangkeeper.policies.settings.config import Config
 
 #: Long enough for kube-scheduler to have bound any pod it could.
 SETTLE_SECONDS = 3.0

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import OwnerNotCached
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.kube.fake import FakeApi
 from gangkeeper.webhook.kube.informer import Informers
 from gangkeeper.webhook.kube.resources import NODES, PODS, Resource

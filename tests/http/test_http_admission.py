@@ -21,9 +21,9 @@ import pytest
 from builders.reviews import admission_review, children_for, pods_for
 from http_support import EXAMPLES, FLEET, Served, example_documents, example_files
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import decide_pod, validate_object
+from gangkeeper.policies.admission.decision import decide_pod, validate_object
+from gangkeeper.policies.cluster.capacity import Capacity
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.files.manifests import load_nodes
 
 FITS = [p for p in example_files() if p.name.endswith("-fits.yaml")]

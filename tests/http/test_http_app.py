@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import pytest
 from builders.reviews import admission_review
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.model import KubeObject
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.server import admission
 from gangkeeper.webhook.server.app import Server, create_app, get_policy
 from gangkeeper.webhook.server.cluster_view import StaticClusterView

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from builders.reviews import admission_review
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.server import admission
 from gangkeeper.webhook.server.app import Server, create_app, get_policy
 from gangkeeper.webhook.server.cluster_view import StaticClusterView

@@ -21,8 +21,8 @@ import httpx
 import pytest
 from builders.reviews import admission_review
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.names import GATE
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.kube.api import Query
 from gangkeeper.webhook.kube.fake import FakeApi
 from gangkeeper.webhook.kube.informer import Informers

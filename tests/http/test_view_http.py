@@ -18,7 +18,7 @@ import pytest
 from builders.gangs import T0, members
 from builders.view_cluster import bind, queue_cluster
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.kube.fake import FakeApi
 from gangkeeper.webhook.view.server import create_view_app
 from gangkeeper.webhook.view.source import reader

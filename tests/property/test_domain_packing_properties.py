@@ -18,9 +18,9 @@ from builders.assignments import valid_choices
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gangkeeper.policies.assigner import Assignment, Member, NodeView, NoRoom, fewest_domains
+from gangkeeper.policies.assigner.domains import domains_used
 from gangkeeper.policies.model import Placement
-from gangkeeper.policies.placement import Assignment, Member, NodeView, NoRoom, fewest_domains
-from gangkeeper.policies.placement.domains import domains_used
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning"

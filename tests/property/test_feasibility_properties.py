@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gangkeeper.policies.capacity import Capacity
+from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.eligibility import node_eligible
-from gangkeeper.policies.feasibility import check_gang, fits_now
+from gangkeeper.policies.fit.feasibility import check_gang, fits_now
 from gangkeeper.policies.model import (
     Gang,
     NodeSelectorTerm,

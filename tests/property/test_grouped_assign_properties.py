@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gangkeeper.policies import Config
+from gangkeeper.policies.assigner import Member, NodeView, assign
+from gangkeeper.policies.assigner.assign import assign_groups
+from gangkeeper.policies.cluster.fleet import Fleet
+from gangkeeper.policies.cluster.node_facts import UNSCHEDULABLE_TAINT
+from gangkeeper.policies.cluster.observed_gangs import pod_info
 from gangkeeper.policies.model import Placement, Taint
-from gangkeeper.policies.nodes import UNSCHEDULABLE_TAINT
-from gangkeeper.policies.placement import Member, NodeView, assign
-from gangkeeper.policies.placement.assign import assign_groups
-from gangkeeper.policies.release.fleet import Fleet
-from gangkeeper.policies.release.observe import pod_info
 from gangkeeper.webhook.sandbox.nodes import gpu_node
 
 pytestmark = pytest.mark.filterwarnings(

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.admission.mutation import MutationPlan, plan_pod
+from gangkeeper.policies.admission.plan_memo import PlanMemo, shape_key
 from gangkeeper.policies.model import Gang, PodMembership, Role, Source
-from gangkeeper.policies.mutation import MutationPlan, plan_pod
-from gangkeeper.policies.plan_memo import PlanMemo, shape_key
+from gangkeeper.policies.settings.config import Config
 
 # See test_feasibility_properties: keeps Hypothesis' failure report from crashing.
 pytestmark = pytest.mark.filterwarnings(

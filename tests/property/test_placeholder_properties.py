@@ -8,10 +8,10 @@ from builders.gangs import T0, members, node
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gangkeeper.policies.autoscaling.placeholder import placeholder_name, placeholder_pod
-from gangkeeper.policies.config import load_config
-from gangkeeper.policies.release.observe import is_live, pod_info
+from gangkeeper.policies.autoscaling.placeholders import placeholder_name, placeholder_pod
+from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
 from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.settings.config import load_config
 
 POOLS = ("a", "b")
 CONFIG = load_config({

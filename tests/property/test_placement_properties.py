@@ -13,9 +13,9 @@ from builders.assignments import valid, valid_choices
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gangkeeper.policies.assigner import Assignment, Member, NodeView, NoRoom, assign
+from gangkeeper.policies.cluster.node_facts import UNSCHEDULABLE_TAINT
 from gangkeeper.policies.model import Placement, Taint, Toleration
-from gangkeeper.policies.nodes import UNSCHEDULABLE_TAINT
-from gangkeeper.policies.placement import Assignment, Member, NodeView, NoRoom, assign
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning"

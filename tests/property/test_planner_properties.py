@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from bench.planning import decisions
 from gangkeeper.policies import Config
+from gangkeeper.policies.cluster.observed_gangs import pod_info
 from gangkeeper.policies.names import GANG_LABEL, GANG_NAME_ANNOTATION, GATE, MIN_MEMBER_ANNOTATION
-from gangkeeper.policies.release.observe import pod_info
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.planner import Planner
 from gangkeeper.webhook.sandbox.nodes import gpu_node

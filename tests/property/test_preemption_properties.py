@@ -14,9 +14,9 @@ from builders.preemption import planned, running_gang, running_pod, waiting_gang
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.release.observe import pod_info
+from gangkeeper.policies.cluster.observed_gangs import pod_info
 from gangkeeper.policies.release.preemption import Unit, rank
+from gangkeeper.policies.settings.config import Config
 
 Pod = dict[str, Any]
 

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gangkeeper.policies.autoscaling.provisioning import RequestInfo, request_info, request_name
-from gangkeeper.policies.config import load_config
-from gangkeeper.policies.release.observe import pod_info
+from gangkeeper.policies.cluster.observed_gangs import pod_info
 from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.settings.config import load_config
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 labels = st.from_regex(r"[a-z0-9]([-a-z0-9]{0,300}[a-z0-9])?", fullmatch=True)

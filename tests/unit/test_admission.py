@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config, load_config
-from gangkeeper.policies.decision import decide_pod
+from gangkeeper.policies.admission.decision import decide_pod
+from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.model import KubeObject
+from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.server import admission
 from gangkeeper.webhook.server.admission import BadReview, Policy, parse_review
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from gangkeeper.policies.capacity import Bin, Capacity
-from gangkeeper.policies.config import Config, NodePool
+from gangkeeper.policies.cluster.capacity import Bin, Capacity
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.model import NodeSelectorTerm, Placement, Requirement, Taint, Toleration
+from gangkeeper.policies.settings.config import Config, NodePool
 
 GPU = "nvidia.com/gpu"
 

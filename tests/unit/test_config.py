@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gangkeeper.policies.config import Config, NodePool, load_config
 from gangkeeper.policies.errors import InvalidConfig
 from gangkeeper.policies.model import Taint
+from gangkeeper.policies.settings.config import Config, NodePool, load_config
 
 FULL = """
 backend: coscheduling

@@ -1,4 +1,4 @@
-"""The config loaders (config.py, autoscaling/settings.py) share one set of checks:
+"""The config loaders (settings/config.py, settings/autoscaling.py) share one set of checks:
 the same bad value gets the same message wherever it sits."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gangkeeper.policies.config import load_config
 from gangkeeper.policies.errors import InvalidConfig
+from gangkeeper.policies.settings.config import load_config
 
 
 def refusal(data: dict[str, Any]) -> str:
@@ -20,7 +20,7 @@ def refusal(data: dict[str, Any]) -> str:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        # config.py's keys
+        # settings/config.py's keys
         ({"backend": "slurm"}, "config backend: must be one of gate, coscheduling, volcano, "
                                "native, got 'slurm'"),
         ({"gangTimeoutSeconds": 0}, "config gangTimeoutSeconds: must be a whole number ≥ 1, got 0"),
@@ -28,7 +28,7 @@ def refusal(data: dict[str, Any]) -> str:
         ({"pools": {}}, "config pools: must be a list, got dict"),
         ({"schedulerNames": []}, "config schedulerNames: must be a mapping, got list"),
         ({"pools": [{"name": "a", "maxCount": 1, "size": 2}]}, "config pools[0].size: unknown key"),
-        # autoscaling/settings.py's keys
+        # settings/autoscaling.py's keys
         ({"provisioningTimeoutSeconds": True},
          "config provisioningTimeoutSeconds: must be a whole number of seconds ≥ 1, got True"),
         ({"provisioningRequest": {"retryLimit": -1}},

@@ -25,9 +25,9 @@ from grafana_foundation_sdk.models import prometheus, stat, timeseries
 from grafana_foundation_sdk.models.dashboard import Dashboard
 from kubernetes.client import ApiClient, Configuration
 
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.release.observe import pod_info
+from gangkeeper.policies.cluster.observed_gangs import pod_info
 from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.controller import GangController
 from gangkeeper.webhook.server.metrics import Metrics
 

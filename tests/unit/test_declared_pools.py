@@ -13,10 +13,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import load_config
-from gangkeeper.policies.feasibility import check_gang
+from gangkeeper.policies.cluster.capacity import Capacity
+from gangkeeper.policies.fit.feasibility import check_gang
 from gangkeeper.policies.model import Gang, Placement, Role, Source
+from gangkeeper.policies.settings.config import load_config
 
 GPU = "nvidia.com/gpu"
 POOL = {"karpenter.sh/nodepool": "h100"}

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config, NodePool
-from gangkeeper.policies.feasibility import MAX_WARNING, check_gang, fits_now
+from gangkeeper.policies.cluster.capacity import Capacity
+from gangkeeper.policies.fit.feasibility import MAX_WARNING, check_gang, fits_now
 from gangkeeper.policies.model import (
     Gang,
     NodeSelectorTerm,
@@ -21,6 +20,7 @@ from gangkeeper.policies.model import (
     Source,
     Toleration,
 )
+from gangkeeper.policies.settings.config import Config, NodePool
 
 GPU = "nvidia.com/gpu"
 AMD = "amd.com/gpu"

@@ -12,12 +12,12 @@ import pytest
 from builders.gangs import node
 from builders.workloads import Lookup, job, pod_from
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import decide_pod
+from gangkeeper.policies.admission.decision import decide_pod
+from gangkeeper.policies.admission.mutation import plan_pod
+from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.model import PodMembership
-from gangkeeper.policies.mutation import plan_pod
 from gangkeeper.policies.recognizers.registry import recognize_pod
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.server import admission
 from gangkeeper.webhook.server.admission import Policy, parse_review
 

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from gangkeeper.certs import ensure_local
-from gangkeeper.policies.config import load_config
 from gangkeeper.policies.recognizers.registry import default_registry
+from gangkeeper.policies.settings.config import load_config
 from gangkeeper.webhook.cli import manifests as manifests_command
 from gangkeeper.webhook.install import (
     BACKENDS,

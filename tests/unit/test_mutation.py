@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.admission.mutation import group_name, label_value, plan_pod
 from gangkeeper.policies.model import Backend, Gang, PodMembership, Role, Source
-from gangkeeper.policies.mutation import group_name, label_value, plan_pod
+from gangkeeper.policies.settings.config import Config
 
 LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 DNS_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")

@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 from builders.gangs import pod
 
-from gangkeeper.policies.autoscaling.placeholder import (
+from gangkeeper.policies.autoscaling.placeholders import (
     effective_requests,
     placeholder_name,
     placeholder_pod,
     quantity_text,
 )
-from gangkeeper.policies.autoscaling.settings import Autoscaling
-from gangkeeper.policies.config import load_config
+from gangkeeper.policies.settings.autoscaling import Autoscaling
+from gangkeeper.policies.settings.config import load_config
 
 OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-uid",
          "controller": True, "blockOwnerDeletion": True}

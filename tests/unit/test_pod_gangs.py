@@ -1,4 +1,4 @@
-"""Pod-based gangs summed over the members seen together (policies/pod_gangs.py).
+"""Pod-based gangs summed over the members seen together (policies/recognizers/pod_gangs.py).
 
 Shapes: Kueue's plain pod group, kubernetes-sigs/kueue v0.17.0
 `site/static/examples/pods-kueue/kueue-pod-group.yaml` (label
@@ -19,10 +19,10 @@ from builders.workloads import gang_annotations, gpu_spec, no_lookup, pod
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import decide_pod, validate_object
+from gangkeeper.policies.admission.decision import decide_pod, validate_object
+from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.model import KubeObject
+from gangkeeper.policies.settings.config import Config
 
 GPU = "nvidia.com/gpu"
 CONFIG = Config()
@@ -204,7 +204,7 @@ def test_the_servers_sibling_memo_never_changes_a_decision(
 ) -> None:
     """With the server's memos (each sibling read once per version) and without (read
     afresh every time), every member of a pod-based gang gets the same gang."""
-    from gangkeeper.policies.decision import Memos
+    from gangkeeper.policies.admission.decision import Memos
 
     capacity = fleet(8, 8, 8, 8)
     pods = [versioned(annotated_pod(f"w{i}", g, len(sizes)), f"u{i}", "1")
@@ -226,7 +226,7 @@ def test_the_servers_sibling_memo_never_changes_a_decision(
 def test_a_siblings_version_is_recognised_once_across_admissions() -> None:
     """A 1,000-pod gang made every admission recognise every member seen so far (over
     300 ms an admission at the end; the API server's webhook calls timed out)."""
-    from gangkeeper.policies.decision import Memos
+    from gangkeeper.policies.admission.decision import Memos
     from gangkeeper.policies.recognizers import registry
 
     pods = [versioned(annotated_pod(f"w{i}", 1, 50), f"u{i}", "1") for i in range(50)]

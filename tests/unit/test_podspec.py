@@ -9,10 +9,10 @@ from builders.workloads import GPU, container, pod_spec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gangkeeper.policies.config import Config, load_config
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.model import NodeSelectorTerm, Requirement, Toleration
 from gangkeeper.policies.podspec import placement_of, pod_demand
+from gangkeeper.policies.settings.config import Config, load_config
 
 CONFIG = Config()
 MIG = "nvidia.com/mig-1g.5gb"

@@ -77,7 +77,9 @@ def test_the_documented_entry_points_are_exported(name: str) -> None:
 
 
 def test_exports_are_the_defining_modules_objects() -> None:
-    from gangkeeper.policies import capacity, decision, feasibility, mutation
+    from gangkeeper.policies.admission import decision, mutation
+    from gangkeeper.policies.cluster import capacity
+    from gangkeeper.policies.fit import feasibility
 
     assert policies.Capacity is capacity.Capacity
     assert policies.check_gang is feasibility.check_gang

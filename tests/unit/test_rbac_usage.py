@@ -37,8 +37,7 @@ from builders.provisioning import provisioning_request
 from kubernetes.client import ApiClient
 
 from gangkeeper.certs import SelfManagedCerts
-from gangkeeper.policies.autoscaling.settings import Autoscaling
-from gangkeeper.policies.config import Config, NodePool
+from gangkeeper.policies.cluster.observed_gangs import observe_gangs, pod_info
 from gangkeeper.policies.model import Taint
 from gangkeeper.policies.names import (
     DEFAULT_NAMESPACE,
@@ -49,8 +48,9 @@ from gangkeeper.policies.names import (
     RELEASED_AT_ANNOTATION,
 )
 from gangkeeper.policies.release.groups import COSCHEDULING, native_resource
-from gangkeeper.policies.release.observe import observe_gangs, pod_info
 from gangkeeper.policies.release.requeue import requeue_patch
+from gangkeeper.policies.settings.autoscaling import Autoscaling
+from gangkeeper.policies.settings.config import Config, NodePool
 from gangkeeper.webhook.controller import controller as controller_module
 from gangkeeper.webhook.controller.controller import GangController
 from gangkeeper.webhook.controller.provisioning import POD_TEMPLATES, PROVISIONING_REQUESTS

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from gangkeeper.policies import validate_object
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import load_config
-from gangkeeper.policies.feasibility import check_gang
+from gangkeeper.policies.cluster.capacity import Capacity
+from gangkeeper.policies.fit.feasibility import check_gang
 from gangkeeper.policies.model import Gang, Placement, Role, Source
+from gangkeeper.policies.settings.config import load_config
 
 
 def node(name: str, cpu: str | None = "128", memory: str | None = "512Gi", pool: str = "a") -> Any:

@@ -7,13 +7,13 @@ from typing import Any
 
 from builders.gangs import members, node
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import load_config
-from gangkeeper.policies.feasibility import check_gang
+from gangkeeper.policies.cluster.capacity import Capacity
+from gangkeeper.policies.cluster.observed_gangs import pod_info
+from gangkeeper.policies.fit.feasibility import check_gang
 from gangkeeper.policies.model import Gang, Role, Source
 from gangkeeper.policies.names import TOPOLOGY_PREFERRED_ANNOTATION, TOPOLOGY_REQUIRED_ANNOTATION
-from gangkeeper.policies.release.observe import pod_info
 from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.settings.config import load_config
 
 ZONE = "topology.kubernetes.io/zone"
 CFG = load_config({"topology": [ZONE]})

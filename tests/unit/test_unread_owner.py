@@ -10,8 +10,8 @@ from typing import Any
 from builders.gangs import node
 from builders.workloads import gpu_spec, no_lookup, pod, training_job, training_pod
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.cluster.capacity import Capacity
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.server import admission
 from gangkeeper.webhook.server.admission import Policy, parse_review
 from gangkeeper.webhook.server.app import Server

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 from builders.gangs import T0, members, node
 from builders.view_cluster import queue_cluster
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.view import pages
 from gangkeeper.webhook.view.state import ViewState, build
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from builders.gangs import T0, members, node, pod
 from builders.view_cluster import X, queue_cluster
 
-from gangkeeper.policies.config import Config, load_config
+from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.view.state import QueueRow, build, explain_text
 
 NOW = T0 + 60

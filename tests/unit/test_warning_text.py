@@ -11,11 +11,11 @@ import pytest
 import yaml
 from builders.reviews import children_for, pods_for
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import decide_pod, validate_object
+from gangkeeper.policies.admission.decision import decide_pod, validate_object
+from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.errors import PolicyError
-from gangkeeper.policies.warning_text import ELLIPSIS, MAX_WARNING, fit_warning
+from gangkeeper.policies.fit.warning_text import ELLIPSIS, MAX_WARNING, fit_warning
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.files.manifests import load_nodes
 from gangkeeper.webhook.server import admission
 from gangkeeper.webhook.server.admission import Policy, parse_review

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from gangkeeper.certs import ensure_local
-from gangkeeper.policies.config import load_config
+from gangkeeper.policies.settings.config import load_config
 from gangkeeper.webhook.cli.main import main
 from gangkeeper.webhook.install import render_manifests
 from gangkeeper.webhook.sandbox import registration

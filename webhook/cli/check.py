@@ -33,12 +33,12 @@ from typing import Any, TextIO
 
 import yaml
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import validate_object
+from gangkeeper.policies.admission.decision import validate_object
+from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.errors import InvalidConfig, InvalidObject
 from gangkeeper.policies.model import KubeObject, OwnerLookup
-from gangkeeper.policies.pod_gangs import POD_BASED, siblings_among
+from gangkeeper.policies.recognizers.pod_gangs import POD_BASED, siblings_among
+from gangkeeper.policies.settings.config import Config
 
 from ..files.config import ConfigFileError, load_config_file
 from ..files.manifests import (

@@ -16,7 +16,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.dra import (
     DeviceClass,
     DeviceDemand,
@@ -31,6 +30,7 @@ from gangkeeper.policies.dra.extended import (
 )
 from gangkeeper.policies.dra.slices import ResourceSlice
 from gangkeeper.policies.errors import InvalidObject
+from gangkeeper.policies.settings.config import Config
 
 from ..files.manifests import Document, ManifestError
 

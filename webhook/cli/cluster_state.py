@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import ClusterStateError as ClusterStateError
+from gangkeeper.policies.settings.config import Config
 
 from ..files.config import ConfigFileError, load_config_file
 from ..kube.api import ApiError

@@ -37,7 +37,7 @@ from .cluster_state import (
 from .exit_codes import EXIT_BAD_INPUT, EXIT_LEFT_GATED, EXIT_OK
 
 if TYPE_CHECKING:
-    from gangkeeper.policies.release.observe import PodInfo
+    from gangkeeper.policies.cluster.observed_gangs import PodInfo
     from gangkeeper.policies.release.plan import Release
 
 

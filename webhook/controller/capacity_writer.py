@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import Api
 from ..series import Count

@@ -47,11 +47,8 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from gangkeeper.policies import catalogue as cat
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.names import LEASE_NAME
-from gangkeeper.policies.nodes import gpu_node_fields
-from gangkeeper.policies.release.groups import COSCHEDULING
-from gangkeeper.policies.release.observe import (
+from gangkeeper.policies.cluster.node_facts import gpu_node_fields
+from gangkeeper.policies.cluster.observed_gangs import (
     PodInfo,
     SharedParts,
     is_live,
@@ -59,6 +56,8 @@ from gangkeeper.policies.release.observe import (
     pod_info,
     same_for_planning,
 )
+from gangkeeper.policies.names import LEASE_NAME
+from gangkeeper.policies.release.groups import COSCHEDULING
 from gangkeeper.policies.release.plan import GangReport, Plan, Release
 from gangkeeper.policies.release.planner import Planner
 from gangkeeper.policies.release.requeue import (
@@ -67,6 +66,7 @@ from gangkeeper.policies.release.requeue import (
     groups_to_nudge,
     requeue_patch,
 )
+from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import ApiError
 from ..kube.election import micro_time

@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gangkeeper.policies import catalogue as cat
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.release.observe import GangObservation, PodInfo
+from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo
 from gangkeeper.policies.release.plan import GangReport
+from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import ApiError
 from ..kube.rest import Rest

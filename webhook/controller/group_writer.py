@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from gangkeeper.policies import catalogue as cat
+from gangkeeper.policies.cluster.observed_gangs import GangObservation
 from gangkeeper.policies.release.groups import (
     COSCHEDULING,
     NATIVE_VERSIONS,
@@ -21,7 +22,6 @@ from gangkeeper.policies.release.groups import (
     group_object,
     native_resource,
 )
-from gangkeeper.policies.release.observe import GangObservation
 
 from ..kube.api import ApiError, Conflict
 from ..kube.rest import Rest

@@ -32,8 +32,8 @@ from concurrent.futures import wait
 
 from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.autoscaling.asking import Ask, gang_key
-from gangkeeper.policies.autoscaling.placeholder import placeholder_pod
-from gangkeeper.policies.release.observe import GangObservation, PodInfo
+from gangkeeper.policies.autoscaling.placeholders import placeholder_pod
+from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo
 from gangkeeper.policies.release.plan import Plan, Release
 
 from ..kube.api import ApiError, Conflict, NotFound

@@ -32,7 +32,7 @@ from typing import Any
 
 from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies import names
-from gangkeeper.policies.autoscaling.placeholder import placeholder_pod
+from gangkeeper.policies.autoscaling.placeholders import placeholder_pod
 from gangkeeper.policies.autoscaling.provisioning import (
     PodSet,
     RequestAsk,
@@ -43,8 +43,8 @@ from gangkeeper.policies.autoscaling.provisioning import (
     template_orphans,
 )
 from gangkeeper.policies.catalogue import Metric
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.release.plan import Plan
+from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import Api, ApiError, Conflict, NotFound
 from ..kube.informer import Informer, Informers, Store

@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gangkeeper.policies.cluster.observed_gangs import Owner, PodInfo
 from gangkeeper.policies.names import REQUEUE_LABEL, REQUEUE_SUSPENDED, REQUEUES_ANNOTATION
-from gangkeeper.policies.release.observe import Owner, PodInfo
 from gangkeeper.policies.release.recovery import SUSPENDED_OWNERS
 
 from ..kube.api import ApiError, Conflict, Invalid, NotFound

@@ -11,7 +11,10 @@ from collections.abc import Mapping, Sequence, Set
 from datetime import UTC, datetime
 from typing import Any
 
+from gangkeeper.policies.assigner import pin_patch
+from gangkeeper.policies.assigner.pin import pointer_token
 from gangkeeper.policies.catalogue import GANG_MEMBER_REJOINED, event_reason
+from gangkeeper.policies.cluster.observed_gangs import PodInfo
 from gangkeeper.policies.names import (
     EVENT_SOURCE,
     FIELD_MANAGER,
@@ -20,9 +23,6 @@ from gangkeeper.policies.names import (
     REQUEUE_SUSPENDED,
     REQUEUES_ANNOTATION,
 )
-from gangkeeper.policies.placement import pin_patch
-from gangkeeper.policies.placement.pin import pointer_token
-from gangkeeper.policies.release.observe import PodInfo
 from gangkeeper.policies.release.plan import Release
 
 from ..kube.election import micro_time

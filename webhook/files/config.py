@@ -1,7 +1,7 @@
 """Reading gangkeeper's config file (the YAML a ConfigMap mounts) into a `Config`.
 
 Shared by every command that takes `--config`. Reads one file; the checking of keys
-and values is `gangkeeper.policies.config.load_config`'s job.
+and values is `gangkeeper.policies.settings.config.load_config`'s job.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import yaml
 
-from gangkeeper.policies.config import Config, load_config
 from gangkeeper.policies.errors import ConfigFileError as ConfigFileError
 from gangkeeper.policies.errors import InvalidConfig
+from gangkeeper.policies.settings.config import Config, load_config
 
 
 def load_config_file(path: str | Path | None) -> Config:

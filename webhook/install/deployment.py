@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from gangkeeper.policies.config import DEFAULT_GPU_RESOURCES
 from gangkeeper.policies.names import APP_NAME, CONFIGMAP_NAME, SECRET_NAME, SERVICE_NAME
+from gangkeeper.policies.settings.config import DEFAULT_GPU_RESOURCES
 
 from .objects import LABELS, CertMode, Manifest, metadata
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from gangkeeper.policies.config import DEFAULT_SCHEDULER_NAMES
 from gangkeeper.policies.names import APP_NAME
+from gangkeeper.policies.settings.config import DEFAULT_SCHEDULER_NAMES
 
 CertMode = Literal["self", "cert-manager"]
 Manifest = dict[str, Any]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 
-from gangkeeper.policies.config import DEFAULT_GPU_RESOURCES
 from gangkeeper.policies.names import (
     APP_NAME,
     CONFIGMAP_NAME,
@@ -20,6 +19,7 @@ from gangkeeper.policies.names import (
     SECRET_NAME,
     SERVICE_NAME,
 )
+from gangkeeper.policies.settings.config import DEFAULT_GPU_RESOURCES
 
 from .cert_manager import cert_manager_objects
 from .deployment import DEFAULT_IMAGE, config_document, deployment

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from gangkeeper.policies.config import DEFAULT_GPU_RESOURCES
-from gangkeeper.policies.decision import NEVER_NAMESPACES
+from gangkeeper.policies.admission.decision import NEVER_NAMESPACES
 from gangkeeper.policies.names import (
     CERTIFICATE_NAME,
     ENABLED_LABEL,
@@ -35,6 +34,7 @@ from gangkeeper.policies.names import (
     VOLCANO_GROUP_ANNOTATION,
     WORKLOAD_VALIDATE_WEBHOOK,
 )
+from gangkeeper.policies.settings.config import DEFAULT_GPU_RESOURCES
 
 from .kinds import marking_labels, recognised_resources
 from .objects import CertMode, Manifest, metadata

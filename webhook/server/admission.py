@@ -4,7 +4,7 @@
 raises `BadReview` (an HTTP status and a message saying what was wrong). `mutate`,
 `validate` and `noop` turn a `Review` into an `Answer`: the response AdmissionReview
 plus what the app needs for metrics and its log line. They call the policy core
-(`gangkeeper.policies.decision`) with the capacity, owner lookup and config the caller
+(`gangkeeper.policies.admission.decision`) with the capacity, owner lookup and config the caller
 gives them, and never raise: a broken request is the caller's 4xx (`BadReview`), a bad
 object is an answer (`allowed: false` with a status, or allowed with a warning, per
 `config.on_unreadable`).
@@ -30,19 +30,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import (
+from gangkeeper.policies.admission.decision import (
     NEVER_NAMESPACES,
     Memos,
     PodDecision,
     decide_pod,
     validate_object,
 )
+from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.errors import BadReview as BadReview
 from gangkeeper.policies.errors import OwnerNotCached, PolicyError
+from gangkeeper.policies.fit.warning_text import MAX_WARNING, fit_warning
 from gangkeeper.policies.model import OwnerLookup, PodsLookup, Verdict
-from gangkeeper.policies.warning_text import MAX_WARNING, fit_warning
+from gangkeeper.policies.settings.config import Config
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"

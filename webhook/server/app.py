@@ -26,9 +26,9 @@ from typing import Annotated, Any, Protocol
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
 
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import NEVER_NAMESPACES, Memos
+from gangkeeper.policies.admission.decision import NEVER_NAMESPACES, Memos
 from gangkeeper.policies.errors import OwnerNotCached
+from gangkeeper.policies.settings.config import Config
 
 from . import admission
 from .admission import Policy

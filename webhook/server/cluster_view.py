@@ -1,7 +1,7 @@
 """What the server knows about the cluster: GPU capacity and the owners of pods.
 
 `ClusterView` is the small interface the app asks at admission time:
-  - `capacity`: a `gangkeeper.policies.capacity.Capacity` (nodes + bound pods' GPUs);
+  - `capacity`: a `gangkeeper.policies.cluster.capacity.Capacity` (nodes + bound pods' GPUs);
   - `lookup(api_version, kind, namespace, name)`: an `OwnerLookup` over cached owners;
   - `siblings(namespace, gang_name)`: a `PodsLookup` over cached gang pods, so a
     pod-based gang (annotated pods, Kueue pod groups) is summed over its members;
@@ -33,16 +33,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.errors import OwnerNotCached, PolicyError
 from gangkeeper.policies.model import KubeObject
 from gangkeeper.policies.names import GANG_LABEL, GANG_NAME_ANNOTATION
-from gangkeeper.policies.pod_gangs import siblings_among
 from gangkeeper.policies.podspec import pod_demand
 from gangkeeper.policies.recognizers.capabilities import followed_owners
 from gangkeeper.policies.recognizers.kueue import GROUP_LABEL as KUEUE_GROUP_LABEL
+from gangkeeper.policies.recognizers.pod_gangs import siblings_among
 from gangkeeper.policies.recognizers.registry import default_registry
+from gangkeeper.policies.settings.config import Config
 
 from ..kube.informer import Informer, Informers, object_key
 from ..kube.resources import NODES, PODS, Resource

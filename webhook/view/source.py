@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import Api, ApiError
 from ..kube.informer import list_all

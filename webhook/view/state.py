@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gangkeeper.policies.autoscaling.provisioning import request_info
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.feasibility import check_gang
-from gangkeeper.policies.nodes import NodeFacts, read_node
+from gangkeeper.policies.cluster.capacity import Capacity
+from gangkeeper.policies.cluster.fleet import Fleet, NodeReader
+from gangkeeper.policies.cluster.node_facts import NodeFacts, read_node
+from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo, is_live, pod_info
+from gangkeeper.policies.fit.feasibility import check_gang
 from gangkeeper.policies.release.explain import Target, explain, render
-from gangkeeper.policies.release.fleet import Fleet, NodeReader
-from gangkeeper.policies.release.observe import GangObservation, PodInfo, is_live, pod_info
 from gangkeeper.policies.release.plan import GangReport, gang_model, plan
+from gangkeeper.policies.settings.config import Config
 
 #: Waiting codes of gangs that wait for room (the others wait for members or a fix).
 CAPACITY_CODES = ("no-fit", "held")

@@ -14,9 +14,9 @@ from typing import Any
 
 from builders.gangs import T0, members, node
 
-from gangkeeper.policies.config import load_config
-from gangkeeper.policies.release.observe import pod_info
+from gangkeeper.policies.cluster.observed_gangs import pod_info
 from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.settings.config import load_config
 from gangkeeper.webhook.controller.events import GangEvents
 
 CFG = load_config({"gangTimeoutSeconds": 2})

@@ -17,8 +17,8 @@ import pytest
 from builders.gangs import members, node
 from kubernetes.client import ApiClient
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.names import GATE, LEASE_NAME
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.controller.controller import GangController
 from gangkeeper.webhook.controller.fencing import guarded
 from gangkeeper.webhook.kube.api import ApiError

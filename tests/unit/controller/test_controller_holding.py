@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from builders.gangs import T0, members, node, pod
 
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.release.observe import is_live, pod_info
+from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
 from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.settings.config import Config
 
 
 def test_a_second_waiting_gang_holds_its_nodes_too() -> None:

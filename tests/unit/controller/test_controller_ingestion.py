@@ -13,10 +13,10 @@ import pytest
 from builders.gangs import T0, members, node, pod
 from kubernetes.client import ApiClient
 
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.nodes import gpu_node_fields
-from gangkeeper.policies.release.observe import PodInfo, is_live, pod_info, same_for_planning
+from gangkeeper.policies.cluster.node_facts import gpu_node_fields
+from gangkeeper.policies.cluster.observed_gangs import PodInfo, is_live, pod_info, same_for_planning
 from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.controller.controller import GangController
 from gangkeeper.webhook.kube.fake import FakeApi
 from gangkeeper.webhook.kube.informer import Informer, Store

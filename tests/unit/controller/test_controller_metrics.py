@@ -5,8 +5,8 @@ from __future__ import annotations
 from builders.gangs import T0, members, node
 from kubernetes.client import ApiClient, Configuration
 
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.release.observe import pod_info
+from gangkeeper.policies.cluster.observed_gangs import pod_info
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.controller import GangController, plan
 
 

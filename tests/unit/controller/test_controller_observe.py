@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from builders.gangs import T0, members, pod
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.cluster.observed_gangs import is_live, observe_gangs, parse_time, pod_info
 from gangkeeper.policies.names import GATE
-from gangkeeper.policies.release.observe import is_live, observe_gangs, parse_time, pod_info
+from gangkeeper.policies.settings.config import Config
 
 CFG = Config()
 

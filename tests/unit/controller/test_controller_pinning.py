@@ -9,11 +9,11 @@ from typing import Any
 import jsonpatch  # type: ignore[import-untyped]
 from builders.gangs import T0, members, node, pod
 
-from gangkeeper.policies.config import Config, load_config
+from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
 from gangkeeper.policies.names import GATE, PIN_LABEL
-from gangkeeper.policies.release.observe import is_live, pod_info
 from gangkeeper.policies.release.plan import Plan, plan
 from gangkeeper.policies.release.status import render_json, render_text
+from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.controller.writes import ungate_patch
 
 NOW = T0 + 60

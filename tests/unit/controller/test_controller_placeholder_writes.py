@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from builders.gangs import members, stamp
 
-from gangkeeper.policies.config import load_config
-from gangkeeper.policies.release.observe import PodInfo, pod_info
+from gangkeeper.policies.cluster.observed_gangs import PodInfo, pod_info
 from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.settings.config import load_config
 from gangkeeper.webhook.controller.placeholders import PlaceholderWriter
 from gangkeeper.webhook.kube.api import ApiError, Call
 from gangkeeper.webhook.kube.fake import FakeApi

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from builders.gangs import T0, members, node, pod
 
-from gangkeeper.policies.config import Config, load_config
+from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
 from gangkeeper.policies.names import GATE
-from gangkeeper.policies.release.observe import is_live, pod_info
 from gangkeeper.policies.release.plan import GangReport, Plan, plan
+from gangkeeper.policies.settings.config import Config, load_config
 
 NOW = T0 + 60
 

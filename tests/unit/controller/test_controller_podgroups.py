@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from builders.gangs import members, pod
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.cluster.observed_gangs import observe_gangs, pod_info
 from gangkeeper.policies.release.groups import (
     COSCHEDULING,
     VOLCANO,
     group_object,
     native_resource,
 )
-from gangkeeper.policies.release.observe import observe_gangs, pod_info
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.controller.writes import ungate_patch
 
 OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-uid"}

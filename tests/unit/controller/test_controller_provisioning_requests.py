@@ -17,7 +17,7 @@ from gangkeeper.policies.autoscaling.provisioning import (
     template_info,
     template_orphans,
 )
-from gangkeeper.policies.config import Config, load_config
+from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
 from gangkeeper.policies.errors import InvalidConfig
 from gangkeeper.policies.names import (
     CONSUME_PROVISIONING_REQUEST_ANNOTATION,
@@ -26,8 +26,8 @@ from gangkeeper.policies.names import (
     PROVISIONING_LABEL,
     PROVISIONING_REQUEST_LABEL,
 )
-from gangkeeper.policies.release.observe import is_live, pod_info
 from gangkeeper.policies.release.plan import GangReport, Plan, plan
+from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.controller.writes import ungate_patch
 
 NOW = T0 + 60

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from builders.gangs import node, pod
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.cluster.observed_gangs import PodInfo, pod_info
 from gangkeeper.policies.names import NUDGE_ANNOTATION
-from gangkeeper.policies.release.observe import PodInfo, pod_info
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.requeue import (
     capacity_rose,
@@ -15,6 +14,7 @@ from gangkeeper.policies.release.requeue import (
     groups_to_nudge,
     requeue_patch,
 )
+from gangkeeper.policies.settings.config import Config
 
 CFG = Config()
 NODES = [node("n0", 4), node("n1", 4)]

@@ -6,8 +6,8 @@ import json
 
 from builders.gangs import T0, members, node, pod
 
-from gangkeeper.policies.config import Config, load_config
 from gangkeeper.policies.release.status import gang_status, render_json, render_text
+from gangkeeper.policies.settings.config import Config, load_config
 
 
 def cluster() -> tuple[list[dict[str, object]], list[dict[str, object]]]:

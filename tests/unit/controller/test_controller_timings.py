@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from builders.gangs import T0, members, node
 
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.release.observe import pod_info
+from gangkeeper.policies.cluster.observed_gangs import pod_info
 from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.controller.timings import PENDING_REASONS, GangTimings
 from gangkeeper.webhook.server.metrics import Metrics
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from builders.gangs import T0, members, node, pod
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.release.ungate import ungate_plan
+from gangkeeper.policies.settings.config import Config
 
 CFG = Config()
 

@@ -8,11 +8,11 @@ from typing import Any
 import jsonpatch  # type: ignore[import-untyped]
 from builders.gangs import T0, members, node, released
 
-from gangkeeper.policies.config import Config, load_config
+from gangkeeper.policies.cluster.observed_gangs import is_live, observe_gangs, pod_info
 from gangkeeper.policies.names import RELEASED_AT_ANNOTATION
-from gangkeeper.policies.release.observe import is_live, observe_gangs, pod_info
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.watchdog import never_ready, partly_bound, stuck
+from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.controller.writes import rfc3339, ungate_patch
 
 CFG = load_config({"rebindSeconds": 30, "podsReadyTimeoutSeconds": 120})

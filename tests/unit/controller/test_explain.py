@@ -8,8 +8,8 @@ import json
 import pytest
 from builders.gangs import T0, members, node, pod
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.release.explain import NotAGang, Target, explain, render
+from gangkeeper.policies.settings.config import Config
 
 CONFIG = Config()
 OWNER = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "train", "uid": "u1"}

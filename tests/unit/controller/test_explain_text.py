@@ -9,8 +9,8 @@ import re
 import pytest
 from builders.gangs import T0, members, node, pod
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.release.explain import Target, explain, render
+from gangkeeper.policies.settings.config import Config
 
 CONFIG = Config()
 MINUTE, HOUR, DAY = 60, 3600, 86400

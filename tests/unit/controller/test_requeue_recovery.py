@@ -12,13 +12,13 @@ import pytest
 from builders.gangs import JOB, JOBSET, LWS, T0, TRAINJOB, node, owner_object, pod, released
 
 from gangkeeper.policies.catalogue import Metric
-from gangkeeper.policies.config import Config, load_config
+from gangkeeper.policies.cluster.observed_gangs import pod_info
 from gangkeeper.policies.names import (
     REQUEUE_LABEL,
     REQUEUES_ANNOTATION,
 )
-from gangkeeper.policies.release.observe import pod_info
 from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.controller.suspension import RESUME_AFTER_SECONDS
 from gangkeeper.webhook.controller.watchdog import Watchdog
 from gangkeeper.webhook.kube.fake import FakeApi

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangkeeper.policies.config import load_config
 from gangkeeper.policies.dra import DeviceDemand, read_device_class, read_resource_slice
 from gangkeeper.policies.dra.extended import (
     nodes_with_devices,
     with_claim_limits,
     with_device_resources,
 )
+from gangkeeper.policies.settings.config import load_config
 
 DRIVER = "gpu.example.com"
 

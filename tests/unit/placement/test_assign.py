@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gangkeeper.policies.model import Placement, Taint, Toleration
-from gangkeeper.policies.nodes import UNSCHEDULABLE_TAINT
-from gangkeeper.policies.placement import (
+from gangkeeper.policies.assigner import (
     Assignment,
     Member,
     NodeView,
@@ -14,6 +12,8 @@ from gangkeeper.policies.placement import (
     Unpinned,
     assign,
 )
+from gangkeeper.policies.cluster.node_facts import UNSCHEDULABLE_TAINT
+from gangkeeper.policies.model import Placement, Taint, Toleration
 
 GPU = "nvidia.com/gpu"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import jsonpatch  # type: ignore[import-untyped]
 import pytest
 
+from gangkeeper.policies.assigner import pin_patch, unmodeled
 from gangkeeper.policies.names import GATE
-from gangkeeper.policies.placement import pin_patch, unmodeled
 
 
 def apply(pod: dict[str, object], ops: list[dict[str, object]]) -> dict[str, object]:

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from builders.workloads import GPU, Lookup, gang_annotations, gpu_spec, no_lookup, pod, template
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.recognizers.registry import recognize_object, recognize_pod
+from gangkeeper.policies.settings.config import Config
 
 CONFIG = Config()
 MIN_PATH = 'metadata.annotations["gangkeeper.io/min-member"]'

@@ -18,7 +18,6 @@ import pytest
 import yaml
 from builders.workloads import Lookup
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.model import Gang, KubeObject, OwnerLookup, PodMembership
 from gangkeeper.policies.recognizers.base import (
     FollowsOwners,
@@ -40,6 +39,7 @@ from gangkeeper.policies.recognizers.capabilities import (
 from gangkeeper.policies.recognizers.registry import default_registry
 from gangkeeper.policies.release.recovery import SUSPENDED_OWNERS
 from gangkeeper.policies.release.watchdog import RECREATING_OWNERS
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.install import kinds as install_kinds
 from gangkeeper.webhook.install import render_manifests, rule_reason
 from gangkeeper.webhook.server import cluster_view

@@ -17,10 +17,10 @@ from builders.workloads import (
     template,
 )
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.model import Source
 from gangkeeper.policies.recognizers.registry import recognize_object, recognize_pod
+from gangkeeper.policies.settings.config import Config
 
 CONFIG = Config()
 
@@ -156,8 +156,8 @@ def test_a_job_kueue_may_admit_partially_needs_only_its_minimum_parallelism() ->
 
 
 def test_the_kueue_minimum_makes_a_gang_of_40_gpus_fit_32() -> None:
-    from gangkeeper.policies.capacity import Capacity
-    from gangkeeper.policies.decision import validate_object
+    from gangkeeper.policies.admission.decision import validate_object
+    from gangkeeper.policies.cluster.capacity import Capacity
 
     nodes = [{"metadata": {"name": f"n{i}"}, "status": {"allocatable": {GPU: "8"}}}
              for i in range(4)]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from builders.workloads import GPU, gang_annotations, gpu_spec, no_lookup, pod
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.recognizers.registry import recognize_object, recognize_pod
+from gangkeeper.policies.settings.config import Config
 
 CONFIG = Config()
 GROUP = "kueue.x-k8s.io/pod-group-name"

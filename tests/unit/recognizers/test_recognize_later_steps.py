@@ -34,11 +34,11 @@ from builders.workloads import (
     trainjob,
 )
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import decide_pod, validate_object
+from gangkeeper.policies.admission.decision import decide_pod, validate_object
+from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.model import Gang
 from gangkeeper.policies.recognizers.registry import recognize_object, recognize_pod
+from gangkeeper.policies.settings.config import Config
 
 CONFIG = Config()
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
@@ -177,12 +177,12 @@ def test_leader_ready_workers_arrive_after_the_leader(policy: str | None, later:
 
 
 def test_the_remembered_plan_follows_a_change_of_later_members() -> None:
-    """Plans are remembered per pod shape (plan_memo.py): a gang of the same name,
+    """Plans are remembered per pod shape (admission/plan_memo.py): a gang of the same name,
     minMember and owner whose later members differ gets its own annotation."""
     from dataclasses import replace
 
+    from gangkeeper.policies.admission.plan_memo import PlanMemo
     from gangkeeper.policies.model import PodMembership
-    from gangkeeper.policies.plan_memo import PlanMemo
 
     obj = jobset("js", replicated_job("a", 1, 2, 1), replicated_job("b", 1, 2, 1))
     [gang] = recognize_object(obj, no_lookup, CONFIG)

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from builders.workloads import GPU, Lookup, gang_annotations, leader_worker_set, lws_pod, no_lookup
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.recognizers.registry import recognize_object, recognize_pod
+from gangkeeper.policies.settings.config import Config
 
 CONFIG = Config()
 

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from builders.workloads import GPU, Lookup, gpu_spec, no_lookup, pod, podgroup
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.model import Placement
 from gangkeeper.policies.recognizers.registry import recognize_object, recognize_pod
+from gangkeeper.policies.settings.config import Config
 
 CONFIG = Config()
 FLAVOURS = ["volcano", "coscheduling"]

@@ -20,14 +20,14 @@ from builders.workloads import GPU, Lookup, no_lookup
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.decision import validate_object
+from gangkeeper.policies.admission.decision import validate_object
+from gangkeeper.policies.admission.mutation import plan_pod
+from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.model import Gang, PodMembership
-from gangkeeper.policies.mutation import plan_pod
 from gangkeeper.policies.recognizers import ray
 from gangkeeper.policies.recognizers.registry import recognize_object, recognize_pod
+from gangkeeper.policies.settings.config import Config
 
 CONFIG = Config()
 API = "ray.io/v1"

@@ -30,7 +30,6 @@ from builders.workloads import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.model import PodMembership
 from gangkeeper.policies.recognizers.base import DuplicateRecognizer, Registry
@@ -41,6 +40,7 @@ from gangkeeper.policies.recognizers.registry import (
     recognize_object,
     recognize_pod,
 )
+from gangkeeper.policies.settings.config import Config
 
 CONFIG = Config()
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -370,8 +370,8 @@ def test_an_unknown_version_of_a_known_kind_is_an_error_naming_both(
 def test_an_unknown_version_is_unreadable_to_the_webhook_too(obj: dict[str, Any]) -> None:
     """validate_object raises the same error, which the webhook answers per
     onUnreadable (allow with a warning, or reject)."""
-    from gangkeeper.policies.capacity import Capacity
-    from gangkeeper.policies.decision import validate_object
+    from gangkeeper.policies.admission.decision import validate_object
+    from gangkeeper.policies.cluster.capacity import Capacity
 
     with pytest.raises(InvalidObject, match="not a version gangkeeper reads"):
         validate_object(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.model import Gang, KubeObject, OwnerLookup, PodMembership
 from gangkeeper.policies.recognizers.base import PodSignals, Registry, ResourceRule
 from gangkeeper.policies.recognizers.registry import default_registry, recognize_pod
+from gangkeeper.policies.settings.config import Config
 
 POD: KubeObject = {
     "apiVersion": "v1",

@@ -16,13 +16,13 @@ from builders.workloads import (
     training_pod,
 )
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.recognizers.registry import (
     default_registry,
     recognize_object,
     recognize_pod,
 )
+from gangkeeper.policies.settings.config import Config
 
 CONFIG = Config()
 

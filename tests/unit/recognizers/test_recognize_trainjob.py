@@ -20,9 +20,9 @@ from builders.workloads import (
     trainjob,
 )
 
-from gangkeeper.policies.config import Config
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.recognizers.registry import recognize_object, recognize_pod
+from gangkeeper.policies.settings.config import Config
 
 CONFIG = Config()
 TRAINER = {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}

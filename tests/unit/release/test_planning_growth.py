@@ -18,13 +18,13 @@ import pytest
 
 from bench.planning_state import EPOCH, admitted_pods, bound, infos, released, trace
 from gangkeeper.policies import Config
-from gangkeeper.policies.release import fleet as fleet_module
-from gangkeeper.policies.release.observe import SharedParts
+from gangkeeper.policies.cluster import fleet as fleet_module
+from gangkeeper.policies.cluster.observed_gangs import SharedParts
 from gangkeeper.policies.release.plan import Plan, plan
 
 SIZES = (30, 60, 120)
 # The module, not the function `placement.assign` that the package exports.
-assign_module = importlib.import_module("gangkeeper.policies.placement.assign")
+assign_module = importlib.import_module("gangkeeper.policies.assigner.assign")
 
 
 class Counter:

@@ -14,7 +14,7 @@ from builders.preemption import (
     waiting_gang,
 )
 
-from gangkeeper.policies.config import Config
+from gangkeeper.policies.settings.config import Config
 
 FOUR = [node(f"n{i}", 8) for i in range(4)]
 

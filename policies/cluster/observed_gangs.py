@@ -25,12 +25,12 @@ from types import MappingProxyType
 from typing import Any, cast, get_args
 
 from .. import names
-from ..config import Config
+from ..assigner.constraints import unmodeled
 from ..errors import InvalidObject
 from ..memo import BoundedMemo
 from ..model import Backend, Placement
-from ..placement.constraints import unmodeled
 from ..podspec import placement_of, pod_demand, pod_requests
+from ..settings.config import Config
 
 _BACKENDS: tuple[str, ...] = get_args(Backend)
 _TERMINAL = ("Succeeded", "Failed")

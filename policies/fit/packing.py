@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from .model import Placement
-from .node_shapes import Bin
+from ..cluster.node_shapes import Bin
+from ..model import Placement
 
 #: Search steps (each ~10-50 µs) before a heterogeneous gang is admitted as
 #: undecided; bounds the time one admission can spend searching.

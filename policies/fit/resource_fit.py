@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .capacity import Capacity
-from .model import Gang, Role
-from .node_resources import OtherVector, shown, unknown
+from ..cluster.capacity import Capacity
+from ..cluster.node_resources import OtherVector, shown, unknown
+from ..model import Gang, Role
 
 
 def _gpus(role: Role, capacity: Capacity) -> dict[str, int]:

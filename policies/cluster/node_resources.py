@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from .config import Config, NodePool
-from .nodes import NodeFacts
-from .podspec import PODS_RESOURCE
+from ..podspec import PODS_RESOURCE
+from ..settings.config import Config, NodePool
+from .node_facts import NodeFacts
 
 #: (resource, amount) pairs, sorted: the non-GPU allocatable of one node.
 OtherVector = tuple[tuple[str, int], ...]

@@ -23,17 +23,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
-from .capacity import Capacity
-from .config import Config
-from .errors import PolicyError
-from .feasibility import check_gang
-from .memo import BoundedMemo
-from .model import JSON_OBJECT, Gang, KubeObject, Placement, PodMembership, PodsLookup, Role
-from .names import GANG_NAME_ANNOTATION as GANG_NAME
-from .podspec import other_requests, placement_of, pod_demand
-from .recognizers.common import UNSEEN_ROLE
-from .recognizers.kueue import GROUP_LABEL as KUEUE_GROUP_LABEL
-from .warning_text import fit_warning
+from ..cluster.capacity import Capacity
+from ..errors import PolicyError
+from ..fit.feasibility import check_gang
+from ..fit.warning_text import fit_warning
+from ..memo import BoundedMemo
+from ..model import JSON_OBJECT, Gang, KubeObject, Placement, PodMembership, PodsLookup, Role
+from ..names import GANG_NAME_ANNOTATION as GANG_NAME
+from ..podspec import other_requests, placement_of, pod_demand
+from ..settings.config import Config
+from .common import UNSEEN_ROLE
+from .kueue import GROUP_LABEL as KUEUE_GROUP_LABEL
 
 #: Registry names of the recognisers whose gangs are known from pods alone.
 POD_BASED = frozenset({"annotations", "kueue-podgroup"})

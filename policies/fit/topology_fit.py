@@ -13,8 +13,8 @@ Pure: `Gang` and `Capacity` in; (allowed, reason or warning) out.
 
 from __future__ import annotations
 
-from .capacity import Capacity
-from .model import Gang
+from ..cluster.capacity import Capacity
+from ..model import Gang
 
 
 def check_topology(gang: Gang, capacity: Capacity) -> tuple[bool, str] | None:

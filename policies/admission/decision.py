@@ -20,21 +20,21 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from .capacity import Capacity
-from .config import Config
-from .errors import PolicyError
-from .feasibility import check_gang
-from .model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup, Verdict
+from ..cluster.capacity import Capacity
+from ..errors import PolicyError
+from ..fit.feasibility import check_gang
+from ..model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup, Verdict
+from ..names import SKIP_LABEL
+from ..podspec import pod_demand
+from ..recognizers.base import Registry
+from ..recognizers.capabilities import followed_owners
+from ..recognizers.common import owner_chain
+from ..recognizers.owner_gangs import OwnerGangs
+from ..recognizers.pod_gangs import SIBLING_FACTS, SiblingFacts, all_seen_note, unseen_warning
+from ..recognizers.registry import default_registry, recognize_object, recognize_pod
+from ..settings.config import Config
 from .mutation import MutationPlan, plan_pod
-from .names import SKIP_LABEL
 from .plan_memo import PlanMemo
-from .pod_gangs import SIBLING_FACTS, SiblingFacts, all_seen_note, unseen_warning
-from .podspec import pod_demand
-from .recognizers.base import Registry
-from .recognizers.capabilities import followed_owners
-from .recognizers.common import owner_chain
-from .recognizers.owner_gangs import OwnerGangs
-from .recognizers.registry import default_registry, recognize_object, recognize_pod
 
 #: Namespaces never gang-keyed, whatever the webhook configuration says.
 NEVER_NAMESPACES = frozenset({"kube-system"})

@@ -8,7 +8,7 @@ same free GPUs; and to say in messages how many GPUs are free on the nodes a gan
 use. `Fleet` keeps per-node free GPUs, places pods first-fit on eligible nodes, and
 mirrors every placement into a `Capacity` so `fits_now` sees the same usage. It also
 keeps every other resource a pod requests (cpu, memory, ephemeral-storage, the pod
-slot), so the assigner (`policies.placement`) sees what is free on each node
+slot), so the assigner (`policies.assigner`) sees what is free on each node
 (`views`) and a pod is placed only where all of it fits.
 
 For the assigner the fleet also keeps its nodes grouped (`groups`): nodes of one
@@ -18,7 +18,7 @@ from group to group as pods are placed. A gang whose members read no node identi
 then assigned over a few dozen groups instead of every node (`placement.assign_groups`),
 and nothing per node is rebuilt for it.
 
-Pure: Node dicts (read by `policies.nodes`) and `PodInfo`s in; eligibility comes from
+Pure: Node dicts (read by `policies.cluster.node_facts`) and `PodInfo`s in; eligibility comes from
 `policies.eligibility`.
 """
 
@@ -28,15 +28,15 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..capacity import Capacity
-from ..config import Config
+from ..assigner.assign import Group, NodeView, free_key
 from ..eligibility import node_eligible, uses_node_identity
 from ..errors import PolicyError
 from ..model import Placement
 from ..names import PIN_LABEL
-from ..nodes import NodeFacts, read_node
-from ..placement.assign import Group, NodeView, free_key
-from .observe import PodInfo
+from ..settings.config import Config
+from .capacity import Capacity
+from .node_facts import NodeFacts, read_node
+from .observed_gangs import PodInfo
 
 _Free = tuple[tuple[str, int], ...]
 #: Node dict → its facts (`nodes.read_node` with the pass's config, or a cache of it).

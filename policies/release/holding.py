@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..autoscaling.asking import Asking
-from ..capacity import Capacity
-from ..feasibility import check_gang
+from ..cluster.capacity import Capacity
+from ..cluster.fleet import Fleet
+from ..cluster.observed_gangs import GangObservation, LaterMembers, PodInfo
+from ..fit.feasibility import check_gang
 from ..model import Gang, Placement
-from .fleet import Fleet
-from .observe import GangObservation, LaterMembers, PodInfo
 
 
 def shortfall(gang: GangObservation, members: Sequence[PodInfo], fleet: Fleet) -> str:

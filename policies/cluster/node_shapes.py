@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .model import Taint
-from .nodes import TRANSIENT_TAINTS, UNSCHEDULABLE_TAINT
+from ..model import Taint
+from .node_facts import TRANSIENT_TAINTS, UNSCHEDULABLE_TAINT
 
 GpuVector = tuple[tuple[str, int], ...]
 

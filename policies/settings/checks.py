@@ -1,4 +1,4 @@
-"""The value checks every config loader shares (config.py, autoscaling/settings.py).
+"""The value checks every config loader shares (settings/config.py, settings/autoscaling.py).
 
 Each takes the key it reports (a dotted path such as `placeholders.image`) and the
 raw value, and returns the value typed, or raises InvalidConfig naming that key.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .errors import InvalidConfig
+from ..errors import InvalidConfig
 
 
 def given(data: Mapping[str, Any], key: str, default: object) -> Any:

@@ -32,15 +32,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .config import Config
+from ..eligibility import node_eligible, uses_node_identity
+from ..memo import IdentityMemo
+from ..model import KubeObject, Placement, Verdict
+from ..podspec import as_mapping, as_str, pod_demand
+from ..settings.config import Config
 from .declared_pools import DeclaredPool, headrooms
-from .eligibility import node_eligible, uses_node_identity
-from .memo import IdentityMemo
-from .model import KubeObject, Placement, Verdict
+from .node_facts import NodeFacts, read_node
 from .node_resources import OtherResources, other_vector, pool_vector
 from .node_shapes import Bin, GpuVector, NodeShape
-from .nodes import NodeFacts, read_node
-from .podspec import as_mapping, as_str, pod_demand
 
 #: Eligibility answers kept per view before the cache is dropped and refilled; bounds
 #: memory when placements are endless (e.g. each pod pinned to its own node).
@@ -161,7 +161,7 @@ class Capacity:
         self.upsert_facts(read_node(node, self._config))
 
     def upsert_facts(self, facts: NodeFacts) -> None:
-        """`upsert_node` of a Node already read (`policies.nodes.read_node`)."""
+        """`upsert_node` of a Node already read (`policies.cluster.node_facts.read_node`)."""
         name = facts.name
         shape, entry = self._shape_of(facts)
         with self._lock:

@@ -34,9 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .config import Config
-from .model import JSON_OBJECT, Backend, Gang, KubeObject, PodMembership
-from .names import (
+from ..model import JSON_OBJECT, Backend, Gang, KubeObject, PodMembership
+from ..names import (
     BACKEND_ANNOTATION,
     COSCHEDULING_GROUP_LABEL,
     GANG_LABEL,
@@ -48,6 +47,7 @@ from .names import (
     ROLE_LABEL,
     VOLCANO_GROUP_ANNOTATION,
 )
+from ..settings.config import Config
 
 DEFAULT_SCHEDULER = "default-scheduler"
 

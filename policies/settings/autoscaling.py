@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
-from ..config_checks import count, flag, given, section, string, switch
 from ..errors import InvalidConfig
 from ..names import PLACEHOLDER_PRIORITY_CLASS
+from .checks import count, flag, given, section, string, switch
 
 AutoscalingMode = Literal["placeholders", "provisioningrequest", "off"]
 _MODES: tuple[str, ...] = get_args(AutoscalingMode)
@@ -41,7 +41,7 @@ BEST_EFFORT_ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 #: backoffLimitCount).
 DEFAULT_RETRY_LIMIT = 3
 
-#: The top-level keys this module reads (config.py merges them into its known keys).
+#: The top-level keys this module reads (settings/config.py merges them into its known keys).
 KEYS = frozenset(
     {
         "autoscaling",

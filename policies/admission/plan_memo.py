@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from .config import Config
-from .memo import BoundedMemo
-from .model import KubeObject, PodMembership
+from ..memo import BoundedMemo
+from ..model import KubeObject, PodMembership
+from ..settings.config import Config
 from .mutation import MutationPlan, has_gate, plan_pod
 
 #: Marks a part that is absent (None is a value a pod may carry).

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from math import floor
 from typing import Any
 
-from .config import Config
-from .errors import InvalidObject
-from .model import KubeObject, Taint
-from .podspec import as_list, as_mapping, as_str, field_path, resource_amount
-from .quantity import parse_quantity
+from ..errors import InvalidObject
+from ..model import KubeObject, Taint
+from ..podspec import as_list, as_mapping, as_str, field_path, resource_amount
+from ..quantity import parse_quantity
+from ..settings.config import Config
 
 #: The taint the scheduler's NodeUnschedulable filter treats a cordoned node as having.
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")

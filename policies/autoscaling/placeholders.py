@@ -24,7 +24,7 @@ from typing import Any
 from .. import names
 from ..errors import InvalidObject
 from ..quantity import parse_quantity
-from .settings import Autoscaling
+from ..settings.autoscaling import Autoscaling
 
 #: Suffix of a placeholder's name: `<member>-gkp` (deterministic, so a restarted
 #: controller finds the placeholders it made, and a create is idempotent).

@@ -46,15 +46,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations, pairwise
 
-from .capacity import Capacity
-from .memo import MISSING
-from .model import Gang, Placement, Verdict
-from .node_shapes import Bin
+from ..cluster.capacity import Capacity
+from ..cluster.node_shapes import Bin
+from ..memo import MISSING
+from ..model import Gang, Placement, Verdict
 from .packing import Item, Outcome, Problem, per_node, search
 from .resource_fit import check_resources
 from .topology_fit import check_topology
-from .warning_text import MAX_WARNING as MAX_WARNING
-from .warning_text import fit_warning
+from .warning_text import MAX_WARNING, fit_warning
 
 #: Hall's condition is checked on every subset of roles up to this many roles.
 MAX_SUBSET_ROLES = 6

@@ -14,9 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
-from .autoscaling.settings import KEYS as AUTOSCALING_KEYS
-from .autoscaling.settings import Autoscaling, load_autoscaling
-from .config_checks import (
+from ..errors import InvalidConfig, InvalidObject
+from ..model import Backend, Taint
+from ..quantity import gpu_count, parse_quantity
+from .autoscaling import KEYS as AUTOSCALING_KEYS
+from .autoscaling import Autoscaling, load_autoscaling
+from .checks import (
     choice,
     count,
     flag,
@@ -28,9 +31,6 @@ from .config_checks import (
     string,
     switch,
 )
-from .errors import InvalidConfig, InvalidObject
-from .model import Backend, Taint
-from .quantity import gpu_count, parse_quantity
 
 DEFAULT_GPU_RESOURCES: tuple[str, ...] = (
     "nvidia.com/gpu",
