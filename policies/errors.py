@@ -18,6 +18,7 @@
     │   ├── Conflict             409: changed since read, or already exists
     │   ├── Gone                 410: resourceVersion or continue token too old
     │   ├── Invalid              422: the object (or a JSON Patch test) was refused
+    │   ├── TooManyRequests      429: not now (an Eviction a PodDisruptionBudget refuses)
     │   └── Timeout              504, or the client gave up waiting (`.status` 0)
     ├── BadReview                the body is no usable AdmissionReview (`.status`: 4xx)
     ├── OwnerNotCached           an owner the watch caches do not hold yet: the admission
@@ -176,6 +177,12 @@ class Invalid(ApiError):
     """422: the API server refused the object, or a JSON Patch `test` failed."""
 
     statuses = (422,)
+
+
+class TooManyRequests(ApiError):
+    """429: not now; the Eviction API's answer when a PodDisruptionBudget refuses."""
+
+    statuses = (429,)
 
 
 class Timeout(ApiError):

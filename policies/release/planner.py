@@ -16,7 +16,7 @@ controller; not thread-safe (one reconciler thread plans).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..autoscaling.asking import Backoff
@@ -24,6 +24,7 @@ from ..autoscaling.provisioning import RequestInfo
 from ..cluster.node_facts import NodeFacts, read_node
 from ..cluster.observed_gangs import PodInfo
 from ..settings.config import Config
+from .budgets import Budget
 from .plan import Plan, plan
 
 #: (the Node dict, its resourceVersion, its facts); the dict is kept so its id stays
@@ -62,11 +63,13 @@ class Planner:
         backoff: Backoff | None = None,
         *,
         requests: Iterable[RequestInfo] | None = None,
+        leaving: frozenset[str] = frozenset(),
+        budgets: Sequence[Budget] = (),
     ) -> Plan:
         """`plan.plan` on this state, with the Node facts of earlier passes re-used."""
         self._seen, self.nodes_read = {}, 0
         result = plan(pods, nodes, self.config, now, backoff, requests=requests,
-                      reader=self._read)
+                      reader=self._read, leaving=leaving, budgets=budgets)
         # Only the Nodes of this pass stay: a deleted Node's entry goes with the pass.
         self._facts = self._seen
         return result

@@ -224,7 +224,10 @@ def test_self_managed_certs_work_with_only_gangkeepers_permissions(
         # pods: only the main resource (the pod-update policy bounds the fields);
         # `resource:subresource`
         ("patch", "pods:status", "team-a", False),
-        ("create", "pods:eviction", "team-a", False),
+        # evictions: preemption's victims of no gang, so PodDisruptionBudgets hold
+        ("create", "pods:eviction", "team-a", True),
+        ("list", "poddisruptionbudgets.policy", "team-a", True),
+        ("create", "poddisruptionbudgets.policy", "team-a", False),
         ("create", "pods:binding", "team-a", False),
         ("patch", "pods:ephemeralcontainers", "team-a", False),
         ("patch", "pods:resize", "team-a", False),

@@ -64,6 +64,8 @@ from gangkeeper.webhook.server.cluster_view import WatchClusterView, owner_resou
 Access = tuple[str, str, str, str, str]  # verb, group, resource, namespace, name
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 OWNER = JOB
+#: Keeps the other gangs of `controller_calls` off the node the preemption is about.
+PREEMPT_TAINT = {"key": "pre", "value": "", "effect": "NoSchedule"}
 
 
 def access(method: str, path: str, query: dict[str, Any]) -> Access | None:
@@ -79,6 +81,8 @@ def access(method: str, path: str, query: dict[str, Any]) -> Access | None:
     if rest[0] == "namespaces" and len(rest) > 2:
         namespace, rest = rest[1], rest[2:]
     resource, name = rest[0], (rest[1] if len(rest) > 1 else "")
+    if len(rest) > 2:  # a subresource: pods/eviction
+        resource = f"{resource}/{rest[2]}"
     if method == "WATCH" or query.get("watch") in (True, "true", "1"):
         verb = "watch"
     elif method == "GET":
@@ -139,7 +143,16 @@ def stuck_members(gang: str = "stuck", owner: dict[str, str] = LWS) -> list[dict
 
 
 def controller_calls(api: FakeApi) -> set[Access]:
-    api.seed(NODES.path, node("n1", 8), node("n2", 8))
+    api.seed(NODES.path, node("n1", 8), node("n2", 8),
+             node("n3", 8, labels={"pool": "pre"}, taints=[PREEMPT_TAINT]))
+    # A pod of no gang fills n3; a gang of higher priority that may use only n3 preempts
+    # it through the Eviction API.
+    low = pod("low", 8, gates=(), node_name="n3", phase="Running")
+    low["spec"]["priority"] = 0
+    urgent = members("urgent", 1, gpus=8, owner=OWNER, selector={"pool": "pre"},
+                     tolerations=[{"key": "pre", "operator": "Exists"}])
+    urgent[0]["spec"]["priority"] = 100
+    api.seed(PODS.path, low, *urgent)
     api.seed(PODS.path, *stuck_members(), *stuck_members("stuck-job", OWNER),
              *stuck_members("stuck-js", JOBSET), *stuck_members("stuck-tj", TRAINJOB),
              *stuck_members("stuck-rc", RAYCLUSTER))
@@ -176,6 +189,8 @@ def controller_calls(api: FakeApi) -> set[Access]:
                    "the placeholders of a gang on a pool at zero")
         eventually(lambda: any(a[0] == "delete" and a[2] == "pods" for a in recorded(api)),
                    "the watchdog's delete of a stuck member")
+        eventually(lambda: any(a[0] == "create" and a[2] == "pods/eviction"
+                               for a in recorded(api)), "the eviction of a preemption victim")
         for kind in ("jobs", "jobsets", "trainjobs"):
             eventually(lambda k=kind: any(a[0] == "patch" and a[2] == k  # type: ignore[misc]
                                           for a in recorded(api)),

@@ -57,6 +57,7 @@ from gangkeeper.policies.cluster.observed_gangs import (
     same_for_planning,
 )
 from gangkeeper.policies.names import LEASE_NAME
+from gangkeeper.policies.release.budgets import Budget, read_budget
 from gangkeeper.policies.release.groups import COSCHEDULING
 from gangkeeper.policies.release.plan import GangReport, Plan, Release
 from gangkeeper.policies.release.planner import Planner
@@ -72,7 +73,7 @@ from ..kube.api import ApiError
 from ..kube.election import micro_time
 from ..kube.informer import Informer, Informers, Store
 from ..kube.lease import LeaderElector
-from ..kube.resources import NODES, PODS
+from ..kube.resources import BUDGETS, NODES, PODS
 from ..kube.rest import Rest
 from ..series import Sample, Series
 from .events import GangEvents
@@ -80,6 +81,7 @@ from .faults import Faults
 from .fencing import guarded
 from .group_writer import GroupWriter
 from .placeholders import PlaceholderWriter
+from .preemption import Preemptions
 from .provisioning import ProvisioningRequests
 from .timings import GangTimings
 from .watchdog import Watchdog
@@ -179,6 +181,14 @@ class GangController:
             "pods": self._informers.subscribe(PODS, self.pods),
             "nodes": self._informers.subscribe(NODES, self.nodes),
         }
+        #: PodDisruptionBudgets, for preemption (not waited for: a cluster without any,
+        #: or RBAC from before preemption, must not keep the controller from planning).
+        self.budgets: Store[Budget] = Store(read_budget, self._dirty.set)
+        self._informers.subscribe(BUDGETS, self.budgets)
+        self.preemptions = Preemptions(
+            self.rest, self.events, self.watchdog, self.series.add,
+            may_write=lambda: not self._fenced(),
+        )
         #: ProvisioningRequests (`autoscaling: provisioningrequest` only; not waited for:
         #: where the API is not served, placeholders stand in).
         self.requests = ProvisioningRequests.watching(
@@ -279,9 +289,12 @@ class GangController:
             return self._last_plan
         started = time.monotonic()
         requests = self.requests.served() if self.requests is not None else None
+        pods = self.pods.items()
         result = self._planner.plan(
-            self.pods.items(), self.nodes.items(), time.time(),
+            pods, self.nodes.items(), time.time(),
             self.placeholders.backoff, requests=requests,
+            leaving=self.preemptions.leaving(pods, time.time()),
+            budgets=self.budgets.items(),
         )
         self._plan_seconds = time.monotonic() - started
         self.series.observe(cat.CONTROLLER_PLAN_SECONDS, self._plan_seconds)
@@ -302,6 +315,7 @@ class GangController:
         self._requeue_if_freed(result.reports)
         self.events.stuck(result.reports, self.pods.items())
         self.watchdog.check(result, time.time(), self.pods.items())
+        self.preemptions.apply(result, time.time())
         return result
 
     def _requeue_if_freed(self, reports: tuple[GangReport, ...]) -> None:

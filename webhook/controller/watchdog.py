@@ -143,7 +143,7 @@ class Watchdog:
         else:
             number = done + 1
             for member in requeue.delete:
-                self._delete(member.namespace, member.name, member.uid)
+                self.delete_pod(member.namespace, member.name, member.uid)
         self._remember(key, number)
         self._count(cat.GANG_REQUEUES, (("cause", requeue.cause), ("how", requeue.how)))
         if requeue.cause == "rebind":
@@ -202,7 +202,8 @@ class Watchdog:
             f"for {int(requeue.waited)}s; not requeued ({why}): {hint}"
         ))
 
-    def _delete(self, namespace: str, name: str, uid: str) -> None:
+    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        """Delete the pod read (a uid precondition), if this replica may write."""
         if not self._may_write():
             return
         try:

@@ -119,8 +119,26 @@ def followed_rules() -> tuple[RbacRule, ...]:
     )
 
 
+_PREEMPTION_RULES: tuple[RbacRule, ...] = (
+    RbacRule(
+        "controller: preempt a pod of no gang for a waiting gang of higher priority "
+        "through the Eviction API, so PodDisruptionBudgets hold (create only)",
+        [""],
+        ["pods/eviction"],
+        ["create"],
+    ),
+    RbacRule(
+        "controller: read PodDisruptionBudgets to choose preemption victims the Eviction "
+        "API will let go; read-only",
+        ["policy"],
+        ["poddisruptionbudgets"],
+        ["list", "watch"],
+    ),
+)
+
+
 def controller_rules() -> tuple[RbacRule, ...]:
-    return (*_POD_RULES, *suspend_rules(), *_EVENT_AND_GROUP_RULES)
+    return (*_POD_RULES, *suspend_rules(), *_EVENT_AND_GROUP_RULES, *_PREEMPTION_RULES)
 
 
 def webhook_rules() -> tuple[RbacRule, ...]:

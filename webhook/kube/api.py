@@ -23,11 +23,12 @@ from gangkeeper.policies.errors import (
     Invalid,
     NotFound,
     Timeout,
+    TooManyRequests,
 )
 
 __all__ = [
     "Api", "ApiError", "Call", "Conflict", "Forbidden", "Gone", "Invalid", "NotFound",
-    "Query", "Timeout",
+    "Query", "Timeout", "TooManyRequests",
 ]
 
 Query = Sequence[tuple[str, str | int]]

@@ -148,6 +148,13 @@ class FakeApi(Api):
                 return self._list(collection, namespace, params)
             key = f"{namespace}/{name}"
             found = self.objects[collection].get(key)
+            if method == "POST" and path.endswith("/eviction"):
+                # The Eviction API with no budget in the way: the pod is deleted.
+                if found is None:
+                    raise ApiError(404, "NotFound", f"{path} not found")
+                self._log(collection, "DELETED", found)
+                del self.objects[collection][key]
+                return {"kind": "Status", "status": "Success"}
             if method == "POST":
                 return self._create(collection, namespace, body)
             if found is None:

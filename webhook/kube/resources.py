@@ -43,3 +43,4 @@ class Resource:
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 PODS = Resource("", "v1", "pods", "Pod")
+BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
