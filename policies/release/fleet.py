@@ -11,6 +11,11 @@ keeps every other resource a pod requests (cpu, memory, ephemeral-storage, the p
 slot), so the assigner (`policies.placement`) sees what is free on each node
 (`views`) and a pod is placed only where all of it fits.
 
+Nodes without GPUs are kept too: a gang none of whose members asks for GPUs may use
+any node, and is placed, pinned and held by what it requests (`plain=True` in
+`eligible`, `views`, `groups`, `reserve`). Everything else sees GPU nodes only, as
+before: a GPU member cannot use a node without GPUs, and a GPU gang never holds one.
+
 For the assigner the fleet also keeps its nodes grouped (`groups`): nodes of one
 *class* (labels other than per-node identity, taints, readiness, cordon, whether a pin
 can name them) with equal free amounts, each group a sorted run of node ranks, moved
@@ -41,8 +46,9 @@ from .observe import PodInfo
 _Free = tuple[tuple[str, int], ...]
 #: Node dict → its facts (`nodes.read_node` with the pass's config, or a cache of it).
 NodeReader = Callable[[Mapping[str, Any]], NodeFacts]
-#: What decides a node's eligibility for a pod that reads no node identity.
-_Class = tuple[tuple[tuple[str, str], ...], tuple[Any, ...], bool, bool, bool]
+#: What decides a node's eligibility for a pod that reads no node identity (and whether
+#: the node has GPUs, which decides whose it may be).
+_Class = tuple[tuple[tuple[str, str], ...], tuple[Any, ...], bool, bool, bool, bool]
 
 
 class Fleet:
@@ -68,14 +74,13 @@ class Fleet:
                 facts = read(raw)
             except PolicyError:
                 continue  # a node that cannot be read is no place for a gang
-            if facts.gpus:
-                self.nodes[facts.name] = facts
-                self.capacity.upsert_facts(facts)
+            self.nodes[facts.name] = facts
+            self.capacity.upsert_facts(facts)
         self._used: dict[str, dict[str, int]] = {}
         #: Every resource (GPUs included) that pods placed on a node request.
         self._taken: dict[str, dict[str, int]] = {}
         self._eligible: dict[Placement, tuple[str, ...]] = {}
-        self._split: dict[tuple[Placement, bool, int], tuple[str, ...]] = {}
+        self._split: dict[tuple[Placement, bool, bool, int], tuple[str, ...]] = {}
         self._reserved: set[str] = set()
         self._views: dict[str, NodeView] = {}
         self._grouping: _Grouping | None = None
@@ -144,9 +149,14 @@ class Fleet:
             )
         return view
 
-    def views(self) -> list[NodeView]:
-        """The nodes not held for an earlier gang, as the assigner sees them now."""
-        return [self.view(name) for name in self.grouping.names if name not in self._reserved]
+    def views(self, *, plain: bool = False) -> list[NodeView]:
+        """The GPU nodes (every node, with `plain`) not held for an earlier gang, as the
+        assigner sees them now."""
+        return [
+            self.view(name)
+            for name in self.grouping.names
+            if name not in self._reserved and (plain or self.nodes[name].gpus)
+        ]
 
     @property
     def grouping(self) -> _Grouping:
@@ -154,11 +164,11 @@ class Fleet:
             self._grouping = _Grouping(self)
         return self._grouping
 
-    def groups(self) -> tuple[list[Group], list[str]]:
-        """The nodes not held for an earlier gang, grouped for `assign_groups`, and the
-        names the groups index (every node, in name order)."""
+    def groups(self, *, plain: bool = False) -> tuple[list[Group], list[str]]:
+        """The GPU nodes (every node, with `plain`) not held for an earlier gang, grouped
+        for `assign_groups`, and the names the groups index (every node, in name order)."""
         grouping = self.grouping
-        return grouping.groups(), grouping.names
+        return grouping.groups(plain), grouping.names
 
     @property
     def identity_labels(self) -> tuple[str, ...]:
@@ -170,8 +180,11 @@ class Fleet:
         used = self._used.get(node_name, {})
         return {r: max(0, a - used.get(r, 0)) for r, a in facts.gpus.items()}
 
-    def eligible(self, placement: Placement, *, held: bool = False) -> tuple[str, ...]:
-        """Nodes a pod with this placement may use, in name order.
+    def eligible(
+        self, placement: Placement, *, held: bool = False, plain: bool = False
+    ) -> tuple[str, ...]:
+        """GPU nodes (every node, with `plain`) a pod with this placement may use, in
+        name order.
 
         Held (reserved) nodes are left out, or, with `held=True`, are the only ones kept.
         """
@@ -179,10 +192,14 @@ class Fleet:
         if names is None:
             names = self._eligible[placement] = self._eligible_names(placement)
         # Held nodes only ever grow within a pass: their count dates the split.
-        key = (placement, held, len(self._reserved))
+        key = (placement, held, plain, len(self._reserved))
         split = self._split.get(key)
         if split is None:
-            split = self._split[key] = tuple(n for n in names if (n in self._reserved) == held)
+            split = self._split[key] = tuple(
+                n
+                for n in names
+                if (n in self._reserved) == held and (plain or self.nodes[n].gpus)
+            )
         return split
 
     def _eligible_names(self, placement: Placement) -> tuple[str, ...]:
@@ -216,14 +233,16 @@ class Fleet:
     def place(self, pod: PodInfo, *, pinnable: bool = False) -> str | None:
         """Take room for a pod on the first eligible node where it fits; None if none.
 
-        A pod without GPUs is placed only when its nodeSelector names one node (it
-        may run on any node otherwise, most likely one without GPUs). With
-        `pinnable`, only nodes a pin may name are used (Ready, uncordoned, with a
-        hostname label) and every resource the pod requests must fit.
+        A pod without GPUs is placed only when its nodeSelector names one node, or
+        with `pinnable` (a member of a gang without GPUs, pinned where it is placed);
+        it may use any node. With `pinnable`, only nodes a pin may name are used
+        (Ready, uncordoned, with a hostname label) and every resource the pod
+        requests must fit.
         """
-        if not pod.demand and PIN_LABEL not in dict(pod.placement.node_selector):
+        plain = not pod.demand
+        if plain and not pinnable and PIN_LABEL not in dict(pod.placement.node_selector):
             return None
-        for name in self.eligible(pod.placement):
+        for name in self.eligible(pod.placement, plain=plain):
             free = self.free(name)
             if not all(free.get(r, 0) >= a for r, a in pod.demand.items()):
                 continue
@@ -238,14 +257,19 @@ class Fleet:
             return name
         return None
 
-    def free_for(self, placements: Sequence[Placement], resource: str) -> int:
+    def free_for(
+        self, placements: Sequence[Placement], resource: str, *, plain: bool = False
+    ) -> int:
         """Free units of `resource` on nodes at least one of `placements` may use."""
-        names = {n for p in placements for n in self.eligible(p)}
+        names = {n for p in placements for n in self.eligible(p, plain=plain)}
+        if plain:
+            return sum(self.free_all(n).get(resource, 0) for n in names)
         return sum(self.free(n).get(resource, 0) for n in names)
 
-    def reserve(self, placements: Sequence[Placement]) -> tuple[str, ...]:
-        """Hold every node these placements may use: later gangs must fit elsewhere."""
-        names = sorted({n for p in placements for n in self.eligible(p)})
+    def reserve(self, placements: Sequence[Placement], *, plain: bool = False) -> tuple[str, ...]:
+        """Hold every node these placements may use (GPU nodes only, unless `plain`):
+        later gangs must fit elsewhere."""
+        names = sorted({n for p in placements for n in self.eligible(p, plain=plain)})
         for name in names:
             self._reserved.add(name)
             self.capacity.delete_node(name)
@@ -278,6 +302,7 @@ class _Grouping:
                 facts.ready,
                 facts.unschedulable,
                 bool(facts.labels.get(PIN_LABEL)),
+                bool(facts.gpus),
             )
             if kind not in classes:
                 classes[kind] = len(self._like)
@@ -316,14 +341,16 @@ class _Grouping:
         self._key[name] = key
         insort(self._runs.setdefault((self._class[name], key), []), self._rank[name])
 
-    def groups(self) -> list[Group]:
+    def groups(self, plain: bool = False) -> list[Group]:
         out = []
         for group, run in self._runs.items():
             if not run:
                 continue
+            facts = self._fleet.nodes[self._like[group[0]]]
+            if not (plain or facts.gpus):
+                continue  # a class is all GPU nodes or none (`_Class`)
             like = self._likes.get(group)
             if like is None:
-                facts = self._fleet.nodes[self._like[group[0]]]
                 like = self._likes[group] = NodeView(
                     name=facts.name,
                     labels=facts.labels,

@@ -49,7 +49,7 @@ from kubernetes.client import ApiClient
 from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.config import Config
 from gangkeeper.policies.names import LEASE_NAME
-from gangkeeper.policies.nodes import gpu_node_fields
+from gangkeeper.policies.nodes import node_fields
 from gangkeeper.policies.release.groups import COSCHEDULING
 from gangkeeper.policies.release.observe import (
     PodInfo,
@@ -210,7 +210,7 @@ class GangController:
         return info if matters(info) else None
 
     def _node(self, raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        return gpu_node_fields(raw, self.config)
+        return node_fields(raw)
 
     # -- lifecycle -----------------------------------------------------------------------
 
