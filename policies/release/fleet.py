@@ -46,9 +46,8 @@ from .observe import PodInfo
 _Free = tuple[tuple[str, int], ...]
 #: Node dict → its facts (`nodes.read_node` with the pass's config, or a cache of it).
 NodeReader = Callable[[Mapping[str, Any]], NodeFacts]
-#: What decides a node's eligibility for a pod that reads no node identity (and whether
-#: the node has GPUs, which decides whose it may be).
-_Class = tuple[tuple[tuple[str, str], ...], tuple[Any, ...], bool, bool, bool, bool]
+#: What decides a node's eligibility for a pod that reads no node identity.
+_Class = tuple[tuple[tuple[str, str], ...], tuple[Any, ...], bool, bool, bool]
 
 
 class Fleet:
@@ -75,15 +74,19 @@ class Fleet:
             except PolicyError:
                 continue  # a node that cannot be read is no place for a gang
             self.nodes[facts.name] = facts
-            self.capacity.upsert_facts(facts)
+            if facts.gpus:
+                # `fits_now` counts GPUs: a node without them is nothing to it.
+                self.capacity.upsert_facts(facts)
         self._used: dict[str, dict[str, int]] = {}
         #: Every resource (GPUs included) that pods placed on a node request.
         self._taken: dict[str, dict[str, int]] = {}
-        self._eligible: dict[Placement, tuple[str, ...]] = {}
+        self._eligible: dict[tuple[Placement, bool], tuple[str, ...]] = {}
         self._split: dict[tuple[Placement, bool, bool, int], tuple[str, ...]] = {}
         self._reserved: set[str] = set()
         self._views: dict[str, NodeView] = {}
+        #: GPU nodes grouped, and every node grouped (built only for a gang without GPUs).
         self._grouping: _Grouping | None = None
+        self._all: _Grouping | None = None
         for pod in pods:
             if pod.node_name:
                 self.add(pod.uid, pod.node_name, pod.demand, pod.requests)
@@ -124,8 +127,10 @@ class Fleet:
     def _changed(self, node_name: str) -> None:
         """What is free on the node changed: its view and its group follow."""
         self._views.pop(node_name, None)
-        if self._grouping is not None and node_name in self.nodes:
-            self._grouping.move(node_name, free_key(self.free_all(node_name)))
+        if node_name in self.nodes:
+            for grouping in (self._grouping, self._all):
+                if grouping is not None:
+                    grouping.move(node_name, free_key(self.free_all(node_name)))
 
     def free_all(self, node_name: str) -> dict[str, int]:
         """Every resource still free on the node (allocatable less what pods take)."""
@@ -152,23 +157,30 @@ class Fleet:
     def views(self, *, plain: bool = False) -> list[NodeView]:
         """The GPU nodes (every node, with `plain`) not held for an earlier gang, as the
         assigner sees them now."""
-        return [
-            self.view(name)
-            for name in self.grouping.names
-            if name not in self._reserved and (plain or self.nodes[name].gpus)
-        ]
+        names = self.grouping_of(plain).names
+        return [self.view(name) for name in names if name not in self._reserved]
 
     @property
     def grouping(self) -> _Grouping:
+        """The GPU nodes grouped (`grouping_of(False)`)."""
+        return self.grouping_of(False)
+
+    def grouping_of(self, plain: bool) -> _Grouping:
+        """GPU nodes grouped, or every node with `plain`; built on first use, so GPU
+        gangs never pay for the nodes without GPUs."""
+        if plain:
+            if self._all is None:
+                self._all = _Grouping(self, plain=True)
+            return self._all
         if self._grouping is None:
-            self._grouping = _Grouping(self)
+            self._grouping = _Grouping(self, plain=False)
         return self._grouping
 
     def groups(self, *, plain: bool = False) -> tuple[list[Group], list[str]]:
         """The GPU nodes (every node, with `plain`) not held for an earlier gang, grouped
         for `assign_groups`, and the names the groups index (every node, in name order)."""
-        grouping = self.grouping
-        return grouping.groups(plain), grouping.names
+        grouping = self.grouping_of(plain)
+        return grouping.groups(), grouping.names
 
     @property
     def identity_labels(self) -> tuple[str, ...]:
@@ -188,31 +200,28 @@ class Fleet:
 
         Held (reserved) nodes are left out, or, with `held=True`, are the only ones kept.
         """
-        names = self._eligible.get(placement)
+        names = self._eligible.get((placement, plain))
         if names is None:
-            names = self._eligible[placement] = self._eligible_names(placement)
+            names = self._eligible[(placement, plain)] = self._eligible_names(placement, plain)
         # Held nodes only ever grow within a pass: their count dates the split.
         key = (placement, held, plain, len(self._reserved))
         split = self._split.get(key)
         if split is None:
-            split = self._split[key] = tuple(
-                n
-                for n in names
-                if (n in self._reserved) == held and (plain or self.nodes[n].gpus)
-            )
+            split = self._split[key] = tuple(n for n in names if (n in self._reserved) == held)
         return split
 
-    def _eligible_names(self, placement: Placement) -> tuple[str, ...]:
+    def _eligible_names(self, placement: Placement, plain: bool) -> tuple[str, ...]:
         identity = self.identity_labels
+        grouping = self.grouping_of(plain)
         pinned = [(k, v) for k, v in placement.node_selector if k in identity]
         if pinned:
             # A pin (the hostname label) names one node: look it up, do not scan.
-            candidates = sorted(self.grouping.with_label(*pinned[0]))
+            candidates = sorted(grouping.with_label(*pinned[0]))
         elif uses_node_identity(placement, identity):
-            candidates = self.grouping.names
+            candidates = grouping.names
         else:
             # Nodes of one class are eligible alike: judge one of each.
-            candidates = self.grouping.of_classes(
+            candidates = grouping.of_classes(
                 lambda like: node_eligible(
                     placement, node_name=like.name, labels=like.labels,
                     taints=like.scheduling_taints,
@@ -273,17 +282,19 @@ class Fleet:
         for name in names:
             self._reserved.add(name)
             self.capacity.delete_node(name)
-            if self._grouping is not None:
-                self._grouping.drop(name)
+            for grouping in (self._grouping, self._all):
+                if grouping is not None:
+                    grouping.drop(name)
         return tuple(names)
 
 
 class _Grouping:
-    """The fleet's nodes not held, by (class, free amounts): sorted runs of ranks."""
+    """The fleet's GPU nodes (every node, with `plain`) not held, by (class, free
+    amounts): sorted runs of ranks."""
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: Fleet, *, plain: bool) -> None:
         self._fleet = fleet
-        self.names = sorted(fleet.nodes)
+        self.names = sorted(n for n, facts in fleet.nodes.items() if plain or facts.gpus)
         self._rank = {name: rank for rank, name in enumerate(self.names)}
         identity = set(fleet.identity_labels)
         classes: dict[_Class, int] = {}
@@ -302,7 +313,6 @@ class _Grouping:
                 facts.ready,
                 facts.unschedulable,
                 bool(facts.labels.get(PIN_LABEL)),
-                bool(facts.gpus),
             )
             if kind not in classes:
                 classes[kind] = len(self._like)
@@ -318,9 +328,10 @@ class _Grouping:
         index = self._by_label.get(key)
         if index is None:
             index = self._by_label[key] = {}
-            for name, facts in self._fleet.nodes.items():
-                if key in facts.labels:
-                    index.setdefault(facts.labels[key], []).append(name)
+            for name in self.names:
+                labels = self._fleet.nodes[name].labels
+                if key in labels:
+                    index.setdefault(labels[key], []).append(name)
         return index.get(value, [])
 
     def of_classes(self, keep: Callable[[NodeFacts], bool]) -> list[str]:
@@ -341,16 +352,14 @@ class _Grouping:
         self._key[name] = key
         insort(self._runs.setdefault((self._class[name], key), []), self._rank[name])
 
-    def groups(self, plain: bool = False) -> list[Group]:
+    def groups(self) -> list[Group]:
         out = []
         for group, run in self._runs.items():
             if not run:
                 continue
-            facts = self._fleet.nodes[self._like[group[0]]]
-            if not (plain or facts.gpus):
-                continue  # a class is all GPU nodes or none (`_Class`)
             like = self._likes.get(group)
             if like is None:
+                facts = self._fleet.nodes[self._like[group[0]]]
                 like = self._likes[group] = NodeView(
                     name=facts.name,
                     labels=facts.labels,
