@@ -6,6 +6,13 @@
 - `validate_object(obj, ...)`: one `ObjectDecision` per gang of a workload object (a
   Pod is answered for its own gang); an object that is not a gang gives [].
 
+A gang none of whose members asks for GPUs is checked (and refused) by what it asks
+of cpu, memory and the rest, like any gang, wherever its pods are gated: a pod that
+reaches `decide_pod` is gated. A workload is only refused for such a gang when the pod
+webhooks would see its pods whatever they ask (its kind marks its pods, `MarksPods`,
+or gangkeeper's own annotations key it): a plain batch Job asking no GPUs is ordinary
+work, never gated, so never refused.
+
 A GPU pod whose owner is of a kind some recogniser reads but the lookup does not know
 (offline `serve` not given it) is let through unchanged, with `unread_owner` naming
 that owner so the answer can say why.
@@ -26,7 +33,7 @@ from ..fit.feasibility import check_gang
 from ..model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup, Verdict
 from ..names import SKIP_LABEL
 from ..podspec import pod_demand
-from ..recognizers.base import Registry
+from ..recognizers.base import MarksPods, Registry
 from ..recognizers.capabilities import followed_owners
 from ..recognizers.common import owner_chain
 from ..recognizers.owner_gangs import OwnerGangs
@@ -215,7 +222,13 @@ def validate_object(
     owners = memos.owners if memos is not None else None
     facts = memos.siblings if memos is not None else None
     gangs = recognize_object(obj, lookup, config, registry, siblings, owners=owners, facts=facts)
-    decisions = [ObjectDecision(gang, _checked(gang, capacity)) for gang in gangs]
+    decisions = [
+        ObjectDecision(
+            gang,
+            _checked(gang, capacity) if _gated(gang, registry) else Verdict(allowed=True),
+        )
+        for gang in gangs
+    ]
     if obj.get("kind") == "Pod" and config.on_conflict == "reject":
         # The mutating webhook refuses a pod of another gang system (a Kueue pod
         # group, Volcano, ...) under onConflict: reject; validation says the same, so
@@ -226,6 +239,17 @@ def validate_object(
         # of its pods would be refused, so it could never run; say so at apply time.
         decisions = [_keyed_elsewhere(d) for d in decisions]
     return decisions
+
+
+def _gated(gang: Gang, registry: Registry | None) -> bool:
+    """Whether the pod webhooks see this gang's pods whatever they ask (module docstring):
+    a gang asking GPUs, or one of a kind that marks its pods or of the annotations."""
+    if gang.total_demand():
+        return True
+    for recognizer in registry if registry is not None else default_registry():
+        if recognizer.name == gang.recognizer:
+            return isinstance(recognizer, MarksPods) or recognizer.name == "annotations"
+    return True
 
 
 def _keyed_elsewhere(decision: ObjectDecision) -> ObjectDecision:

@@ -18,8 +18,10 @@ Two views:
   of pods bound to them (`add_pod` / `remove_pod`), with every taint and cordon in
   force, as the scheduler sees it at this moment.
 
-Only nodes with some GPU allocatable are kept; members with no GPU demand are not
-checked by feasibility. Updates (`upsert_node`, `delete_node`, `add_pod`,
+Nodes without GPUs are kept apart (`plain` shapes, with their count and other
+allocatable only): they never enter the GPU bins, and they are what `resource_fit`
+refuses a gang of members without GPUs on (such a member may use any node), as are
+declared pools without GPUs. Updates (`upsert_node`, `delete_node`, `add_pod`,
 `remove_pod`) are O(1) in the number of nodes; a lock makes them safe against the
 webhook's readers. Pure: plain Node dicts in, no I/O, no API calls.
 """
@@ -77,6 +79,11 @@ class Capacity:
         self._used: dict[str, dict[str, int]] = {}  # node name → GPUs of bound pods
         self._free: dict[int, Counter[GpuVector]] = {}  # shape id → free vector → nodes
         self._pools: list[DeclaredPool] = []
+        #: Nodes without GPUs: name → entry, and shape id → node names.
+        self._plain: dict[str, _Node] = {}
+        self._plain_members: dict[int, dict[str, None]] = {}
+        #: Shape ids of declared pools without GPUs (counted at maxCount: see __init__).
+        self._plain_pools: list[int] = []
         self._eligible: dict[tuple[str, Placement], dict[int, bool]] = {}
         self._groups_cache: dict[str, tuple[tuple[int, int], list[_Group]]] = {}
         # Two change counters: node/pool changes alter both views, bound-pod changes
@@ -106,6 +113,12 @@ class Capacity:
                 )
                 self._pool_other.append(pool_vector(pool, self._config))
                 self.other.add_pool(sid, self._pool_other[-1], pool.max_count)
+            else:
+                # A pool without GPUs is room for members without GPUs only. Its live
+                # nodes are not charged to it: counting them twice can only admit more.
+                sid = self._intern(shape)
+                self._plain_pools.append(sid)
+                self.other.add_pool(sid, pool_vector(pool, self._config), pool.max_count)
 
     # -- construction -------------------------------------------------------------
 
@@ -153,7 +166,7 @@ class Capacity:
     # -- node and pod updates (O(1) each) ---------------------------------------------
 
     def upsert_node(self, node: KubeObject) -> None:
-        """Add or update a Node; a node without GPUs is dropped from the view.
+        """Add or update a Node; a node without GPUs is kept apart (module docstring).
 
         Raises InvalidObject naming the node and field when the Node is malformed;
         the capacity is then left unchanged.
@@ -167,6 +180,10 @@ class Capacity:
         with self._lock:
             self._remove_node(name)
             if not shape.gpus:
+                entry.shape_id = self._intern(shape)
+                self._plain[name] = entry
+                self.other.add(entry.shape_id, entry.other)
+                self._plain_members.setdefault(entry.shape_id, {})[name] = None
                 self._node_changed()
                 return
             entry.shape_id = self._intern(shape)
@@ -204,6 +221,7 @@ class Capacity:
     def _remove_node(self, name: str) -> None:
         entry = self._nodes.pop(name, None)
         if entry is None:
+            self._remove_plain(name)
             return
         sid = entry.shape_id
         self.other.remove(sid, entry.other)
@@ -218,6 +236,19 @@ class Capacity:
             del self._members[sid]
             del self._free[sid]
             if all(pool.shape_id != sid for pool in self._pools):
+                self._forget_shape(sid)
+
+    def _remove_plain(self, name: str) -> None:
+        entry = self._plain.pop(name, None)
+        if entry is None:
+            return
+        sid = entry.shape_id
+        self.other.remove(sid, entry.other)
+        members = self._plain_members[sid]
+        del members[name]
+        if not members:
+            del self._plain_members[sid]
+            if sid not in self._plain_pools:
                 self._forget_shape(sid)
 
     def _forget_shape(self, shape_id: int) -> None:
@@ -298,6 +329,11 @@ class Capacity:
     def node_count(self) -> int:
         """GPU nodes known now (pools not included)."""
         return len(self._nodes)
+
+    @property
+    def plain_count(self) -> int:
+        """Nodes without GPUs known now (pools not included)."""
+        return len(self._plain)
 
     @property
     def shape_count(self) -> int:
@@ -448,14 +484,18 @@ class Capacity:
         with self._lock:
             return [(self._shapes[s], s, n, pool) for s, _, n, pool in self._groups("ever")]
 
-    def eligible_shapes(self, placement: Placement) -> list[int] | None:
-        """Shape ids `placement` may use on the "ever" view; None when it reads node
-        identity (answered node by node, which the callers do not need)."""
+    def eligible_shapes(self, placement: Placement, *, plain: bool = False) -> list[int] | None:
+        """Shape ids `placement` may use on the "ever" view (GPU shapes, and with `plain`
+        those without GPUs too: a member without GPUs may use any node); None when it
+        reads node identity (answered node by node, which the callers do not need)."""
         if uses_node_identity(placement, self._identity):
             return None
         with self._lock:
             answers = self._answers("ever", placement)
             sids = {sid for sid, _, _, _ in self._groups("ever")}
+            if plain:
+                sids.update(self._plain_members)
+                sids.update(self._plain_pools)
             return sorted(s for s in sids if self._shape_eligible("ever", placement, answers, s))
 
     def describe(self) -> dict[str, Any]:
@@ -463,6 +503,7 @@ class Capacity:
         with self._lock:
             return {
                 "nodes": len(self._nodes),
+                "nodesWithoutGpus": len(self._plain),
                 "shapes": len(self._members),
                 "pools": len(self._pools),
                 "boundPods": len(self._pods),

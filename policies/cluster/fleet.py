@@ -11,6 +11,11 @@ keeps every other resource a pod requests (cpu, memory, ephemeral-storage, the p
 slot), so the assigner (`policies.assigner`) sees what is free on each node
 (`views`) and a pod is placed only where all of it fits.
 
+Nodes without GPUs are kept too: a gang none of whose members asks for GPUs may use
+any node, and is placed, pinned and held by what it requests (`plain=True` in
+`eligible`, `views`, `groups`, `reserve`). Everything else sees GPU nodes only, as
+before: a GPU member cannot use a node without GPUs, and a GPU gang never holds one.
+
 For the assigner the fleet also keeps its nodes grouped (`groups`): nodes of one
 *class* (labels other than per-node identity, taints, readiness, cordon, whether a pin
 can name them) with equal free amounts, each group a sorted run of node ranks, moved
@@ -68,17 +73,20 @@ class Fleet:
                 facts = read(raw)
             except PolicyError:
                 continue  # a node that cannot be read is no place for a gang
+            self.nodes[facts.name] = facts
             if facts.gpus:
-                self.nodes[facts.name] = facts
+                # `fits_now` counts GPUs: a node without them is nothing to it.
                 self.capacity.upsert_facts(facts)
         self._used: dict[str, dict[str, int]] = {}
         #: Every resource (GPUs included) that pods placed on a node request.
         self._taken: dict[str, dict[str, int]] = {}
-        self._eligible: dict[Placement, tuple[str, ...]] = {}
-        self._split: dict[tuple[Placement, bool, int], tuple[str, ...]] = {}
+        self._eligible: dict[tuple[Placement, bool], tuple[str, ...]] = {}
+        self._split: dict[tuple[Placement, bool, bool, int], tuple[str, ...]] = {}
         self._reserved: set[str] = set()
         self._views: dict[str, NodeView] = {}
+        #: GPU nodes grouped, and every node grouped (built only for a gang without GPUs).
         self._grouping: _Grouping | None = None
+        self._all: _Grouping | None = None
         for pod in pods:
             if pod.node_name:
                 self.add(pod.uid, pod.node_name, pod.demand, pod.requests)
@@ -119,8 +127,10 @@ class Fleet:
     def _changed(self, node_name: str) -> None:
         """What is free on the node changed: its view and its group follow."""
         self._views.pop(node_name, None)
-        if self._grouping is not None and node_name in self.nodes:
-            self._grouping.move(node_name, free_key(self.free_all(node_name)))
+        if node_name in self.nodes:
+            for grouping in (self._grouping, self._all):
+                if grouping is not None:
+                    grouping.move(node_name, free_key(self.free_all(node_name)))
 
     def free_all(self, node_name: str) -> dict[str, int]:
         """Every resource still free on the node (allocatable less what pods take)."""
@@ -144,20 +154,32 @@ class Fleet:
             )
         return view
 
-    def views(self) -> list[NodeView]:
-        """The nodes not held for an earlier gang, as the assigner sees them now."""
-        return [self.view(name) for name in self.grouping.names if name not in self._reserved]
+    def views(self, *, plain: bool = False) -> list[NodeView]:
+        """The GPU nodes (every node, with `plain`) not held for an earlier gang, as the
+        assigner sees them now."""
+        names = self.grouping_of(plain).names
+        return [self.view(name) for name in names if name not in self._reserved]
 
     @property
     def grouping(self) -> _Grouping:
+        """The GPU nodes grouped (`grouping_of(False)`)."""
+        return self.grouping_of(False)
+
+    def grouping_of(self, plain: bool) -> _Grouping:
+        """GPU nodes grouped, or every node with `plain`; built on first use, so GPU
+        gangs never pay for the nodes without GPUs."""
+        if plain:
+            if self._all is None:
+                self._all = _Grouping(self, plain=True)
+            return self._all
         if self._grouping is None:
-            self._grouping = _Grouping(self)
+            self._grouping = _Grouping(self, plain=False)
         return self._grouping
 
-    def groups(self) -> tuple[list[Group], list[str]]:
-        """The nodes not held for an earlier gang, grouped for `assign_groups`, and the
-        names the groups index (every node, in name order)."""
-        grouping = self.grouping
+    def groups(self, *, plain: bool = False) -> tuple[list[Group], list[str]]:
+        """The GPU nodes (every node, with `plain`) not held for an earlier gang, grouped
+        for `assign_groups`, and the names the groups index (every node, in name order)."""
+        grouping = self.grouping_of(plain)
         return grouping.groups(), grouping.names
 
     @property
@@ -170,32 +192,36 @@ class Fleet:
         used = self._used.get(node_name, {})
         return {r: max(0, a - used.get(r, 0)) for r, a in facts.gpus.items()}
 
-    def eligible(self, placement: Placement, *, held: bool = False) -> tuple[str, ...]:
-        """Nodes a pod with this placement may use, in name order.
+    def eligible(
+        self, placement: Placement, *, held: bool = False, plain: bool = False
+    ) -> tuple[str, ...]:
+        """GPU nodes (every node, with `plain`) a pod with this placement may use, in
+        name order.
 
         Held (reserved) nodes are left out, or, with `held=True`, are the only ones kept.
         """
-        names = self._eligible.get(placement)
+        names = self._eligible.get((placement, plain))
         if names is None:
-            names = self._eligible[placement] = self._eligible_names(placement)
+            names = self._eligible[(placement, plain)] = self._eligible_names(placement, plain)
         # Held nodes only ever grow within a pass: their count dates the split.
-        key = (placement, held, len(self._reserved))
+        key = (placement, held, plain, len(self._reserved))
         split = self._split.get(key)
         if split is None:
             split = self._split[key] = tuple(n for n in names if (n in self._reserved) == held)
         return split
 
-    def _eligible_names(self, placement: Placement) -> tuple[str, ...]:
+    def _eligible_names(self, placement: Placement, plain: bool) -> tuple[str, ...]:
         identity = self.identity_labels
+        grouping = self.grouping_of(plain)
         pinned = [(k, v) for k, v in placement.node_selector if k in identity]
         if pinned:
             # A pin (the hostname label) names one node: look it up, do not scan.
-            candidates = sorted(self.grouping.with_label(*pinned[0]))
+            candidates = sorted(grouping.with_label(*pinned[0]))
         elif uses_node_identity(placement, identity):
-            candidates = self.grouping.names
+            candidates = grouping.names
         else:
             # Nodes of one class are eligible alike: judge one of each.
-            candidates = self.grouping.of_classes(
+            candidates = grouping.of_classes(
                 lambda like: node_eligible(
                     placement, node_name=like.name, labels=like.labels,
                     taints=like.scheduling_taints,
@@ -216,14 +242,16 @@ class Fleet:
     def place(self, pod: PodInfo, *, pinnable: bool = False) -> str | None:
         """Take room for a pod on the first eligible node where it fits; None if none.
 
-        A pod without GPUs is placed only when its nodeSelector names one node (it
-        may run on any node otherwise, most likely one without GPUs). With
-        `pinnable`, only nodes a pin may name are used (Ready, uncordoned, with a
-        hostname label) and every resource the pod requests must fit.
+        A pod without GPUs is placed only when its nodeSelector names one node, or
+        with `pinnable` (a member of a gang without GPUs, pinned where it is placed);
+        it may use any node. With `pinnable`, only nodes a pin may name are used
+        (Ready, uncordoned, with a hostname label) and every resource the pod
+        requests must fit.
         """
-        if not pod.demand and PIN_LABEL not in dict(pod.placement.node_selector):
+        plain = not pod.demand
+        if plain and not pinnable and PIN_LABEL not in dict(pod.placement.node_selector):
             return None
-        for name in self.eligible(pod.placement):
+        for name in self.eligible(pod.placement, plain=plain):
             free = self.free(name)
             if not all(free.get(r, 0) >= a for r, a in pod.demand.items()):
                 continue
@@ -238,28 +266,35 @@ class Fleet:
             return name
         return None
 
-    def free_for(self, placements: Sequence[Placement], resource: str) -> int:
+    def free_for(
+        self, placements: Sequence[Placement], resource: str, *, plain: bool = False
+    ) -> int:
         """Free units of `resource` on nodes at least one of `placements` may use."""
-        names = {n for p in placements for n in self.eligible(p)}
+        names = {n for p in placements for n in self.eligible(p, plain=plain)}
+        if plain:
+            return sum(self.free_all(n).get(resource, 0) for n in names)
         return sum(self.free(n).get(resource, 0) for n in names)
 
-    def reserve(self, placements: Sequence[Placement]) -> tuple[str, ...]:
-        """Hold every node these placements may use: later gangs must fit elsewhere."""
-        names = sorted({n for p in placements for n in self.eligible(p)})
+    def reserve(self, placements: Sequence[Placement], *, plain: bool = False) -> tuple[str, ...]:
+        """Hold every node these placements may use (GPU nodes only, unless `plain`):
+        later gangs must fit elsewhere."""
+        names = sorted({n for p in placements for n in self.eligible(p, plain=plain)})
         for name in names:
             self._reserved.add(name)
             self.capacity.delete_node(name)
-            if self._grouping is not None:
-                self._grouping.drop(name)
+            for grouping in (self._grouping, self._all):
+                if grouping is not None:
+                    grouping.drop(name)
         return tuple(names)
 
 
 class _Grouping:
-    """The fleet's nodes not held, by (class, free amounts): sorted runs of ranks."""
+    """The fleet's GPU nodes (every node, with `plain`) not held, by (class, free
+    amounts): sorted runs of ranks."""
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: Fleet, *, plain: bool) -> None:
         self._fleet = fleet
-        self.names = sorted(fleet.nodes)
+        self.names = sorted(n for n, facts in fleet.nodes.items() if plain or facts.gpus)
         self._rank = {name: rank for rank, name in enumerate(self.names)}
         identity = set(fleet.identity_labels)
         classes: dict[_Class, int] = {}
@@ -293,9 +328,10 @@ class _Grouping:
         index = self._by_label.get(key)
         if index is None:
             index = self._by_label[key] = {}
-            for name, facts in self._fleet.nodes.items():
-                if key in facts.labels:
-                    index.setdefault(facts.labels[key], []).append(name)
+            for name in self.names:
+                labels = self._fleet.nodes[name].labels
+                if key in labels:
+                    index.setdefault(labels[key], []).append(name)
         return index.get(value, [])
 
     def of_classes(self, keep: Callable[[NodeFacts], bool]) -> list[str]:

@@ -3,7 +3,7 @@
 `read_node(node, config)` checks every field it reads and raises InvalidObject naming
 the node and field; the capacity (admission), the controller's fleet and its
 ingestion all read Nodes through here, so they agree on what a node offers.
-`gpu_node_fields` is the reduced copy the controller keeps of a Node.
+`node_fields` is the reduced copy the controller keeps of a Node.
 
 Pure: plain dicts in, frozen dataclasses out.
 """
@@ -146,18 +146,17 @@ def _ready(status: Mapping[str, Any]) -> bool:
     return True
 
 
-def gpu_node_fields(node: Mapping[str, Any], config: Config) -> dict[str, Any] | None:
-    """The parts of a Node `read_node` reads, or None without any GPU resource.
+def node_fields(node: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The parts of a Node `read_node` reads, or None when it lists no allocatable.
 
     A real Node carries images, conditions and managedFields worth kilobytes; the
-    controller's planning needs name, labels, taints, cordon and allocatable. A node
-    that lists no GPU resource is never a place for a gang, so it is not kept at all.
+    controller's planning needs name, labels, taints, cordon and allocatable. Nodes
+    without GPUs are kept too: a gang whose members ask no GPUs is placed on them
+    (docs/performance.md has what that costs).
     """
     status = node.get("status")
     allocatable = status.get("allocatable") if isinstance(status, Mapping) else None
-    if not isinstance(allocatable, Mapping) or not any(
-        config.is_gpu_resource(str(r)) for r in allocatable
-    ):
+    if not isinstance(allocatable, Mapping) or not allocatable:
         return None
     meta = node.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}

@@ -83,11 +83,17 @@ def unknown(vectors: Counter[OtherVector], resource: str) -> bool:
 
 
 def shown(resource: str, amount: int) -> str:
-    """An amount as users write it: cores for cpu, Gi for bytes of memory and storage."""
+    """An amount as users write it: cores for cpu, Gi (Mi below 1Gi, bytes below 1Mi)
+    for memory and storage."""
     if resource == "cpu":
         cores = amount / 1000
         return f"{cores:g} cpu"
     if resource in ("memory", "ephemeral-storage"):
+        if amount < 2**20:
+            return f"{amount} {resource}"  # bytes, as a manifest writes them
+        if amount < 2**30:
+            mib = math.ceil(amount / 2**20 * 10) / 10
+            return f"{mib:g}Mi {resource}"
         gib = math.ceil(amount / 2**30 * 10) / 10
         return f"{gib:g}Gi {resource}"
     return f"{amount} {resource}"

@@ -18,7 +18,8 @@ summed across resources, it applies in order:
 
 6. the other resources the scheduler checks (cpu, memory, ephemeral-storage): a
    member no eligible node can hold with its GPUs, or a gang needing more than its
-   nodes offer (`resource_fit`);
+   nodes offer (`resource_fit`); a gang without any GPU demand is checked by this
+   rule alone, on every node (with GPUs or not) its members may use;
 7. `gangkeeper.io/topology-required`: no single domain of the key could hold the
    gang's GPUs (`topology_fit`).
 
@@ -327,6 +328,11 @@ def _check_ever(
 ) -> Verdict | None:
     """The verdict decided on the "ever" view alone; None when the free view decides."""
     if not roles[0]:
+        # No member asks for GPUs: only what it asks of cpu, memory, ... can be
+        # proven impossible, over every node (`resource_fit`). No GPU bins: cheap.
+        other = check_resources(gang, capacity)
+        if other is not None:
+            return Verdict(allowed=False, reason=other[1], code=other[0])
         return Verdict(allowed=True)
     if capacity.unknown:
         return Verdict(

@@ -10,10 +10,12 @@ numbers, on the "ever" view (every live GPU node at its allocatable, declared po
 - `total-demand`: the whole gang needs more of a resource than all the nodes its
   roles may use together offer.
 
-Only proofs reject: roles without GPUs (they may run on nodes gangkeeper does not
-track), placements that read node identity, a resource some eligible node or pool
-does not report, and gangs with minMember below their size (which members run is not
-known) are all admitted.
+A role without GPUs may use any node, GPU nodes or not (the capacity keeps nodes
+without GPUs apart for this), so it is checked against every node and declared pool
+its placement allows. Only proofs reject: placements that read node identity, a
+resource some eligible node or pool does not report, and gangs with minMember below
+their size (which members run is not known) are all admitted, as is every gang when
+no node or pool is known at all.
 
 Pure: `Gang` and `Capacity` in, a reason or None out.
 """
@@ -32,7 +34,7 @@ def _gpus(role: Role, capacity: Capacity) -> dict[str, int]:
 
 
 def _eligible(role: Role, capacity: Capacity) -> tuple[list[int], Counter[OtherVector]] | None:
-    shapes = capacity.eligible_shapes(role.placement)
+    shapes = capacity.eligible_shapes(role.placement, plain=not _gpus(role, capacity))
     if shapes is None:
         return None
     return shapes, capacity.other.of(shapes)
@@ -63,7 +65,9 @@ def check_resources(gang: Gang, capacity: Capacity) -> tuple[str, str] | None:
     """(code, reason) when the gang can never get its non-GPU requests; else None."""
     if gang.min_member < gang.size:
         return None
-    roles = [r for r in gang.roles if r.count > 0 and r.requests and _gpus(r, capacity)]
+    if capacity.unknown and not capacity.plain_count:
+        return None  # nothing known: nothing proven
+    roles = [r for r in gang.roles if r.count > 0 and r.requests]
     who = f"gang {gang.namespace}/{gang.name}"
     union: dict[int, None] = {}
     need: dict[str, int] = {}
@@ -82,8 +86,9 @@ def check_resources(gang: Gang, capacity: Capacity) -> tuple[str, str] | None:
             shown(r, _largest(vectors, r)) for r in sorted(role.requests) if not unknown(vectors, r)
         )
         gpu_text = " + ".join(f"{a} {r}" for r, a in sorted(_gpus(role, capacity).items()))
+        needs = f"{gpu_text} with {wants}" if gpu_text else wants
         return "member-too-big", (
-            f"{who} (role {role.name}): each member needs {gpu_text} with {wants} on one "
+            f"{who} (role {role.name}): each member needs {needs} on one "
             f"node; no node it may use offers that (the largest offer {largest})"
         )
     vectors = capacity.other.of(list(union))

@@ -21,14 +21,20 @@ from ..cluster.fleet import Fleet
 from ..cluster.observed_gangs import GangObservation, LaterMembers, PodInfo
 from ..fit.feasibility import check_gang
 from ..model import Gang, Placement
+from ..cluster.node_resources import shown
 
 
 def shortfall(gang: GangObservation, members: Sequence[PodInfo], fleet: Fleet) -> str:
-    """Why these members do not fit now: 'needs 8 nvidia.com/gpu, 5 free on eligible nodes'."""
+    """Why these members do not fit now: 'needs 8 nvidia.com/gpu, 5 free on eligible nodes'
+    (for a gang without GPUs, the resources it asks more of than is free:
+    'needs 400Mi memory, 300Mi free on eligible nodes')."""
     placements = sorted({m.placement for m in members}, key=repr)
+    demand = gang.total_demand(members)
+    if not demand:
+        return _plain_shortfall(members, placements, fleet)
     parts: list[str] = []
     short = False
-    for resource, need in sorted(gang.total_demand(members).items()):
+    for resource, need in sorted(demand.items()):
         free = fleet.free_for(placements, resource)
         short = short or free < need
         parts.append(f"needs {need} {resource}, {free} free on eligible nodes")
@@ -36,6 +42,23 @@ def shortfall(gang: GangObservation, members: Sequence[PodInfo], fleet: Fleet) -
     if not short:
         text += ", but no node has room for a whole member"
     return text
+
+
+def _plain_shortfall(
+    members: Sequence[PodInfo], placements: Sequence[Placement], fleet: Fleet
+) -> str:
+    need: dict[str, int] = {}
+    for member in members:
+        for resource, amount in member.requests.items():
+            need[resource] = need.get(resource, 0) + amount
+    parts = []
+    for resource, total in sorted(need.items()):
+        free = fleet.free_for(placements, resource, plain=True)
+        if free < total:
+            parts.append(f"needs {shown(resource, total)}, {shown(resource, free)} free")
+    if parts:
+        return "; ".join(parts) + " on eligible nodes"
+    return f"no node has room for all {len(members)} members at once"
 
 
 
@@ -57,15 +80,16 @@ def hold_and_ask(
     ever: Capacity,
     model: Gang,
     wanted: set[Placement],
+    plain: bool = False,
 ) -> Waiting:
-    """Hold the nodes a waiting gang may use (if it could ever fit) and, on an autoscaled
-    pool, ask for nodes."""
+    """Hold the nodes a waiting gang may use (if it could ever fit; every node, GPUs or
+    not, for a gang without GPUs: `plain`) and, on an autoscaled pool, ask for nodes."""
     could_fit = check_gang(model, ever).allowed
     asked = asking.consider(gang, fleet, could_fit)
     held: tuple[str, ...] = ()
     reason = ""
     if could_fit:
-        held = fleet.reserve(sorted(wanted, key=repr))
+        held = fleet.reserve(sorted(wanted, key=repr), plain=plain)
     else:
         reason = "; it cannot fit even on the empty cluster, so it holds no nodes"
     code: Literal["", "held", "provisioning"] = ""

@@ -4,6 +4,9 @@
 a node for every gated member with GPU demand — and for every later member still to
 come, whose room is held — over the fleet's nodes not held for an earlier gang, with what is free on
 each after bound pods, pods in flight and the gangs released before in this pass.
+A gang in which no member (nor later member) asks for GPUs is a gang too: every
+member is assigned, over every node (with GPUs or not), by all it requests. In a gang
+with GPU members, members without GPUs go unpinned (they may run on any node).
 On success the members are placed on the fleet where the assignment says, so the next
 gang in line sees them, and the pins (pod uid → hostname label value) are returned.
 
@@ -72,18 +75,23 @@ def _domains(views: list[NodeView], key: str) -> list[list[NodeView]]:
     return sorted(by_value.values(), key=lambda nodes: (sum(sum(n.free.values()) for n in nodes)))
 
 
+def without_gpus(members: Iterable[PodInfo], later: Sequence[tuple[LaterMembers, int]]) -> bool:
+    """Whether no member, nor any later member, asks for GPUs: the gang may use any node."""
+    return not any(m.demand for m in members) and not any(e.demand for e, _ in later)
+
+
 def _assign(
-    gang: GangObservation, wanted: list[Member], fleet: Fleet, keys: Sequence[str]
+    gang: GangObservation, wanted: list[Member], fleet: Fleet, keys: Sequence[str], plain: bool
 ) -> Assignment | Unpinned | NoRoom:
     topology = next((m.topology for m in gang.members if m.topology), ())
     if not topology or topology[1] not in keys:
         identity = fleet.identity_labels
         if not any(uses_node_identity(m.placement, identity) for m in wanted):
             # The fleet's groups are the nodes as the assigner would group them.
-            groups, names = fleet.groups()
+            groups, names = fleet.groups(plain=plain)
             return assign_groups(wanted, groups, names)
-        return assign(wanted, fleet.views())
-    views = fleet.views()
+        return assign(wanted, fleet.views(plain=plain))
+    views = fleet.views(plain=plain)
     mode, key = topology
     if mode == "preferred":
         packed = fewest_domains(wanted, views, key)
@@ -97,12 +105,13 @@ def _assign(
 
 def _wanted(
     members: Sequence[PodInfo], later: Sequence[tuple[LaterMembers, int]]
-) -> tuple[dict[str, PodInfo], list[Member], dict[str, LaterMembers]]:
-    """The pods to assign by name, the assigner's members (later ones included), and
-    each later member's entry by name."""
-    # Members without GPUs may run on any node, most likely one gangkeeper does not
-    # track (it keeps GPU nodes only): they go unpinned, and the scheduler places them.
-    pods = {m.name: m for m in members if not m.node_name and m.demand}
+) -> tuple[dict[str, PodInfo], list[Member], dict[str, LaterMembers], bool]:
+    """The pods to assign by name, the assigner's members (later ones included), each
+    later member's entry by name, and whether the gang has no GPUs at all."""
+    # In a GPU gang, members without GPUs (a launcher, a head) go unpinned and the
+    # scheduler places them; a gang without GPUs at all is placed by what it requests.
+    plain = without_gpus(members, later)
+    pods = {m.name: m for m in members if not m.node_name and (m.demand or plain)}
     wanted = [_member(p) for p in pods.values()]
     held: dict[str, LaterMembers] = {}
     for entry, count in later:
@@ -110,7 +119,7 @@ def _wanted(
             placeholder = _later(entry, len(held))
             held[placeholder.name] = entry
             wanted.append(placeholder)
-    return pods, wanted, held
+    return pods, wanted, held, plain
 
 
 def try_place(
@@ -122,8 +131,8 @@ def try_place(
 ) -> Assignment | Unpinned | NoRoom:
     """What `place_gang` would find now, placing nothing (preemption asks it of the
     fleet with candidate victims taken away)."""
-    _, wanted, _ = _wanted(members, later)
-    return _assign(gang, wanted, fleet, topology_keys)
+    _, wanted, _, plain = _wanted(members, later)
+    return _assign(gang, wanted, fleet, topology_keys, plain)
 
 
 def place_gang(
@@ -134,10 +143,10 @@ def place_gang(
     topology_keys: Sequence[str] = (),
 ) -> Pinned | Unpinned | NoRoom:
     """Assign and place `members` (and room for `later`); see the module docstring."""
-    pods, wanted, held = _wanted(members, later)
-    result = _assign(gang, wanted, fleet, topology_keys)
+    pods, wanted, held, plain = _wanted(members, later)
+    result = _assign(gang, wanted, fleet, topology_keys, plain)
     if isinstance(result, NoRoom):
-        return NoRoom(f"{result.reason}{_short(wanted, fleet)}")
+        return NoRoom(f"{result.reason}{_short(wanted, fleet, plain)}")
     if not isinstance(result, Assignment):
         return result
     pins: dict[str, str] = {}
@@ -155,10 +164,10 @@ def place_gang(
     return Pinned(pins, nodes)
 
 
-def _short(wanted: Sequence[Member], fleet: Fleet) -> str:
+def _short(wanted: Sequence[Member], fleet: Fleet, plain: bool) -> str:
     """The resources the members ask for more of than is free on the nodes they may use,
     with numbers ("cpu: 8 cpu asked, 4 free"), or "" when each total would fit."""
-    views = fleet.views()
+    views = fleet.views(plain=plain)
     parts: list[str] = []
     for resource in sorted({r for m in wanted for r, a in m.requests.items() if a > 0}):
         need = sum(m.requests.get(resource, 0) for m in wanted)

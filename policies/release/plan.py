@@ -6,8 +6,10 @@ PodGroup must exist first) and one `GangReport` per gang, which is also what
 `gangkeeper status` prints. The rules, in order, for each gang (highest priority,
 then oldest, first):
 
-1. No member carries gangkeeper's gate: released; members stuck unbound, or the gang
-   never Ready, are brought back by the watchdog (`recovery.recover`: `Plan.requeues`).
+1. No member carries gangkeeper's gate: released once every live member is bound,
+   `releasing` ("binding: 3 of 4 bound") until then; members stuck unbound, or the
+   gang never Ready, are brought back by the watchdog (`recovery.recover`:
+   `Plan.requeues`).
 2. Some members are ungated and some still gated (a release was interrupted, or a
    member arrived after the release): finish it, whatever the capacity. A gang that
    is partly released is never left that way.
@@ -38,6 +40,9 @@ then oldest, first):
    requests (cpu, memory, pods, not GPUs alone) and pinned to it in the patch that
    lifts its gate; a gang with a constraint the assigner does not model is released
    unpinned (`Release.unpinned` says why), one with no assignment waits.
+   A gang none of whose members asks for GPUs is no exception: it is assigned, pinned,
+   held and refused by what it requests, over every node (with GPUs or not) it may
+   use (`pinning.without_gpus`); it holds every such node while it waits.
 
 Gangs are taken by priority (their members' `spec.priority`), then oldest first, so
 the holding rule keeps a lower-priority gang from delaying a higher one.
@@ -71,7 +76,7 @@ from ..names import PIN_LABEL
 from ..settings.config import Config
 from .budgets import Budget
 from .holding import hold_and_ask, hold_later, shortfall
-from .pinning import Pinned, pins_for, place_gang, try_place
+from .pinning import Pinned, pins_for, place_gang, try_place, without_gpus
 from .preemption import NoPreemption, Preempting, Preemption
 from .recovery import Requeue, recover
 
@@ -181,17 +186,31 @@ def gang_model(
     minMember is the number of members (later ones included) unless given: every
     member to be released must fit, with room for those to come.
     """
-    groups: dict[tuple[str, tuple[tuple[str, int], ...], Placement], int] = {}
+    _Key = tuple[str, tuple[tuple[str, int], ...], Placement, tuple[tuple[str, int], ...]]
+    groups: dict[_Key, int] = {}
     for member in members:
-        key = (member.role or "member", tuple(sorted(member.demand.items())), member.placement)
+        # The other requests (cpu, memory, ...) too: feasibility refuses by them.
+        other = tuple(
+            sorted(
+                (r, a) for r, a in member.requests.items() if r != "pods" and r not in member.demand
+            )
+        )
+        key = (
+            member.role or "member", tuple(sorted(member.demand.items())), member.placement, other
+        )
         groups[key] = groups.get(key, 0) + 1
     roles: list[Role] = []
     seen: dict[str, int] = {}
-    for (role, demand, placement), count in groups.items():
+    for (role, demand, placement, other), count in groups.items():
         # Role names must be unique; the same role with two shapes gets a suffix.
         seen[role] = seen.get(role, 0) + 1
         name = role if seen[role] == 1 else f"{role}-{seen[role]}"
-        roles.append(Role(name=name, count=count, demand=dict(demand), placement=placement))
+        roles.append(
+            Role(
+                name=name, count=count, demand=dict(demand), placement=placement,
+                requests=dict(other),
+            )
+        )
     for index, (entry, count) in enumerate(later):
         roles.append(
             Role(f"later-{index}", count, dict(entry.demand), entry.placement, later=True)
@@ -226,17 +245,18 @@ def _release(
 
 
 def _fitting(
-    members: Sequence[PodInfo], fleet: Fleet, least: int, pin: bool
+    members: Sequence[PodInfo], fleet: Fleet, least: int, pin: bool, plain: bool = False
 ) -> list[tuple[PodInfo, str | None]] | None:
     """Members beyond minMember released as they fit: those that fit now, smallest
     first, placed on the fleet (with the node, None when not placed); None (and
-    nothing placed) when fewer than `least` do."""
+    nothing placed) when fewer than `least` do. With `plain` (a gang without GPUs)
+    members are placed by what they request, pinned or not."""
     chosen: list[tuple[PodInfo, str | None]] = []
     for member in sorted(members, key=lambda m: (sum(m.demand.values()), m.created, m.name)):
-        if member.node_name or not member.demand:
+        if member.node_name or not (member.demand or plain):
             chosen.append((member, None))
             continue
-        node = fleet.place(member, pinnable=pin)
+        node = fleet.place(member, pinnable=pin or plain)
         if node is not None:
             chosen.append((member, node))
     if len(chosen) < least:
@@ -269,7 +289,9 @@ class _Pass:
 
     #: Bumped whenever `holders` changes: it dates the `held_by` answers.
     holds: int = 0
-    _held_by: dict[tuple[frozenset[Placement], int], list[str]] = field(default_factory=dict)
+    _held_by: dict[tuple[frozenset[Placement], bool, int], list[str]] = field(
+        default_factory=dict
+    )
 
     def hold(self, names: Iterable[str], gang: GangObservation) -> None:
         """These nodes are held for `gang` from now on in this pass."""
@@ -279,17 +301,17 @@ class _Pass:
         if held:
             self.holds += 1
 
-    def held_by(self, placements: frozenset[Placement]) -> list[str]:
+    def held_by(self, placements: frozenset[Placement], plain: bool = False) -> list[str]:
         """The earlier gangs holding nodes these placements may use, by name (waiting
         gangs with equal placements ask the same; the answer holds until a hold)."""
-        key = (placements, self.holds)
+        key = (placements, plain, self.holds)
         found = self._held_by.get(key)
         if found is None:
             found = self._held_by[key] = sorted(
                 {
                     f"{self.holders[n].namespace}/{self.holders[n].name}"
                     for p in placements
-                    for n in self.fleet.eligible(p, held=True)
+                    for n in self.fleet.eligible(p, held=True, plain=plain)
                 }
             )
         return found
@@ -347,7 +369,8 @@ def _finish(gang: GangObservation, run: _Pass) -> Outcome:
     gated = gang.gated
     ungated = gang.present - len(gated)
     if gang.backend == "gate" and gang.min_member is not None and ungated >= gang.min_member:
-        fitting = _fitting(gated, run.fleet, 1, run.pinning(gang)) or []
+        plain = without_gpus(gang.members, ())
+        fitting = _fitting(gated, run.fleet, 1, run.pinning(gang), plain) or []
         if fitting:
             run.release_fitting(gang, fitting)
         reason = (
@@ -360,6 +383,17 @@ def _finish(gang: GangObservation, run: _Pass) -> Outcome:
     return "releasing", "", reason
 
 
+def _placed(
+    gang: GangObservation, to_come: Sequence[tuple[LaterMembers, int]], run: _Pass
+) -> Pinned | Unpinned | NoRoom:
+    """`place_gang`, without its pins when the scheduler places the gang: a gang without
+    GPUs has no GPU count to fit, so the assignment is its only test of room."""
+    placed = place_gang(gang, gang.gated, to_come, run.fleet, run.config.topology)
+    if isinstance(placed, Pinned) and not run.pinning(gang):
+        return Pinned({}, {})
+    return placed
+
+
 def _gate(gang: GangObservation, run: _Pass) -> Outcome:
     """Rule 6: the stock scheduler's gang, released only onto room it has now."""
     gated, fleet = gang.gated, run.fleet
@@ -369,17 +403,19 @@ def _gate(gang: GangObservation, run: _Pass) -> Outcome:
     # fits_now answers True for a capacity with no GPU node at all (admission must
     # not reject blind); holding gates is different: with no node to place them,
     # released members could only sit Pending, or bind piecemeal when nodes appear.
-    has_nodes = fleet.capacity.node_count > 0
+    # A gang without GPUs may use any node, so any node will do.
+    plain = without_gpus(gated, to_come)
+    has_nodes = bool(fleet.nodes) if plain else fleet.capacity.node_count > 0
     lent = run.asking.lend(gang, fleet)  # its placeholders' room is its own
     no_room = ""
-    fits = not model.total_demand() or (has_nodes and fits_now(model, fleet.capacity))
-    if fits and run.pinning(gang) and has_nodes:
-        placed = place_gang(gang, gated, to_come, fleet, run.config.topology)
+    fits = has_nodes and (plain or fits_now(model, fleet.capacity))
+    if fits and (run.pinning(gang) or plain):
+        placed = _placed(gang, to_come, run)
         if isinstance(placed, Pinned):
             run.release(gang, gated, placed=True, pins=placed.pins)
             held = f", with room held for {coming} that arrive after release" if coming else ""
             where = f"pinned to {len(set(placed.nodes.values()))} nodes" if placed.pins else (
-                "no GPU member to pin"
+                "the scheduler places them" if not run.pinning(gang) else "no member to pin"
             )
             return "releasing", "", f"the {len(gated)} members fit now; {where}{held}"
         if isinstance(placed, Unpinned):
@@ -401,8 +437,8 @@ def _gate(gang: GangObservation, run: _Pass) -> Outcome:
         # More members than minMember: release those that fit, once minMember can.
         smallest = gang_model(gang, gated, later=to_come, min_member=gang.min_member)
         partial = None
-        if fits_now(smallest, fleet.capacity):
-            partial = _fitting(gated, fleet, least, run.pinning(gang))
+        if plain or fits_now(smallest, fleet.capacity):
+            partial = _fitting(gated, fleet, least, run.pinning(gang), plain)
         if partial is not None:
             run.release_fitting(gang, partial)
             hold_later(gang, fleet)
@@ -434,7 +470,8 @@ def _wait(
     code: WaitCode = "no-fit"
     reason = shortfall(gang, gated, fleet)
     if no_room:
-        reason += f"; {no_room}"
+        # A gang without GPUs: the assigner's numbers are the shortfall's own.
+        reason = no_room if plain else f"{reason}; {no_room}"
     wanted = {m.placement for m in gated}
     preempting = _preempt(gang, gated, to_come, model, run)
     if isinstance(preempting, Preemption):
@@ -445,12 +482,13 @@ def _wait(
         reason += f"; it fits once {preempting.waiting_for_leaving} pods leaving are gone"
     elif preempting.reason:
         reason += f"; it preempts nothing: {preempting.reason}"
-    held_by = run.held_by(frozenset(wanted))
+    held_by = run.held_by(frozenset(wanted), plain)
     if held_by:
         code = "held"
         reason += f"; nodes it may use are held for {', '.join(held_by)}, which came first"
     outcome = hold_and_ask(
-        gang, fleet=fleet, asking=run.asking, ever=run.ever(), model=model, wanted=wanted
+        gang, fleet=fleet, asking=run.asking, ever=run.ever(), model=model, wanted=wanted,
+        plain=plain,
     )
     run.hold(outcome.held, gang)
     if code == "preempting":
@@ -490,14 +528,21 @@ def _decide(gang: GangObservation, run: _Pass) -> Outcome:
     if not gated:
         recovering, requeues = recover(gang, run.fleet, run.config, run.now)
         run.requeues.extend(requeues)
+        # Released means bound: a gang some of whose members are not bound yet is
+        # still being released (its gates are lifted; the scheduler binds them).
+        state: State = "released" if gang.bound == gang.present else "releasing"
         if recovering:
-            return "released", "", recovering
+            return state, "", recovering
+        lifted = (
+            "all gates lifted" if state == "released"
+            else f"binding: {gang.bound} of {gang.present} bound"
+        )
         if gang.missing_later and gang.backend == "gate":
-            return "released", "", (
-                f"all gates lifted; room held for {gang.missing_later} members that "
+            return state, "", (
+                f"{lifted}; room held for {gang.missing_later} members that "
                 "arrive after release"
             )
-        return "released", "", "all gates lifted"
+        return state, "", lifted
     if len(gated) < gang.present:
         return _finish(gang, run)
     if gang.problem:

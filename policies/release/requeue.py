@@ -80,7 +80,8 @@ def groups_to_nudge(
     wanted = {
         (r.namespace, r.label)
         for r in reports
-        if r.backend in NUDGED_BACKENDS and r.state == "released" and r.bound < r.present
+        if r.backend in NUDGED_BACKENDS and r.state != "waiting" and not r.gated
+        and r.bound < r.present
     }
     if not wanted:
         return []

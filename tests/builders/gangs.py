@@ -61,6 +61,34 @@ def node(
     }
 
 
+def plain_node(
+    name: str,
+    *,
+    cpu: str = "8",
+    memory: str = "300Mi",
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """A node without GPUs (allocatable cpu, memory and 110 pods)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": {"taints": taints or []},
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
+    }
+
+
+def requesting(pods: list[dict[str, Any]], **requests: str) -> list[dict[str, Any]]:
+    """The pods with these requests (memory="100Mi", cpu="2") on their container."""
+    for raw in pods:
+        resources = raw["spec"]["containers"][0].setdefault("resources", {})
+        resources.setdefault("requests", {}).update(
+            {k.replace("_", "-"): v for k, v in requests.items()}
+        )
+    return pods
+
+
 def pod(
     name: str,
     gpus: int = 1,

@@ -134,14 +134,19 @@ class Cluster:
         labels: Mapping[str, str] | None = None,
         taints: Sequence[Mapping[str, str]] | None = None,
         unschedulable: bool = False,
+        capacity: Mapping[str, str] | None = None,
     ) -> list[str]:
         """`count` kwok nodes `prefix-0..` with `gpus` each, once Ready; deleted at
         session end. `unschedulable` creates them cordoned (in the same write, so no
-        watcher ever sees them schedulable)."""
+        watcher ever sees them schedulable). `capacity` replaces the node's whole
+        capacity (`{"cpu": "8", "memory": "3Gi", "pods": "110"}`: a node without GPUs)."""
         manifests = [
             gpu_node(f"{prefix}-{i}", gpus, resource=resource, labels=labels, taints=taints)
             for i in range(count)
         ]
+        if capacity is not None:
+            for manifest in manifests:
+                manifest["status"] = {"capacity": dict(capacity), "allocatable": dict(capacity)}
         if unschedulable:
             for manifest in manifests:
                 manifest.setdefault("spec", {})["unschedulable"] = True

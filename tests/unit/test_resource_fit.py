@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangkeeper.policies import validate_object
+from gangkeeper.policies import decide_pod, validate_object
 from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.fit.feasibility import check_gang
 from gangkeeper.policies.model import Gang, Placement, Role, Source
@@ -91,3 +91,100 @@ def test_a_job_whose_workers_ask_200_cores_is_refused_at_admission() -> None:
     )
     assert not decision.verdict.allowed
     assert "200 cpu" in decision.verdict.reason
+
+
+# -- gangs without GPUs (issue 24): refused by what they ask, on every node ------------
+
+
+def plain(name: str, memory: str = "300Mi", cpu: str = "8", **labels: str) -> Any:
+    """A node without GPUs."""
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
+    }
+
+
+def cpu_pod(memory: str, min_member: int = 4) -> dict[str, Any]:
+    """One member of a gang keyed by gangkeeper's annotations, asking memory only."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "etl-0", "namespace": "team", "annotations": {
+            "gangkeeper.io/gang-name": "etl", "gangkeeper.io/min-member": str(min_member)}},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {
+            "requests": {"memory": memory}}}]},
+    }
+
+
+def decide_cpu(memory: str, nodes: list[Any], min_member: int = 4) -> Any:
+    capacity = Capacity.from_nodes(nodes)
+    return decide_pod(cpu_pod(memory, min_member), namespace="team", capacity=capacity,
+                      lookup=lambda *_: None, config=capacity.config)
+
+
+def test_a_cpu_gang_member_bigger_than_every_node_is_refused_at_admission_with_numbers() -> None:
+    decision = decide_cpu("400Mi", [plain("a"), plain("b")])
+    assert not decision.verdict.allowed and decision.verdict.code == "member-too-big"
+    assert "each member needs 400Mi memory on one node" in decision.verdict.reason
+    assert "the largest offer 300Mi memory" in decision.verdict.reason
+    assert decision.patch == []  # refused, not gated
+
+
+def test_a_cpu_gang_needing_more_than_all_its_nodes_is_refused_with_numbers() -> None:
+    role = Role("worker", 4, {}, requests={"memory": 100 * 2**20})  # 4 x 100Mi
+    etl = Gang("team", "etl", 4, (role,), Source("batch/v1", "Job", "team", "etl"))
+    verdict = check_gang(etl, Capacity.from_nodes([plain("a")]))  # one node of 300Mi
+    assert not verdict.allowed and verdict.code == "total-demand"
+    assert "needs 400Mi memory in all" in verdict.reason
+    assert "offer at most 300Mi memory" in verdict.reason
+    assert check_gang(etl, Capacity.from_nodes([plain("a"), plain("b")])).allowed
+
+
+def test_a_cpu_gang_that_fits_some_day_is_admitted_and_gated() -> None:
+    decision = decide_cpu("100Mi", [plain("a"), plain("b")])
+    assert decision.verdict.allowed
+    assert {"name": "gangkeeper.io/gang"} in decision.patched["spec"]["schedulingGates"]
+
+
+def test_gpu_nodes_and_pools_without_gpus_are_room_for_a_cpu_gang() -> None:
+    assert decide_cpu("100Mi", [plain("a"), node("g1")]).verdict.allowed  # 512Gi there
+    config = load_config({"pools": [{"name": "cpu", "maxCount": 3, "allocatable": {
+        "cpu": 8, "memory": "1Gi"}}]})
+    capacity = Capacity.from_nodes([plain("a")], config)
+    verdict = decide_pod(cpu_pod("400Mi"), namespace="team", capacity=capacity,
+                         lookup=lambda *_: None, config=config).verdict
+    assert verdict.allowed  # the pool's nodes could hold it
+
+
+def test_nothing_known_refuses_nothing() -> None:
+    assert decide_cpu("400Mi", []).verdict.allowed
+
+
+def test_nodes_without_gpus_change_nothing_for_gpu_gangs() -> None:
+    capacity = Capacity.from_nodes([node("n1"), plain("a"), plain("b")])
+    assert capacity.node_count == 1 and capacity.plain_count == 2
+    too_many = check_gang(gang(3, 8), capacity)  # 12 GPUs: only the GPU node counts
+    assert not too_many.allowed and "(1 node: 8)" in too_many.reason
+    cpu = check_gang(gang(2, 100), capacity)  # 200 cpu: the plain nodes' 16 do not count
+    assert "the 1 nodes it may use offer at most 128 cpu" in cpu.reason
+    capacity.delete_node("a")
+    assert capacity.plain_count == 1
+
+
+def test_a_plain_cpu_job_is_not_refused_its_pods_are_never_gated() -> None:
+    # A batch Job asking no GPUs is ordinary work: the pod webhooks never see its pods.
+    container = {"name": "t", "image": "x", "resources": {"requests": {"cpu": "4"}}}
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "etl", "namespace": "team"},
+        "spec": {"parallelism": 50, "completions": 50,
+                 "template": {"spec": {"restartPolicy": "Never", "containers": [container]}}},
+    }
+    capacity = Capacity.from_nodes([plain("a")])
+    (decision,) = validate_object(
+        job, capacity=capacity, lookup=lambda *_: None, config=capacity.config
+    )
+    assert decision.verdict.allowed
+    (pod_decision,) = validate_object(
+        cpu_pod("400Mi"), capacity=capacity, lookup=lambda *_: None, config=capacity.config
+    )
+    assert not pod_decision.verdict.allowed  # a gangkeeper-keyed pod is gated: refused

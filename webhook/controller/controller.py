@@ -47,7 +47,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from gangkeeper.policies import catalogue as cat
-from gangkeeper.policies.cluster.node_facts import gpu_node_fields
+from gangkeeper.policies.cluster.node_facts import node_fields
 from gangkeeper.policies.cluster.observed_gangs import (
     PodInfo,
     SharedParts,
@@ -220,7 +220,7 @@ class GangController:
         return info if matters(info) else None
 
     def _node(self, raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        return gpu_node_fields(raw, self.config)
+        return node_fields(raw)
 
     # -- lifecycle -----------------------------------------------------------------------
 

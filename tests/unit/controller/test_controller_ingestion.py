@@ -13,7 +13,7 @@ import pytest
 from builders.gangs import T0, members, node, pod
 from kubernetes.client import ApiClient
 
-from gangkeeper.policies.cluster.node_facts import gpu_node_fields
+from gangkeeper.policies.cluster.node_facts import node_fields
 from gangkeeper.policies.cluster.observed_gangs import PodInfo, is_live, pod_info, same_for_planning
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.settings.config import Config
@@ -72,7 +72,7 @@ def test_planning_from_what_is_kept_decides_exactly_as_from_everything(
     kept_pods = [i for p in pods if (i := controller._pod(p)) is not None]
     kept_nodes = [n for raw in nodes if (n := controller._node(raw)) is not None]
     slim = plan(kept_pods, kept_nodes, CFG, T0 + 60)
-    assert len(kept_pods) < len(pods) and len(kept_nodes) < len(nodes)
+    assert len(kept_pods) < len(pods) and len(kept_nodes) == len(nodes)
     assert slim.reports == everything.reports
     assert [(r.gang.key, [p.name for p in r.pods]) for r in slim.releases] == [
         (r.gang.key, [p.name for p in r.pods]) for r in everything.releases
@@ -84,12 +84,14 @@ def test_a_node_keeps_only_the_fields_planning_reads() -> None:
                unschedulable=True)
     raw["metadata"]["managedFields"] = [{"manager": "kubelet"}]
     raw["status"]["images"] = [{"names": ["big"], "sizeBytes": 1}]
-    slim = gpu_node_fields(raw, CFG)
+    slim = node_fields(raw)
     assert slim is not None
     assert slim["metadata"] == {"name": "n1", "labels": raw["metadata"]["labels"]}
     assert slim["spec"] == {"taints": raw["spec"]["taints"], "unschedulable": True}
     assert slim["status"] == {"allocatable": raw["status"]["allocatable"]}
-    assert gpu_node_fields(node("cpu", 0, resource="cpu"), CFG) is None
+    # A node without GPUs is kept: a gang whose members ask no GPUs may be placed there.
+    assert node_fields(node("cpu", 0, resource="cpu")) is not None
+    assert node_fields({"metadata": {"name": "bare"}, "status": {}}) is None
 
 
 def info(**changes: Any) -> PodInfo:

@@ -29,7 +29,8 @@ def test_labelled_samples_start_at_zero_and_say_not_leader() -> None:
 
 def test_flat_metrics_count_each_waiting_gang_once() -> None:
     controller = idle_controller()
-    pods = [pod_info(p, Config()) for p in members("a", 8)[:3] + members("b", 2, gates=())]
+    bound = members("b", 2, gates=(), node_name="n")  # released: all bound
+    pods = [pod_info(p, Config()) for p in members("a", 8)[:3] + bound]
     controller._last_plan = plan(pods, [node("n", 8)], Config(), T0 + 1000)  # one pass
     flat = controller.metrics()
     assert flat["gangkeeper_gangs_waiting"] == 1.0

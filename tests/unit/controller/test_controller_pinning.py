@@ -145,7 +145,7 @@ def test_the_write_lifts_the_gate_and_pins_in_one_patch() -> None:
     assert plain["spec"]["nodeSelector"] == {"pool": "a"}
 
 
-def test_members_without_gpus_are_not_pinned() -> None:
+def test_in_a_gpu_gang_members_without_gpus_are_not_pinned_in_a_cpu_gang_they_are() -> None:
     launcher = pod("job-launcher", 0, gang="job", min_member=3)
     workers = [pod(f"job-w{i}", 8, gang="job", min_member=3, created=T0 + 1 + i) for i in range(2)]
     result = decide([launcher, *workers], [node("a", 8), node("b", 8)])
@@ -155,4 +155,4 @@ def test_members_without_gpus_are_not_pinned() -> None:
     cpu_only = members("cpu", 3, gpus=0)
     result = decide(cpu_only, [node("a", 8)])
     assert {p.name for r in result.releases for p in r.pods} == {"cpu-0", "cpu-1", "cpu-2"}
-    assert pins(result) == {}
+    assert pins(result) == {"cpu-0": "a", "cpu-1": "a", "cpu-2": "a"}

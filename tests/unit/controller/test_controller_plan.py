@@ -201,8 +201,10 @@ def test_a_cluster_without_gpu_nodes_releases_no_gpu_gang() -> None:
     assert report(result, "g").reason == "needs 2 nvidia.com/gpu, 0 free on eligible nodes"
 
 
-def test_a_gang_without_gpu_demand_is_released_once_complete() -> None:
-    result = decide(members("cpu", 3, gpus=0), [])
+def test_a_gang_without_gpu_demand_waits_for_a_node_to_place_it_on() -> None:
+    # No node at all: released members could only sit Pending (as a GPU gang's would).
+    assert released(decide(members("cpu", 3, gpus=0), [])) == {}
+    result = decide(members("cpu", 3, gpus=0), [node("a", 0)])
     assert released(result) == {"cpu": {"cpu-0", "cpu-1", "cpu-2"}}
 
 
