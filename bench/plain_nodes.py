@@ -22,11 +22,11 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from gangkeeper.policies.capacity import Capacity
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.nodes import node_fields, read_node
-from gangkeeper.policies.release.observe import pod_info
+from gangkeeper.policies.cluster.capacity import Capacity
+from gangkeeper.policies.cluster.node_facts import node_fields, read_node
+from gangkeeper.policies.cluster.observed_gangs import pod_info
 from gangkeeper.policies.release.planner import Planner
+from gangkeeper.policies.settings.config import Config
 
 CFG = Config()
 T = TypeVar("T")

@@ -18,10 +18,10 @@ from typing import Literal
 from ..autoscaling.asking import Asking
 from ..cluster.capacity import Capacity
 from ..cluster.fleet import Fleet
+from ..cluster.node_resources import shown
 from ..cluster.observed_gangs import GangObservation, LaterMembers, PodInfo
 from ..fit.feasibility import check_gang
 from ..model import Gang, Placement
-from ..cluster.node_resources import shown
 
 
 def shortfall(gang: GangObservation, members: Sequence[PodInfo], fleet: Fleet) -> str:

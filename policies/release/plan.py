@@ -467,6 +467,7 @@ def _wait(
 ) -> Outcome:
     """A gate-backend gang that does not fit now: why, what it holds and preempts."""
     fleet = run.fleet
+    plain = without_gpus(gated, to_come)
     code: WaitCode = "no-fit"
     reason = shortfall(gang, gated, fleet)
     if no_room:
@@ -506,18 +507,20 @@ def _preempt(
     """Rule 8: a waiting gang of higher priority may take lower-priority work's room."""
     fleet = run.fleet
 
+    plain = without_gpus(gated, to_come)
+
     def fits() -> bool:
         # The release's own test, on the fleet as preemption has changed it.
-        if not fits_now(model, fleet.capacity):
+        if not plain and not fits_now(model, fleet.capacity):
             return False
-        if not run.pinning(gang):
+        if not run.pinning(gang) and not plain:
             return True
         placed = try_place(gang, gated, to_come, fleet, run.config.topology)
         return not isinstance(placed, NoRoom)
 
     placements = {m.placement for m in gated} | {e.placement for e, _ in to_come}
     return run.preempting.choose(
-        gang, placements, fits, need=model.total_demand(),
+        gang, placements, fits, need=model.total_demand(), plain=plain,
         could_ever_fit=lambda: check_gang(model, run.ever()).allowed,
     )
 

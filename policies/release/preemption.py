@@ -247,15 +247,19 @@ class Preempting:
         *,
         need: Mapping[str, int],
         could_ever_fit: Callable[[], bool],
+        plain: bool = False,
     ) -> Preemption | NoPreemption:
         """Victims for `gang`, whose members have these `placements`, or why none;
         `test` answers whether the gang fits the fleet as it is at the time of asking;
         `need`: its GPUs by resource (a set that frees too few on its nodes is not
-        tried); `could_ever_fit`: it fits the empty cluster."""
+        tried); `could_ever_fit`: it fits the empty cluster; `plain`: a gang without
+        GPUs, which may use nodes without GPUs too."""
         if self.lowest >= gang.priority:
             return NoPreemption()
         # The nodes it may use, none held for an earlier gang.
-        nodes = frozenset(n for p in placements for n in self.fleet.eligible(p))
+        nodes = frozenset(
+            n for p in placements for n in self.fleet.eligible(p, plain=plain)
+        )
         lower = [
             u for u in self.candidates
             if u.priority < gang.priority

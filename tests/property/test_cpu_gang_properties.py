@@ -13,9 +13,9 @@ from builders.gangs import T0, members, plain_node, pod, requesting
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gangkeeper.policies.config import Config
-from gangkeeper.policies.release.observe import is_live, pod_info
+from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
 from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.settings.config import Config
 
 CFG = Config()
 MI = 2**20

@@ -9,10 +9,10 @@ from typing import Any
 
 from builders.gangs import T0, members, node, plain_node, pod, released, requesting
 
-from gangkeeper.policies.config import Config, load_config
-from gangkeeper.policies.release.observe import is_live, pod_info
+from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
 from gangkeeper.policies.release.plan import GangReport, Plan, plan
 from gangkeeper.policies.release.status import render_text
+from gangkeeper.policies.settings.config import Config, load_config
 
 NOW = T0 + 60
 MI = 2**20
