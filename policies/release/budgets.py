@@ -84,6 +84,11 @@ def read_budget(raw: Mapping[str, Any]) -> Budget | None:
     )
 
 
+def read_budgets(raws: Iterable[Mapping[str, Any]]) -> list[Budget]:
+    """The budgets of these dicts whose selectors can be read."""
+    return [b for b in (read_budget(raw) for raw in raws) if b is not None]
+
+
 def violations(pods: Iterable[PodInfo], budgets: Sequence[Budget]) -> tuple[int, tuple[str, ...]]:
     """How many of `pods` would go against a budget (each pod taking one allowed
     disruption from every budget that covers it), and those budgets' names."""

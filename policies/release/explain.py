@@ -25,6 +25,7 @@ from ..cluster.observed_gangs import GangObservation, PodInfo, is_live, observe_
 from ..errors import NotAGang as NotAGang
 from ..fit.feasibility import check_gang
 from ..settings.config import Config
+from .budgets import read_budgets
 from .plan import GangReport, gang_model, plan
 
 
@@ -90,15 +91,18 @@ def explain(
     target: Target,
     *,
     requests: Iterable[Mapping[str, Any]] | None = None,
+    budgets: Iterable[Mapping[str, Any]] = (),
 ) -> Explanation:
-    """`requests`: the cluster's ProvisioningRequest dicts (None: not served/asked)."""
+    """`requests`: the cluster's ProvisioningRequest dicts (None: not served/asked);
+    `budgets`: its PodDisruptionBudget dicts (what preemption may not evict)."""
     node_list = list(nodes)
     live: list[PodInfo] = [pod_info(p, config) for p in pods if is_live(p)]
     gangs = observe_gangs(live, config)
     gang = _find(gangs, target)
     asked = None if requests is None else [i for r in requests if (i := request_info(r))]
     reports = {(r.namespace, r.label): r
-               for r in plan(live, node_list, config, now, requests=asked).reports}
+               for r in plan(live, node_list, config, now, requests=asked,
+                             budgets=read_budgets(budgets)).reports}
     report = reports[(gang.namespace, gang.label)]
     fleet = Fleet(node_list, live, config)
     gated = gang.gated

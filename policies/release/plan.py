@@ -78,7 +78,8 @@ from .budgets import Budget
 from .holding import hold_and_ask, hold_later, shortfall
 from .pinning import Pinned, pins_for, place_gang, try_place, without_gpus
 from .preemption import NoPreemption, Preempting, Preemption
-from .recovery import Requeue, recover
+from .recovery import Requeue, rebind, recover
+from .watchdog import replacement_stuck
 
 State = Literal["released", "releasing", "waiting"]
 #: Why a gang waits: machine-readable, for metrics and Event reasons.
@@ -378,9 +379,57 @@ def _finish(gang: GangObservation, run: _Pass) -> Outcome:
             f"{len(fitting)} more fit now, {len(gated) - len(fitting)} wait for room"
         )
         return ("releasing" if fitting else "released"), "", reason
+    short = _replacements_without_room(gang, run) if run.pinning(gang) else []
+    if short:
+        return _short(gang, short, run)
     run.release(gang, gated, placed=False)
     reason = f"finishing release: {ungated} of {gang.present} members already ungated"
     return "releasing", "", reason
+
+
+def _replacements_without_room(gang: GangObservation, run: _Pass) -> list[PodInfo]:
+    """The gated members created after the gang's release (replacements) when a pinned
+    release could place some of them nowhere now; [] otherwise, and always when a gated
+    member is one of an interrupted release (rule 2 finishes that whatever the room).
+    Nothing stays placed."""
+    released = min((m.released_at for m in gang.members if m.released_at), default=0.0)
+    gated = gang.gated
+    if not released or any(m.created <= released for m in gated):
+        return []
+    placed: list[tuple[PodInfo, str]] = []
+    missing: list[PodInfo] = []
+    for member in gated:
+        if member.node_name:
+            continue
+        node = run.fleet.place(member, pinnable=True)
+        if node is None:
+            missing.append(member)
+        else:
+            placed.append((member, node))
+    for member, node in placed:
+        run.fleet.unplace(member.uid, node, member.demand, member.requests)
+    return missing
+
+
+def _short(gang: GangObservation, missing: Sequence[PodInfo], run: _Pass) -> Outcome:
+    """A released gang whose replacement members (one preempted, evicted or deleted,
+    recreated by its owner) have no room: they stay gated, since released they could
+    only sit Pending; after `rebindSeconds` the whole gang is requeued, not left
+    running short."""
+    waited = max(0.0, run.now - min(m.created for m in missing))
+    bound = sum(1 for m in gang.members if m.node_name)
+    if waited < run.config.rebind_seconds:
+        return "releasing", "", (
+            f"{len(missing)} replacement members have no room beside the {bound} bound "
+            f"({int(waited)}s; requeued whole after rebindSeconds "
+            f"{run.config.rebind_seconds}s)"
+        )
+    found = replacement_stuck(gang, missing, waited)
+    run.requeues.append(rebind(found, run.config, room=False))
+    return "releasing", "", (
+        f"{len(missing)} replacement members found no room beside the {bound} bound for "
+        f"{int(waited)}s: the gang is requeued whole (at most rebindRetries times)"
+    )
 
 
 def _placed(

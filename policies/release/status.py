@@ -16,6 +16,7 @@ from typing import Any
 from ..autoscaling.provisioning import request_info
 from ..cluster.observed_gangs import is_live, pod_info
 from ..settings.config import Config
+from .budgets import read_budgets
 from .plan import GangReport, plan
 
 
@@ -27,16 +28,18 @@ def gang_status(
     namespace: str | None = None,
     *,
     requests: Iterable[Mapping[str, Any]] | None = None,
+    budgets: Iterable[Mapping[str, Any]] = (),
 ) -> list[GangReport]:
     """Reports for every gang (or those of `namespace`), oldest first.
 
     Every pod of the cluster is needed, not only those of `namespace`: pods elsewhere
     use the GPUs a gang is waiting for. `requests`: the ProvisioningRequest dicts
-    (None where not served or not asked for).
+    (None where not served or not asked for); `budgets`: the PodDisruptionBudget dicts.
     """
     infos = [pod_info(p, config) for p in pods if is_live(p)]
     asked = None if requests is None else [i for r in requests if (i := request_info(r))]
-    reports = plan(infos, nodes, config, now, requests=asked).reports
+    reports = plan(infos, nodes, config, now, requests=asked,
+                   budgets=read_budgets(budgets)).reports
     return [r for r in reports if namespace is None or r.namespace == namespace]
 
 

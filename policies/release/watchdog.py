@@ -19,6 +19,7 @@ Pure: `GangObservation`s and the time in, frozen values out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..cluster.observed_gangs import GangObservation, PodInfo
@@ -65,6 +66,16 @@ def stuck(gang: GangObservation, now: float, config: Config) -> Stuck | None:
     owner = gang.owner
     recreate = owner is not None and owner.kind in RECREATING_OWNERS
     return Stuck(gang, members, recreate, max(now - m.released_at for m in members))
+
+
+def replacement_stuck(
+    gang: GangObservation, members: Sequence[PodInfo], waited: float
+) -> Stuck:
+    """Replacement members of a released gang (still gated: no room beside the members
+    bound) that waited `waited` seconds since they were created."""
+    owner = gang.owner
+    recreate = owner is not None and owner.kind in RECREATING_OWNERS
+    return Stuck(gang, tuple(members), recreate, waited)
 
 
 def partly_bound(gang: GangObservation) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 
 from builders.gangs import T0, members, pod, stamp
 from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
-from gangkeeper.policies.release.budgets import read_budget
+from gangkeeper.policies.release.budgets import read_budgets
 from gangkeeper.policies.release.plan import Plan, plan
 from gangkeeper.policies.settings.config import Config
 
@@ -76,6 +76,6 @@ def planned(
     budgets: Iterable[dict[str, Any]] = (),
 ) -> Plan:
     cfg = config or Config()
-    read = [b for b in (read_budget(raw) for raw in budgets) if b is not None]
+    read = read_budgets(budgets)
     infos = [pod_info(p, cfg) for p in pods if is_live(p)]
     return plan(infos, list(nodes), cfg, T0 + 200, leaving=leaving, budgets=read)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gangkeeper.policies.errors import ClusterStateError as ClusterStateError
@@ -20,6 +20,7 @@ from ..files.config import ConfigFileError, load_config_file
 from ..kube.api import ApiError
 from ..kube.client import KubeconfigError, api_client
 from ..kube.informer import list_all
+from ..kube.resources import BUDGETS
 from ..kube.rest import Rest
 
 #: Pods that hold or wait for capacity (finished ones hold none).
@@ -34,6 +35,8 @@ class ClusterState:
     nodes: list[Mapping[str, Any]]
     #: None: not asked for by the config, or not served.
     requests: list[Mapping[str, Any]] | None = None
+    #: PodDisruptionBudgets (empty when they may not be read): what preemption spares.
+    budgets: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,11 +79,12 @@ def read_cluster_state(args: argparse.Namespace) -> ClusterState:
         pods = list_all(rest, "/api/v1/pods", LIVE_PODS)
         nodes = list_all(rest, "/api/v1/nodes")
         requests = _requests(rest) if config.autoscaling.uses_requests else None
+        budgets = _budgets(rest)
     except (ConfigFileError, KubeconfigError) as exc:
         raise ClusterStateError(str(exc)) from exc
     except ApiError as exc:
         raise ClusterStateError(f"cannot list pods and nodes: {exc}") from exc
-    return ClusterState(config, rest, pods, nodes, requests)
+    return ClusterState(config, rest, pods, nodes, requests, budgets)
 
 
 def _requests(rest: Rest) -> list[Mapping[str, Any]] | None:
@@ -89,6 +93,15 @@ def _requests(rest: Rest) -> list[Mapping[str, Any]] | None:
     except ApiError as exc:
         if exc.status == 404:  # not served: the controller uses placeholders
             return None
+        raise
+
+
+def _budgets(rest: Rest) -> list[Mapping[str, Any]]:
+    try:
+        return list_all(rest, BUDGETS.path)
+    except ApiError as exc:
+        if exc.status in (403, 404):  # not ours to read: preemption's text ignores them
+            return []
         raise
 
 

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         target = Target.parse(args.target, args.namespace)
         state = read_cluster_state(args)
         explained = explain(state.pods, state.nodes, state.config, time.time(), target,
-                            requests=state.requests)
+                            requests=state.requests, budgets=state.budgets)
         events = list_all(
             state.rest, f"/apis/events.k8s.io/v1/namespaces/{args.namespace}/events"
         )

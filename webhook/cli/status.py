@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.command_prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     reports = gang_status(state.pods, state.nodes, state.config, time.time(),
-                          namespace=args.namespace, requests=state.requests)
+                          namespace=args.namespace, requests=state.requests,
+                          budgets=state.budgets)
     if args.output == "yaml":
         import json
 

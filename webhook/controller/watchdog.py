@@ -159,7 +159,10 @@ class Watchdog:
     def _announce(self, requeue: Requeue, number: int) -> None:
         gang = requeue.gang
         who = f"gang {gang.namespace}/{gang.name}"
-        if requeue.cause == "rebind":
+        if requeue.cause == "rebind" and any(m.gated for m in requeue.about):
+            what = (f"{len(requeue.about)} replacement members had no room beside the "
+                    f"members bound for {int(requeue.waited)}s")
+        elif requeue.cause == "rebind":
             what = (f"{len(requeue.about)} members pinned but unbound for "
                     f"{int(requeue.waited)}s")
         else:

@@ -34,6 +34,9 @@ KCM_CONTROLLERS = (
     "statefulset-controller",
     "deployment-controller",
     "replicaset-controller",
+    # Keeps PodDisruptionBudgets' status (disruptionsAllowed), which the Eviction API
+    # enforces and preemption reads.
+    "disruption-controller",
 )
 
 
