@@ -1,8 +1,9 @@
 """The NetworkPolicy and the pod-update ValidatingAdmissionPolicy as rendered.
 
 What the API server cannot check for us: the NetworkPolicy opens exactly the port the
-Service targets and selects the pods of both Deployments (webhook and controller); the policy binds to the
-ServiceAccount of the namespace it is rendered for, with Deny. Its CEL is compiled and
+Service targets and selects the pods of both Deployments (webhook and controller); the
+policy binds to the ServiceAccount of the namespace it is rendered for, which both run
+as, with Deny. Its CEL is compiled and
 enforced by the real API server in tests/deploy/test_pod_update_policy.py.
 """
 
