@@ -119,8 +119,9 @@ def _container(name: str, cert_mode: CertMode, image: str, mode: Sequence[str]) 
         "startupProbe": _probe("/healthz", 2, 30),
         "livenessProbe": _probe("/healthz", 10, 3),
         "readinessProbe": _probe("/readyz", 5, 2),
-        # Measured (docs/deployment.md, "Memory"): each process's caches grow with the
-        # cluster's pods; the limit leaves room for a 50,000-pod cluster.
+        # Each process's caches grow with the cluster's pods (docs/install.md, "Two
+        # processes"; docs/performance.md, "Memory": 210 MB at 50,000 pods for both in
+        # one process), so the limit leaves room for a 50,000-pod cluster in each.
         "resources": {
             "requests": {"cpu": "100m", "memory": "128Mi"},
             "limits": {"memory": "512Mi"},
