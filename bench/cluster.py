@@ -148,11 +148,17 @@ class BenchCluster:
 
     # -- gangkeeper process ------------------------------------------------------------
 
-    def gangkeeper_pid(self) -> int:
-        record = self.sandbox.processes.record("gangkeeper")
+    def gangkeeper_pid(self, name: str = "gangkeeper") -> int:
+        """The PID of gangkeeper's process `name` (`gangkeeper`: admission)."""
+        record = self.sandbox.processes.record(name)
         if record is None:
-            raise RuntimeError("the sandbox has no gangkeeper process recorded")
+            raise RuntimeError(f"the sandbox has no {name} process recorded")
         return int(record.pid)
+
+    def gangkeeper_processes(self) -> list[str]:
+        """Admission's process, and the controller's when it runs apart (the default)."""
+        controller = self.sandbox.controller_process
+        return ["gangkeeper"] if controller == "gangkeeper" else ["gangkeeper", controller]
 
     def restart_gangkeeper(self) -> float:
         """Restart `gangkeeper serve`; return seconds until its /readyz said ready."""

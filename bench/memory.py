@@ -1,4 +1,6 @@
-"""Resident memory of `gangkeeper serve` with its caches full (5,000 nodes, 50,000 pods).
+"""Resident memory of gangkeeper's processes with their caches full (5,000 nodes, 50,000
+pods): admission (`serve --no-controller`) and the gang controller (`serve
+--controller-only`), each judged against the target.
 
 Baseline: the same process freshly started on the near-empty sandbox. Then the nodes
 (8 GPUs each) and the pods (bound straight to them with `spec.nodeName`, so no
@@ -10,7 +12,7 @@ VmRSS (and the peak, VmHWM) come from /proc/<pid>/status. Target ≤ 300 MB.
 
 Pure part: `read_status_kb`, `memory_rows`. Live part: creates nodes labelled
 `bench.gangkeeper.io/fleet=memory` and pods in `bench-memory` of the cluster it is
-given, restarts that cluster's gangkeeper process, reads its /proc status.
+given, restarts that cluster's gangkeeper processes, reads their /proc status.
 """
 
 from __future__ import annotations
@@ -56,12 +58,15 @@ def process_memory_mb(pid: int) -> tuple[float, float]:
 
 
 def memory_rows(
-    *, nodes: int, pods: int, baseline_mb: float, rss_mb: float, peak_mb: float, sync_s: float
+    *, nodes: int, pods: int, baseline_mb: float, rss_mb: float, peak_mb: float, sync_s: float,
+    process: str = "gangkeeper",
 ) -> list[dict[str, Any]]:
+    """The baseline and caches-full rows of one process (`gangkeeper`: admission,
+    `gangkeeper-controller`: the gang controller, each judged against the target)."""
     return [
-        {"state": "fresh start (baseline)", "nodes": 0, "pods": 0,
+        {"process": process, "state": "fresh start (baseline)", "nodes": 0, "pods": 0,
          "rss_mb": round(baseline_mb, 1), "vs_baseline": 1.0},
-        {"state": "caches full", "nodes": nodes, "pods": pods,
+        {"process": process, "state": "caches full", "nodes": nodes, "pods": pods,
          "rss_mb": round(rss_mb, 1), "vs_baseline": round(rss_mb / baseline_mb, 2),
          "added_mb": round(rss_mb - baseline_mb, 1),
          "kb_per_pod": round((rss_mb - baseline_mb) * 1e3 / pods, 2) if pods else None,
@@ -160,8 +165,11 @@ def run(quick: bool, cluster: BenchCluster | None = None) -> list[dict[str, Any]
     raw = cluster.raw
 
     cluster.restart_gangkeeper()
-    baseline_mb, _ = _settled_rss(cluster.gangkeeper_pid())
-    cluster.log(f"memory: baseline {baseline_mb:.0f} MB; creating {nodes} nodes, {pods} pods")
+    # Each of gangkeeper's processes (admission and the controller, unless the sandbox
+    # runs one): both watch pods, so each holds caches.
+    processes = cluster.gangkeeper_processes()
+    baselines = {name: _settled_rss(cluster.gangkeeper_pid(name))[0] for name in processes}
+    cluster.log(f"memory: baseline {baselines} MB; creating {nodes} nodes, {pods} pods")
     # gangkeeper would parse every watch event of the bulk create, taking CPU from the
     # API server on a 2-core machine; it is restarted (and lists everything) afterwards.
     cluster.sandbox.stop_gangkeeper()
@@ -178,12 +186,15 @@ def run(quick: bool, cluster: BenchCluster | None = None) -> list[dict[str, Any]
     _parallel(create_pod, range(pods))
     cluster.log(f"memory: created in {time.monotonic() - started:.0f} s; starting gangkeeper")
     sync_s = cluster.restart_gangkeeper()
-    rss_mb, peak_mb = _settled_rss(cluster.gangkeeper_pid())
-    cluster.log(f"memory: {rss_mb:.0f} MB after a {sync_s:.0f} s sync")
-    return memory_rows(
-        nodes=nodes, pods=pods, baseline_mb=baseline_mb, rss_mb=rss_mb, peak_mb=peak_mb,
-        sync_s=sync_s,
-    )  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    for name in processes:
+        rss_mb, peak_mb = _settled_rss(cluster.gangkeeper_pid(name))
+        cluster.log(f"memory: {name} {rss_mb:.0f} MB after a {sync_s:.0f} s sync")
+        rows += memory_rows(
+            nodes=nodes, pods=pods, baseline_mb=baselines[name], rss_mb=rss_mb,
+            peak_mb=peak_mb, sync_s=sync_s, process=name,
+        )  # fmt: skip
+    return rows
 
 
 if __name__ == "__main__":  # pragma: no cover - manual entry point

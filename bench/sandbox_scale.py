@@ -19,7 +19,7 @@ from typing import Any
 
 from bench.memory import process_memory_mb
 
-PROCESSES = ("gangkeeper", "kwok", "kube-apiserver")
+PROCESSES = ("gangkeeper", "gangkeeper-controller", "kwok", "kube-apiserver")
 
 
 def _settled(pid: int) -> float:

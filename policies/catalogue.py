@@ -177,7 +177,7 @@ PODGROUP_REQUEUES = _metric(
 
 GANG_REQUEUES = _metric(
     "gangkeeper_gang_requeues_total", "counter", ("cause", "how"),
-    "Gangs requeued (cause: rebind, not-ready or preempted; how: delete or suspend).")
+    "Gangs requeued (cause: rebind or not-ready; how: delete or suspend).")
 PREEMPTIONS = _metric(
     "gangkeeper_preemptions_total", "counter", ("outcome",),
     "Preemptions for waiting gangs (outcome: started, refused, when the Eviction API "

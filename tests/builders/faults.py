@@ -153,7 +153,8 @@ def leading_replica(
             faults.signal(name, signal.SIGCONT)
         faults.processes.stop(name)
         cluster.wait_for(
-            lambda: lease_holder(cluster) == identity_of(faults, "gangkeeper"),
+            lambda: lease_holder(cluster) == identity_of(
+                faults, cluster.sandbox.controller_process),
             timeout=LEASE_SECONDS + 30, message="the sandbox's gangkeeper leads again",
         )
 

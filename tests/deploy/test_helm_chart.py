@@ -83,15 +83,18 @@ def without_checksum(objects: Objects) -> Objects:
     """The one addition of the chart to every value set: a checksum of the config on
     the pod template, so that `helm upgrade` with a new config rolls the pods."""
     out = copy.deepcopy(objects)
-    meta = out["Deployment", "gangkeeper"]["spec"]["template"]["metadata"]
-    assert len(meta["annotations"].pop("checksum/config")) == 64
-    if not meta["annotations"]:
-        del meta["annotations"]
+    deployments = [k for k in out if k[0] == "Deployment"]
+    assert deployments, "the chart renders its Deployments"
+    for key in deployments:  # the webhook's and the controller's (or the single one)
+        meta = out[key]["spec"]["template"]["metadata"]
+        assert len(meta["annotations"].pop("checksum/config")) == 64
+        if not meta["annotations"]:
+            del meta["annotations"]
     return out
 
 
-def pod_spec(objects: Objects) -> dict[str, Any]:
-    spec: dict[str, Any] = objects["Deployment", "gangkeeper"]["spec"]["template"]["spec"]
+def pod_spec(objects: Objects, name: str = "gangkeeper") -> dict[str, Any]:
+    spec: dict[str, Any] = objects["Deployment", name]["spec"]["template"]["spec"]
     return spec
 
 
@@ -250,24 +253,29 @@ def test_platform_values_change_exactly_the_fields_they_name(
     meta = rendered["Deployment", "gangkeeper"]["spec"]["template"]["metadata"]
     assert meta["annotations"]["example.com/owner"] == "ml-platform"
     expected = manifests()
-    deployment = expected["Deployment", "gangkeeper"]
-    deployment["spec"]["replicas"] = 3
-    template_meta = deployment["spec"]["template"]["metadata"]
-    template_meta["labels"]["team"] = "ml-platform"
-    template_meta["annotations"] = {"example.com/owner": "ml-platform"}
-    spec = deployment["spec"]["template"]["spec"]
-    del spec["affinity"]
-    for key in (
-        "imagePullSecrets",
-        "nodeSelector",
-        "tolerations",
-        "topologySpreadConstraints",
-        "priorityClassName",
-    ):
-        spec[key] = PLATFORM_VALUES[key]
-    (container,) = spec["containers"]
-    container["imagePullPolicy"] = "Always"
+    # replicaCount, resources and affinity are the webhook's (the controller's are under
+    # `controller`); the pod-level values apply to the pods of both Deployments.
+    webhook = expected["Deployment", "gangkeeper"]
+    webhook["spec"]["replicas"] = 3
+    del webhook["spec"]["template"]["spec"]["affinity"]
+    (container,) = webhook["spec"]["template"]["spec"]["containers"]
     container["resources"] = PLATFORM_VALUES["resources"]
+    for name in ("gangkeeper", "gangkeeper-controller"):
+        deployment = expected["Deployment", name]
+        template_meta = deployment["spec"]["template"]["metadata"]
+        template_meta["labels"]["team"] = "ml-platform"
+        template_meta["annotations"] = {"example.com/owner": "ml-platform"}
+        spec = deployment["spec"]["template"]["spec"]
+        for key in (
+            "imagePullSecrets",
+            "nodeSelector",
+            "tolerations",
+            "topologySpreadConstraints",
+            "priorityClassName",
+        ):
+            spec[key] = PLATFORM_VALUES[key]
+        (container,) = spec["containers"]
+        container["imagePullPolicy"] = "Always"
     expected["PodDisruptionBudget", "gangkeeper"]["spec"]["minAvailable"] = 2
     for hook in hooks(expected):
         hook["timeoutSeconds"] = 10
@@ -276,6 +284,29 @@ def test_platform_values_change_exactly_the_fields_they_name(
         selector["matchLabels"]["tier"] = "training"
         selector["matchExpressions"].append({"key": "sandboxed", "operator": "DoesNotExist"})
     assert without_checksum(rendered) == expected
+
+
+def test_controller_values_size_and_spread_only_the_controllers_deployment(
+    helm_bin: Path, tmp_path: Path
+) -> None:
+    resources = {"requests": {"cpu": "50m", "memory": "96Mi"}, "limits": {"memory": "768Mi"}}
+    values = {"controller": {"replicaCount": 1, "resources": resources, "affinity": None}}
+    rendered = template(helm_bin, tmp_path, values)
+    expected = manifests()
+    controller = expected["Deployment", "gangkeeper-controller"]
+    controller["spec"]["replicas"] = 1
+    del controller["spec"]["template"]["spec"]["affinity"]
+    (container,) = controller["spec"]["template"]["spec"]["containers"]
+    container["resources"] = resources
+    assert without_checksum(rendered) == expected
+
+
+def test_single_process_renders_what_manifests_single_process_prints(
+    helm_bin: Path, tmp_path: Path
+) -> None:
+    rendered = template(helm_bin, tmp_path, {"singleProcess": True})
+    assert without_checksum(rendered) == manifests("--single-process")
+    assert ("Deployment", "gangkeeper-controller") not in rendered
 
 
 def test_the_pod_disruption_budget_can_be_left_out(helm_bin: Path, tmp_path: Path) -> None:
@@ -296,7 +327,11 @@ def test_metrics_service_and_service_monitor_scrape_metrics_over_tls(
     }
     rendered = template(helm_bin, tmp_path, values)
     service = rendered["Service", "gangkeeper-metrics"]
-    assert service["spec"]["selector"] == {"app.kubernetes.io/name": "gangkeeper"}
+    # The webhook's and the controller's pods (the gang metrics are the controller's).
+    assert service["spec"]["selector"] == {"app.kubernetes.io/part-of": "gangkeeper"}
+    for name in ("gangkeeper", "gangkeeper-controller"):
+        labels = rendered["Deployment", name]["spec"]["template"]["metadata"]["labels"]
+        assert service["spec"]["selector"].items() <= labels.items()
     assert service["spec"]["ports"] == [
         {"name": "https-metrics", "port": 8443, "targetPort": "https", "protocol": "TCP"}
     ]
@@ -330,11 +365,12 @@ def test_the_network_policy_admits_the_https_port_only(helm_bin: Path, tmp_path:
         helm_bin, tmp_path, {"networkPolicy": {"enabled": True, "ingressFrom": peers}}
     )
     policy = rendered["NetworkPolicy", "gangkeeper"]["spec"]
-    assert policy["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "gangkeeper"}}
+    assert policy["podSelector"] == {"matchLabels": {"app.kubernetes.io/part-of": "gangkeeper"}}
     assert policy["policyTypes"] == ["Ingress"]
     assert policy["ingress"] == [{"ports": [{"port": 8443, "protocol": "TCP"}], "from": peers}]
-    (container,) = pod_spec(rendered)["containers"]
-    assert [p["containerPort"] for p in container["ports"]] == [8443]
+    for name in ("gangkeeper", "gangkeeper-controller"):
+        (container,) = pod_spec(rendered, name)["containers"]
+        assert [p["containerPort"] for p in container["ports"]] == [8443]
 
 
 def test_the_dashboard_configmap_carries_the_sidecar_label_and_the_shipped_json(

@@ -144,9 +144,9 @@ def answered_by_gangkeeper(r: Release) -> bool:
     return gated(json.loads(out))
 
 
-def rolled_out(r: Release, replicas: int) -> list[Any] | None:
+def rolled_out(r: Release, replicas: int, name: str = "gangkeeper") -> list[Any] | None:
     """The ReplicaSets once the Deployment's status says the rollout is complete."""
-    deployment = r.apps.read_namespaced_deployment("gangkeeper", NAMESPACE)
+    deployment = r.apps.read_namespaced_deployment(name, NAMESPACE)
     status = deployment.status
     done = (
         status.observed_generation == deployment.metadata.generation
@@ -158,7 +158,7 @@ def rolled_out(r: Release, replicas: int) -> list[Any] | None:
     if not done:
         return None
     sets = r.apps.list_namespaced_replica_set(
-        NAMESPACE, label_selector="app.kubernetes.io/name=gangkeeper"
+        NAMESPACE, label_selector=f"app.kubernetes.io/name={name}"
     ).items
     revision = "deployment.kubernetes.io/revision"
     return sorted(sets, key=lambda s: int(s.metadata.annotations[revision]))
@@ -185,6 +185,10 @@ def test_install_rolls_out_and_the_webhooks_answer(release: Release) -> None:
         NAMESPACE, label_selector="app.kubernetes.io/name=gangkeeper"
     ).items
     assert len(pods) == 2 and all(p.spec.node_name for p in pods)
+    # The controller runs in its own Deployment, beside admission's.
+    sets = wait_for(lambda: rolled_out(release, 2, "gangkeeper-controller"),
+                    "the controller Deployment's rollout")
+    assert [(s.status.replicas, s.status.ready_replicas) for s in sets] == [(2, 2)]
     for hook in stored_hooks(release):
         assert hook["clientConfig"]["url"].startswith(release.url)
         assert hook["timeoutSeconds"] == 5
@@ -238,7 +242,7 @@ def test_uninstall_leaves_waiting_pods_gated_until_the_gate_is_removed(
     wait_for(
         lambda: not release.kubectl(
             "get", "deployment,replicaset,pod", "-n", NAMESPACE, "-l",
-            "app.kubernetes.io/name=gangkeeper", "-o", "name",
+            "app.kubernetes.io/part-of=gangkeeper", "-o", "name",
         ).strip(),
         "the release's Deployment, ReplicaSets and pods to go",
     )  # fmt: skip

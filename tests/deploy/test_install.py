@@ -79,8 +79,10 @@ def test_the_stored_webhooks_keep_their_match_conditions(installed: ControlPlane
     assert names == ["create-only", "gpu-or-training-pod"]
 
 
-def _gangkeeper_pod() -> dict[str, Any]:
-    (deployment,) = [o for o in render_manifests() if o["kind"] == "Deployment"]
+def _gangkeeper_pod(name: str = "gangkeeper") -> dict[str, Any]:
+    (deployment,) = [
+        o for o in render_manifests() if o["kind"] == "Deployment" and o["metadata"]["name"] == name
+    ]
     template = copy.deepcopy(deployment["spec"]["template"])
     return {
         "apiVersion": "v1",
@@ -90,13 +92,14 @@ def _gangkeeper_pod() -> dict[str, Any]:
     }
 
 
+@pytest.mark.parametrize("name", ["gangkeeper", "gangkeeper-controller"])
 def test_the_gangkeeper_pod_is_admitted_under_pod_security_restricted(
-    installed: ControlPlane,
+    installed: ControlPlane, name: str
 ) -> None:
     core = client.CoreV1Api(installed.api_client)
     labels = core.read_namespace(NAMESPACE).metadata.labels
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
-    core.create_namespaced_pod(NAMESPACE, _gangkeeper_pod(), dry_run="All")
+    core.create_namespaced_pod(NAMESPACE, _gangkeeper_pod(name), dry_run="All")
 
 
 @pytest.mark.parametrize(

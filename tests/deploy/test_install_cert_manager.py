@@ -233,7 +233,7 @@ def cert_manager_serve(with_crds: ControlPlane, tmp_path: Path) -> Iterator[tupl
     (deployment,) = [
         o
         for o in render_manifests(SERVE_NAMESPACE, cert_mode="cert-manager")
-        if o["kind"] == "Deployment"
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == "gangkeeper"
     ]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     args: list[str] = list(container["args"])
@@ -251,7 +251,8 @@ def cert_manager_serve(with_crds: ControlPlane, tmp_path: Path) -> Iterator[tupl
         args[args.index(flag) + 1] = value
     env = {**os.environ, "POD_NAMESPACE": SERVE_NAMESPACE, "POD_NAME": "gangkeeper-cm-0"}
     argv = [sys.executable, "-m", "gangkeeper.webhook.cli", *args]  # args[0]: serve
-    argv += ["--kubeconfig", str(with_crds.kubeconfig), "--no-controller"]
+    assert "--no-controller" in args  # the webhook's Deployment: admission only
+    argv += ["--kubeconfig", str(with_crds.kubeconfig)]
     log = (tmp_path / "serve.log").open("w")
     # Started before the files exist: cert-manager writes the Secret after the pod starts.
     process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)

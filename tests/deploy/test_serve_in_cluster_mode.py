@@ -35,8 +35,13 @@ SERVICE_HOST = f"gangkeeper.{NAMESPACE}.svc"
 
 
 def deployment_container() -> dict[str, Any]:
-    (deployment,) = [o for o in render_manifests() if o["kind"] == "Deployment"]
+    # The webhook's Deployment (its args carry --no-controller: admission only).
+    (deployment,) = [
+        o for o in render_manifests()
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == "gangkeeper"
+    ]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--no-controller" in container["args"]
     container_dict: dict[str, Any] = container
     return container_dict
 
@@ -66,7 +71,7 @@ def served(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
         assert var["name"] in env, f"env {var['name']} is not provided by this test"
     log = (workdir / "serve.log").open("w")
     argv = [sys.executable, "-m", "gangkeeper.webhook.cli", *args]  # args[0]: serve
-    argv += ["--kubeconfig", str(control_plane.kubeconfig), "--no-controller"]
+    argv += ["--kubeconfig", str(control_plane.kubeconfig)]
     process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         yield port, workdir, process

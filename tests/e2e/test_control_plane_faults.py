@@ -46,7 +46,7 @@ def faults(cluster: Any) -> Faults:
 
 
 def _url(cluster: Any) -> str:
-    return str(cluster.sandbox.state()["gangkeeper_url"])
+    return str(cluster.sandbox.controller_url)  # the controller's /metrics
 
 
 def _first_release(cluster: Any, namespace: str, since: str) -> None:

@@ -80,7 +80,7 @@ def test_a_leader_killed_at_each_step_of_a_release_is_finished_by_the_next(
     pool = unique("crash")
     cluster.create_gpu_nodes(pool, 2, SIZE, labels={POOL_LABEL: pool})  # room for both
     fault = f"kill:{step}:10" if step == "mid-burst" else f"kill:{step}"
-    url = str(cluster.sandbox.state()["gangkeeper_url"])
+    url = cluster.sandbox.controller_url  # the controller's /metrics
     with leading_replica(cluster, "gangkeeper-crash", {"GANGKEEPER_FAULT": fault}) as (
         faults, _
     ):
@@ -101,7 +101,7 @@ def test_a_leader_killed_at_each_step_of_a_release_is_finished_by_the_next(
         coscheduling_gang(cluster, plain_namespace, pool, "second")
         cluster.wait_for(lambda: count_gated(cluster, plain_namespace) == 0,
                          timeout=LEASE_SECONDS + 60, message="the next leader lifts every gate")
-        assert lease_holder(cluster) == identity_of(faults, "gangkeeper")
+        assert lease_holder(cluster) == identity_of(faults, cluster.sandbox.controller_process)
         for name in ("first", "second"):
             found = podgroup(cluster, plain_namespace, name)
             assert found is not None and found["spec"]["minMember"] == SIZE

@@ -35,7 +35,7 @@ def test_a_deleted_member_of_a_released_gang_is_replaced_and_released_at_once(
         lambda: sum(1 for p in workers(cluster, gang_namespace) if is_ready(p)) == 4,
         timeout=90, message="the 4 workers running",
     )
-    url = cluster.sandbox.state()["gangkeeper_url"] if cluster.sandbox else None
+    url = cluster.sandbox.controller_url if cluster.sandbox else None
     before = metrics(cluster, url).get(REJOINED, 0.0) if url else 0.0
     [victim] = [p for p in workers(cluster, gang_namespace)
                 if p.metadata.annotations.get("batch.kubernetes.io/job-completion-index") == "2"]

@@ -230,7 +230,7 @@ def test_a_restarted_gangkeeper_adopts_the_request_and_deletes_it_with_the_gang(
     name = start_gang(asking, namespace, "pr-e")
     uid = requests(asking, namespace)[name]["metadata"]["uid"]
     sandbox = asking.gangkeeper_restart()
-    url = sandbox.state()["gangkeeper_url"]
+    url = sandbox.controller_url
     asking.wait_for(lambda: metrics(asking, url).get("gangkeeper_controller_leader") == 1,
                     timeout=TIMEOUT, message="the restarted controller leading")
     passes = metrics(asking, url).get("gangkeeper_controller_plan_seconds_count", 0)

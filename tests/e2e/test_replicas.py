@@ -59,7 +59,13 @@ def _sandbox_only(cluster: Any) -> None:
 
 
 def _main_url(cluster: Any) -> str:
+    """The sandbox's own admission server (the one the API server calls)."""
     return str(cluster.sandbox.state()["gangkeeper_url"])
+
+
+def _main_controller(cluster: Any) -> str:
+    """The sandbox's own gang controller's /metrics (its own process by default)."""
+    return str(cluster.sandbox.controller_url)
 
 
 def test_killing_the_leader_mid_release_hands_over_within_the_lease_and_every_gang_finishes(
@@ -73,7 +79,7 @@ def test_killing_the_leader_mid_release_hands_over_within_the_lease_and_every_ga
             answer = review_answer(cluster, where, gang_namespace, pool)
             assert answer["allowed"] is True, answer
             assert answer["patch"], "the pod is gang-keyed (gated) by either replica"
-        main_before = metrics(cluster, _main_url(cluster))
+        main_before = metrics(cluster, _main_controller(cluster))
         total = create_gangs(cluster, gang_namespace, pool, gangs, size)
         wait_all_gated(cluster, gang_namespace, total)
         uncordon(cluster, nodes)  # the leader plans the release and dies mid-burst
@@ -82,7 +88,7 @@ def test_killing_the_leader_mid_release_hands_over_within_the_lease_and_every_ga
         # instant of death and 72 a moment later); the follower waits out the Lease first.
         left = settled_gated(cluster, gang_namespace)
         assert 0 < left < total, f"the fault should cut the burst short ({left} gated)"
-        follower = identity_of(faults, "gangkeeper")
+        follower = identity_of(faults, cluster.sandbox.controller_process)
         cluster.wait_for(lambda: lease_holder(cluster) == follower, timeout=LEASE_SECONDS + 30,
                          interval=0.1, message="the follower takes the Lease")
         takeover = time.monotonic() - died
@@ -95,7 +101,7 @@ def test_killing_the_leader_mid_release_hands_over_within_the_lease_and_every_ga
         # retry period before the crash); the slack is for a loaded API server.
         assert takeover <= LEASE_SECONDS + RETRY_SECONDS + 5.0
         wait_released_and_bound(cluster, gang_namespace, total, timeout=120)
-        main_after = settled_metrics(cluster, _main_url(cluster), (UNGATED,))
+        main_after = settled_metrics(cluster, _main_controller(cluster), (UNGATED,))
     released_by_follower = (main_after.get(UNGATED, 0.0)
                             - main_before.get(UNGATED, 0.0))
     assert released_by_follower == left, "each remaining gate lifted exactly once"
@@ -113,7 +119,7 @@ def test_a_leader_paused_past_its_lease_steps_down_on_resume_and_its_pending_wri
     pool, nodes = cordoned_pool(cluster, "paused", 2, 30)
     env = {"GANGKEEPER_FAULT": "stop:mid-burst:10"}
     with leading_replica(cluster, REPLICA, env) as (faults, url):
-        main_before = metrics(cluster, _main_url(cluster))
+        main_before = metrics(cluster, _main_controller(cluster))
         total = create_gangs(cluster, gang_namespace, pool, 1, size)
         wait_all_gated(cluster, gang_namespace, total)
         uncordon(cluster, nodes)
@@ -123,7 +129,7 @@ def test_a_leader_paused_past_its_lease_steps_down_on_resume_and_its_pending_wri
         # The follower waits the lease out, then finishes the gang (rule 2 of the plan).
         cluster.wait_for(lambda: count_gated(cluster, gang_namespace) == 0,
                          timeout=LEASE_SECONDS + 45, message="the follower lifts every gate")
-        assert lease_holder(cluster) == identity_of(faults, "gangkeeper")
+        assert lease_holder(cluster) == identity_of(faults, cluster.sandbox.controller_process)
         faults.signal(REPLICA, signal.SIGCONT)
 
         def stepped_down() -> dict[str, float] | None:
@@ -136,13 +142,14 @@ def test_a_leader_paused_past_its_lease_steps_down_on_resume_and_its_pending_wri
         # its counts still change), and for the follower's last count.
         resumed = settled_metrics(cluster, url, (UNGATED, FENCED, REFUSED),
                                   quiet=2 * RETRY_SECONDS)
-        main_after = settled_metrics(cluster, _main_url(cluster), (UNGATED,))
+        main_after = settled_metrics(cluster, _main_controller(cluster), (UNGATED,))
         # Both still answer admission.
         for where in (url, _main_url(cluster)):
             answer = review_answer(cluster, where, gang_namespace, pool)
             assert answer["allowed"] is True, answer
             assert answer["patch"], "the pod is gang-keyed (gated) by either replica"
-        assert lease_holder(cluster) == identity_of(faults, "gangkeeper"), "no flapping back"
+        leader = identity_of(faults, cluster.sandbox.controller_process)
+        assert lease_holder(cluster) == leader, "no flapping back"
     lifted = resumed.get(UNGATED, 0.0)
     fenced = resumed.get(FENCED, 0.0)
     refused = resumed.get(REFUSED, 0.0)

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 TABLES = ROOT / "docs" / "metrics.md"
 METRIC_ROW = re.compile(r"^\| `(gangkeeper_[a-z0-9_]+)` \| (\w+) \| ([^|]+) \| ([^|]+) \|$")
-REASON_ROW = re.compile(r"^\| `(Gang[A-Za-z]+)` \| (Normal|Warning) \| ([^|]+) \|$")
+REASON_ROW = re.compile(r"^\| `([A-Z][A-Za-z]+)` \| (Normal|Warning) \| ([^|]+) \|$")
 METRIC_NAME = re.compile(r"\bgangkeeper_[a-z0-9_]*[a-z0-9]")
 
 

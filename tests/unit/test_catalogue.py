@@ -37,6 +37,8 @@ CATALOGUE = ROOT / "policies" / "catalogue.py"
 NOT_METRICS = {
     "gangkeeper_argv": "sandbox state key: the argv `gangkeeper serve` was started with",
     "gangkeeper_url": "sandbox state key: the URL gangkeeper serves on",
+    "gangkeeper_controller_argv": "sandbox state key: the argv of `serve --controller-only`",
+    "gangkeeper_controller_url": "sandbox state key: the URL the gang controller serves on",
 }
 REASONS = {r.reason for r in catalogue.EVENT_REASONS}
 ABOUT = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u", "namespace": "ns"}

@@ -98,9 +98,11 @@ def test_the_final_image_runs_as_the_numeric_non_root_uid_the_deployment_uses(
     assert uid.isdigit() and int(uid) != 0
     assert not gid or (gid.isdigit() and int(gid) != 0)
     assert int(uid) == RUN_AS
-    (deployment,) = [o for o in render_manifests() if o["kind"] == "Deployment"]
-    pod = deployment["spec"]["template"]["spec"]
-    assert pod["securityContext"]["runAsUser"] == int(uid)
+    deployments = [o for o in render_manifests() if o["kind"] == "Deployment"]
+    assert len(deployments) == 2  # the webhook's and the controller's, one image
+    for deployment in deployments:
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsUser"] == int(uid)
 
 
 def test_the_entrypoint_is_gangkeeper_and_the_default_command_serve_in_exec_form(
@@ -114,10 +116,11 @@ def test_the_entrypoint_is_gangkeeper_and_the_default_command_serve_in_exec_form
 
 
 def test_the_deployment_and_the_helm_chart_name_the_subcommand_the_entrypoint_lacks() -> None:
-    (deployment,) = [o for o in render_manifests() if o["kind"] == "Deployment"]
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    assert container["args"][0] == "serve"
-    template = (REPO / "deploy/helm/gangkeeper/templates/deployment.yaml").read_text()
+    for deployment in (o for o in render_manifests() if o["kind"] == "Deployment"):
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        assert container["args"][0] == "serve"
+    # Both of the chart's Deployments are this one template.
+    template = (REPO / "deploy/helm/gangkeeper/templates/_deployment.tpl").read_text()
     after_args = template.split("\n        args:\n", 1)[1]
     assert after_args.splitlines()[0].strip() == "- serve", "the chart's args must start with serve"
 

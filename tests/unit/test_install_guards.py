@@ -1,8 +1,9 @@
 """The NetworkPolicy and the pod-update ValidatingAdmissionPolicy as rendered.
 
 What the API server cannot check for us: the NetworkPolicy opens exactly the port the
-Service targets and selects exactly the Deployment's pods; the policy binds to the
-ServiceAccount of the namespace it is rendered for, with Deny. Its CEL is compiled and
+Service targets and selects the pods of both Deployments (webhook and controller); the
+policy binds to the ServiceAccount of the namespace it is rendered for, which both run
+as, with Deny. Its CEL is compiled and
 enforced by the real API server in tests/deploy/test_pod_update_policy.py.
 """
 
@@ -21,16 +22,19 @@ def one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
 
 def test_the_network_policy_admits_only_the_https_port_of_gangkeepers_pods() -> None:
     objects = render_manifests()
-    policy, deployment = one(objects, "NetworkPolicy"), one(objects, "Deployment")
-    service = one(objects, "Service")
-    template = deployment["spec"]["template"]
-    assert policy["spec"]["podSelector"]["matchLabels"].items() <= (
-        template["metadata"]["labels"].items())
-    (container,) = template["spec"]["containers"]
-    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    policy, service = one(objects, "NetworkPolicy"), one(objects, "Service")
+    deployments = [o for o in objects if o["kind"] == "Deployment"]
+    assert len(deployments) == 2, "the webhook's and the controller's"
     assert [p["targetPort"] for p in service["spec"]["ports"]] == ["https"]
     assert policy["spec"]["policyTypes"] == ["Ingress"]
-    assert policy["spec"]["ingress"] == [{"ports": [{"protocol": "TCP", "port": ports["https"]}]}]
+    for deployment in deployments:  # both processes serve only the one HTTPS port
+        template = deployment["spec"]["template"]
+        assert policy["spec"]["podSelector"]["matchLabels"].items() <= (
+            template["metadata"]["labels"].items())
+        (container,) = template["spec"]["containers"]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert policy["spec"]["ingress"] == [
+            {"ports": [{"protocol": "TCP", "port": ports["https"]}]}]
 
 
 def test_the_pod_update_policy_binds_to_the_service_account_of_its_namespace() -> None:
@@ -46,6 +50,9 @@ def test_the_pod_update_policy_binds_to_the_service_account_of_its_namespace() -
     assert (rule["resources"], rule["operations"]) == (["pods"], ["UPDATE"])
     assert policy["spec"]["failurePolicy"] == "Fail"
     assert all(v["message"].startswith("gangkeeper may") for v in policy["spec"]["validations"])
+    # The controller, which patches pods, runs as that ServiceAccount, as the webhook does.
+    for deployment in (o for o in objects if o["kind"] == "Deployment"):
+        assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == APP_NAME
 
 
 def test_both_certificate_modes_ship_both_guards() -> None:

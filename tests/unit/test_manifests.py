@@ -52,9 +52,31 @@ def hooks(objects: list[Manifest]) -> dict[str, Manifest]:
     }
 
 
-def pod_template(objects: list[Manifest]) -> Manifest:
-    spec: Manifest = one(objects, "Deployment")["spec"]["template"]["spec"]
+def named(objects: list[Manifest], kind: str, name: str) -> Manifest:
+    (found,) = [o for o in by_kind(objects, kind) if o["metadata"]["name"] == name]
+    return found
+
+
+def pod_template(objects: list[Manifest], name: str = "gangkeeper") -> Manifest:
+    spec: Manifest = named(objects, "Deployment", name)["spec"]["template"]["spec"]
     return spec
+
+
+def pod_labels(objects: list[Manifest], name: str) -> dict[str, str]:
+    labels: dict[str, str] = named(objects, "Deployment", name)["spec"]["template"][
+        "metadata"]["labels"]
+    return labels
+
+
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return selector.items() <= labels.items()
+
+
+#: Both shapes of the installation: the default two Deployments and the single process.
+SHAPES = [
+    pytest.param({}, ("gangkeeper", "gangkeeper-controller"), id="split"),
+    pytest.param({"single_process": True}, ("gangkeeper",), id="single-process"),
+]
 
 
 def run_manifests(argv: list[str]) -> int:
@@ -251,41 +273,124 @@ def test_the_configmap_is_a_valid_config_for_the_backend(backend: str) -> None:
     assert load_config(yaml.safe_load(data)).backend == backend
 
 
-def test_the_deployment_is_highly_available() -> None:
-    objects = render_manifests()
-    deployment = one(objects, "Deployment")
-    assert deployment["spec"]["replicas"] == 2
-    anti = pod_template(objects)["affinity"]["podAntiAffinity"]
-    assert anti["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"][
-        "topologyKey"
-    ] == ("kubernetes.io/hostname")
+@pytest.mark.parametrize(("kwargs", "names"), SHAPES)
+def test_every_deployment_is_highly_available(
+    kwargs: dict[str, Any], names: tuple[str, ...]
+) -> None:
+    objects = render_manifests(**kwargs)
+    assert sorted(d["metadata"]["name"] for d in by_kind(objects, "Deployment")) == sorted(names)
+    for name in names:
+        deployment = named(objects, "Deployment", name)
+        assert deployment["spec"]["replicas"] == 2
+        (term,) = pod_template(objects, name)["affinity"]["podAntiAffinity"][
+            "preferredDuringSchedulingIgnoredDuringExecution"]
+        assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+        # Spread against its own kind of pod (and it selects them).
+        assert selects(term["podAffinityTerm"]["labelSelector"]["matchLabels"],
+                       pod_labels(objects, name))
     pdb = one(objects, "PodDisruptionBudget")
     assert pdb["spec"]["minAvailable"] == 1
-    labels = deployment["spec"]["template"]["metadata"]["labels"]
-    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert selects(pdb["spec"]["selector"]["matchLabels"], pod_labels(objects, "gangkeeper"))
+
+
+def test_admission_and_the_controller_run_in_separate_deployments_and_processes() -> None:
+    from gangkeeper.webhook.cli import build_parser
+
+    objects = render_manifests()
+    (webhook,) = pod_template(objects, "gangkeeper")["containers"]
+    (controller,) = pod_template(objects, "gangkeeper-controller")["containers"]
+    webhook_args = build_parser().parse_args(webhook["args"])
+    controller_args = build_parser().parse_args(controller["args"])
+    assert webhook_args.no_controller and not webhook_args.controller_only
+    assert controller_args.controller_only and not controller_args.no_controller
+    # Same image and configuration, one process each.
+    assert webhook["image"] == controller["image"]
+    assert webhook_args.config == controller_args.config
+    # Neither Deployment's selector picks the other's pods (a Deployment would fight
+    # over them, and the webhook's selector cannot change on upgrade).
+    for one_name, other in (("gangkeeper", "gangkeeper-controller"),
+                            ("gangkeeper-controller", "gangkeeper")):
+        selector = named(objects, "Deployment", one_name)["spec"]["selector"]["matchLabels"]
+        assert selects(selector, pod_labels(objects, one_name))
+        assert not selects(selector, pod_labels(objects, other))
+    # Each has its own probes and resources.
+    for container in (webhook, controller):
+        assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        assert {"cpu", "memory"} <= set(container["resources"]["requests"])
+        assert "memory" in container["resources"]["limits"]
+
+
+@pytest.mark.parametrize(("kwargs", "names"), SHAPES)
+def test_the_webhook_service_targets_only_the_admission_pods_port(
+    kwargs: dict[str, Any], names: tuple[str, ...]
+) -> None:
+    objects = render_manifests(**kwargs)
+    service = one(objects, "Service")
+    (port,) = service["spec"]["ports"]
+    assert port["port"] == 443
+    (container,) = pod_template(objects, "gangkeeper")["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports[port["targetPort"]] == 8443
+    assert "8443" in container["args"]
+    assert not build_parser_args(container).controller_only, "the Service's pods admit"
+    assert selects(service["spec"]["selector"], pod_labels(objects, "gangkeeper"))
+    for name in names[1:]:
+        assert not selects(service["spec"]["selector"], pod_labels(objects, name)), (
+            "the API server must never call a controller-only process"
+        )
+
+
+@pytest.mark.parametrize(("kwargs", "names"), SHAPES)
+def test_the_network_policy_covers_every_gangkeeper_pod(
+    kwargs: dict[str, Any], names: tuple[str, ...]
+) -> None:
+    objects = render_manifests(**kwargs)
+    selector = one(objects, "NetworkPolicy")["spec"]["podSelector"]["matchLabels"]
+    for name in names:
+        assert selects(selector, pod_labels(objects, name))
+
+
+def test_the_single_process_mode_runs_admission_and_the_controller_in_one_process() -> None:
+    objects = render_manifests(single_process=True)
+    (container,) = pod_template(objects)["containers"]
+    args = build_parser_args(container)
+    assert not args.no_controller and not args.controller_only
+    # Otherwise the same objects as the split installation, less the controller's.
+    split = {(o["kind"], o["metadata"]["name"]): o for o in render_manifests()}
+    single = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    assert set(split) - set(single) == {("Deployment", "gangkeeper-controller")}
+    differ = {k for k in single if single[k] != split[k]}
+    assert differ == {("Deployment", "gangkeeper")}
+
+
+def test_gangkeeper_manifests_single_process_flag_renders_one_deployment(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run_manifests(["--single-process"]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Deployment"] == ["gangkeeper"]
+
+
+def build_parser_args(container: Manifest) -> argparse.Namespace:
+    from gangkeeper.webhook.cli import build_parser
+
+    return build_parser().parse_args(container["args"])
 
 
 def test_probes_use_https_health_endpoints_and_resources_are_requested() -> None:
-    (container,) = pod_template(render_manifests())["containers"]
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
-        assert container[probe]["httpGet"]["scheme"] == "HTTPS"
-    assert {"cpu", "memory"} <= set(container["resources"]["requests"])
-
-
-def test_the_service_maps_443_to_the_container_port_8443() -> None:
     objects = render_manifests()
-    (port,) = one(objects, "Service")["spec"]["ports"]
-    (container,) = pod_template(objects)["containers"]
-    named = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert port["port"] == 443
-    assert named[port["targetPort"]] == 8443
-    assert "8443" in container["args"]
+    for name in ("gangkeeper", "gangkeeper-controller"):
+        (container,) = pod_template(objects, name)["containers"]
+        assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+        for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+            assert container[probe]["httpGet"]["scheme"] == "HTTPS"
+        assert {"cpu", "memory"} <= set(container["resources"]["requests"])
 
 
-def test_the_pod_passes_pod_security_restricted() -> None:
-    spec = pod_template(render_manifests())
+@pytest.mark.parametrize("name", ["gangkeeper", "gangkeeper-controller"])
+def test_the_pod_passes_pod_security_restricted(name: str) -> None:
+    spec = pod_template(render_manifests(), name)
     pod_ctx = spec["securityContext"]
     assert pod_ctx["runAsNonRoot"] is True
     assert pod_ctx["seccompProfile"] == {"type": "RuntimeDefault"}
@@ -416,14 +521,14 @@ def test_the_charts_app_version_is_the_default_images_tag() -> None:
     ]
 
 
+@pytest.mark.parametrize("name", ["gangkeeper", "gangkeeper-controller"])
 @pytest.mark.parametrize("cert_mode", ["self", "cert-manager"])
-def test_gangkeeper_serve_accepts_the_deployments_arguments(cert_mode: str) -> None:
-    from gangkeeper.webhook.cli import build_parser
-
-    (container,) = pod_template(render_manifests(cert_mode=cert_mode))["containers"]  # type: ignore[arg-type]
+def test_gangkeeper_serve_accepts_the_deployments_arguments(cert_mode: str, name: str) -> None:
+    objects = render_manifests(cert_mode=cert_mode)  # type: ignore[arg-type]
+    (container,) = pod_template(objects, name)["containers"]
     # The image's ENTRYPOINT is `gangkeeper`, so the args name the subcommand.
     assert container["args"][0] == "serve"
-    args = build_parser().parse_args(container["args"])
+    args = build_parser_args(container)
     assert args.cert_mode == cert_mode  # one name in `manifests`, the Deployment and `serve`
     assert str(args.port) == "8443"
 

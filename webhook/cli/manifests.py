@@ -80,6 +80,12 @@ def register(sub: Any) -> None:
         help="gangkeeper config file: its gpuResources decide which pods the pod webhooks "
         "see, and go into the ConfigMap (the rest of the file is not read)",
     )
+    parser.add_argument(
+        "--single-process", action="store_true",
+        help="one Deployment runs admission and the gang controller in one process (small "
+        "clusters, development); default: two Deployments, gangkeeper (admission) and "
+        "gangkeeper-controller",
+    )
     parser.add_argument("--url", help="out-of-cluster server, e.g. https://127.0.0.1:8443")
     parser.add_argument("--ca-bundle", type=Path, metavar="FILE", help="PEM CA for --url")
     parser.add_argument(
@@ -152,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
             autoscaling=args.autoscaling != "off",
             provisioning_requests=args.autoscaling == "provisioningrequest",
             gpu_resources=config.gpu_resources,
+            single_process=args.single_process,
         )
     except ValueError as exc:
         print(f"gangkeeper manifests: {exc}", file=sys.stderr)

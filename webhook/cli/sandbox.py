@@ -60,6 +60,12 @@ def register(sub: Any) -> None:
         "GenericWorkload=true (which serves the native gang API); '' for none",
     )
     up.add_argument(
+        "--single-process", action="store_true",
+        help="run admission and the gang controller in one `gangkeeper serve` (default: two "
+        "processes, `serve --no-controller` and `serve --controller-only`, as the shipped "
+        "Deployments run them)",
+    )
+    up.add_argument(
         "--timeout", type=float, default=180.0, help="seconds to wait for readiness (180)"
     )
     down = actions.add_parser("down", help="stop the sandbox and remove its state")
@@ -111,7 +117,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    progress = Progress("sandbox", Sandbox.up_steps(components))
+    progress = Progress(
+        "sandbox", Sandbox.up_steps(components, single_process=args.single_process)
+    )
     sandbox = Sandbox(args.dir, log=progress, feature_gates=gates)
 
     for option, path in (("--fleet", args.fleet), ("--config", args.config)):
@@ -126,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
             config=args.config,
             components=components,
             timeout=args.timeout,
+            single_process=args.single_process,
         )
     except (BinariesMissing, SandboxError) as e:
         progress.finish()
@@ -133,10 +142,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     progress.finish()
     log = progress.note
+    split = info.controller_url not in (None, info.gangkeeper_url)
+    controller = f" (controller at {info.controller_url})" if split else ""
     log(
         f"up in {info.startup_seconds:.1f}s at {time.strftime('%H:%M:%S')}: {info.server}, "
         f"{len(info.nodes)} nodes, {', '.join(components) or 'no neighbours'}, "
-        f"gangkeeper at {info.gangkeeper_url}, "
+        f"gangkeeper at {info.gangkeeper_url}{controller}, "
         f"logs in {info.directory / 'logs'}"
     )
     log(f"namespace `default` is opted in; stop with `gangkeeper sandbox down --dir {args.dir}`")

@@ -22,7 +22,7 @@ from gangkeeper.policies.names import (
 from gangkeeper.policies.settings.config import DEFAULT_GPU_RESOURCES
 
 from .cert_manager import cert_manager_objects
-from .deployment import DEFAULT_IMAGE, config_document, deployment
+from .deployment import DEFAULT_IMAGE, config_document, deployments
 from .network_policy import network_policy
 from .objects import BACKENDS, CERT_MODES, LABELS, CertMode, Manifest, metadata
 from .placeholders import priority_class
@@ -42,6 +42,7 @@ def render_manifests(
     autoscaling: bool = True,
     provisioning_requests: bool = False,
     gpu_resources: Sequence[str] = DEFAULT_GPU_RESOURCES,
+    single_process: bool = False,
 ) -> list[Manifest]:
     """Every object of an installation, in apply order.
 
@@ -55,7 +56,8 @@ def render_manifests(
     their PodTemplates (the placeholders' stays: they stand in where it is not served).
     `gpu_resources` (config `gpuResources`) are the accelerators the pod webhooks'
     match conditions let through, and go into the ConfigMap's config when they are not
-    the default list.
+    the default list. Admission and the gang controller run in two Deployments
+    (`deployment.py` says why); `single_process=True` runs both in one.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -128,12 +130,16 @@ def render_manifests(
                 "ports": [{"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}],
             },
         },
-        deployment(namespace, cert_mode, image),
+        # The Service selects the webhook's pods only (the controller's carry another
+        # app.kubernetes.io/name): the API server never calls a controller process.
+        *deployments(namespace, cert_mode, image, single_process=single_process),
         network_policy(namespace),
         {
             "apiVersion": "policy/v1",
             "kind": "PodDisruptionBudget",
             "metadata": metadata(APP_NAME, namespace),
+            # The webhook's pods only: pod creation fails while none answers. A drain
+            # that takes both controller pods only delays releases until one is back.
             "spec": {
                 "minAvailable": 1,
                 "selector": {"matchLabels": {"app.kubernetes.io/name": APP_NAME}},

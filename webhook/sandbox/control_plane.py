@@ -50,6 +50,8 @@ class Ports:
     controller_manager: int = field(default_factory=free_port)
     scheduler: int = field(default_factory=free_port)
     gangkeeper: int = field(default_factory=free_port)
+    #: The gang controller's own `serve --controller-only` (/healthz, /metrics).
+    gangkeeper_controller: int = field(default_factory=free_port)
 
 
 def gates_flag(gates: Mapping[str, bool]) -> str:

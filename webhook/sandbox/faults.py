@@ -42,11 +42,12 @@ class Faults:
     def start_replica(
         self, name: str, *, env: Mapping[str, str] | None = None, port: int | None = None
     ) -> str:
-        """Another `gangkeeper serve` (same certificates, config and identity; its own
-        port and process identity, so the same Lease) named `name`; its URL once
-        /readyz answers. Not registered: the API server calls the sandbox's own."""
+        """Another `gangkeeper serve` running admission and the controller in one
+        process (same certificates, config and identity; its own port and process
+        identity, so the same Lease) named `name`; its URL once /readyz answers. Not
+        registered: the API server calls the sandbox's own."""
         state = self.sandbox.state()
-        argv = list(state.get("gangkeeper_argv") or [])
+        argv = [a for a in state.get("gangkeeper_argv") or [] if a != "--no-controller"]
         if not argv:
             raise SandboxError("this sandbox runs no gangkeeper to replicate")
         port = port or free_port()

@@ -40,9 +40,10 @@ CONFIG_FILE = "gangkeeper-config.yaml"
 
 
 def serve_argv(
-    *, kubeconfig: Path, cert_dir: Path, port: int, config: Path | None
+    *, kubeconfig: Path, cert_dir: Path, port: int, config: Path | None, mode: str = ""
 ) -> list[str]:
-    """`gangkeeper serve` on loopback with self-issued certificates in `cert_dir`."""
+    """`gangkeeper serve` on loopback with self-issued certificates in `cert_dir`;
+    `mode` is `--no-controller` (admission), `--controller-only` or "" (both)."""
     from gangkeeper.certs import ensure_local
 
     ensure_local(cert_dir, ["localhost"], ["127.0.0.1"])
@@ -55,6 +56,8 @@ def serve_argv(
     ]  # fmt: skip
     if config is not None:
         argv += ["--config", str(config)]
+    if mode:
+        argv.append(mode)
     return argv
 
 

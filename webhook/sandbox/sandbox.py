@@ -1,7 +1,10 @@
 """A throwaway Kubernetes control plane on loopback, with gangkeeper registered.
 
 `Sandbox(dir).up(...)` starts etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler and `gangkeeper serve` as real processes on free 127.0.0.1 ports,
+kube-scheduler and gangkeeper as real processes on free 127.0.0.1 ports (admission,
+`serve --no-controller`, and the gang controller, `serve --controller-only`, as two
+processes the way the shipped Deployments run them; one `serve` with
+`single_process=True`),
 creates fake GPU Nodes from a fleet file, installs the CRDs of the workload kinds
 gangkeeper recognises, opts the `default` namespace in, registers gangkeeper's
 webhooks from the manifests `gangkeeper manifests --url ... --ca-bundle ...`
@@ -47,6 +50,8 @@ from .waiting import client_context, http_ok, wait_until
 _DATA = resources.files("gangkeeper.webhook.sandbox") / "data"
 #: The sample fleet (`examples/fleet.yaml`, shipped inside the package).
 DEFAULT_FLEET = Path(str(_DATA / "fleet.yaml"))
+#: The sandbox's process running `serve --controller-only` (beside `gangkeeper`).
+CONTROLLER_PROCESS = "gangkeeper-controller"
 #: CRDs of the kinds gangkeeper reads whose controllers the sandbox does not run
 #: (JobSet's, LeaderWorkerSet's, Trainer's and the scheduler-plugins PodGroup come
 #: from their modules: `neighbours.py`).
@@ -95,6 +100,8 @@ class SandboxInfo:
     gangkeeper_url: str | None
     nodes: tuple[str, ...]
     startup_seconds: float
+    #: The gang controller's /healthz and /metrics (gangkeeper_url in single-process mode).
+    controller_url: str | None = None
 
 
 class Sandbox:
@@ -153,8 +160,12 @@ class Sandbox:
         gangkeeper: bool = True,
         components: Sequence[str] = ALL_COMPONENTS,
         timeout: float = 180.0,
+        single_process: bool = False,
     ) -> SandboxInfo:
         """Start everything and return once the cluster and gangkeeper are ready.
+
+        gangkeeper runs as two processes, admission (`gangkeeper`) and the gang
+        controller (`gangkeeper-controller`), unless `single_process`.
 
         `node_count` replaces the fleet with that many generated 8-GPU Nodes.
         `components` are the neighbours to run beside the control plane (kwok, the
@@ -198,6 +209,7 @@ class Sandbox:
                     backend=backend,
                     config=config,
                     gangkeeper=gangkeeper,
+                    single_process=single_process,
                     components=components,
                     started=started,
                     deadline=deadline,
@@ -222,6 +234,7 @@ class Sandbox:
         backend: str | None,
         config: Path | None,
         gangkeeper: bool,
+        single_process: bool,
         components: Sequence[str],
         started: float,
         deadline: float,
@@ -293,7 +306,6 @@ class Sandbox:
         finally:
             api.close()
 
-        gangkeeper_url = None
         state: dict[str, Any] = {
             "server": server,
             "kubeconfig": str(admin),
@@ -304,14 +316,8 @@ class Sandbox:
         }
         if gangkeeper:
             serve_config = registration.config_file(self.directory, backend, config)
-            argv = registration.serve_argv(
-                kubeconfig=self.gangkeeper_kubeconfig,
-                cert_dir=self.gangkeeper_cert_dir,
-                port=ports.gangkeeper,
-                config=serve_config,
-            )
-            state["gangkeeper_argv"] = argv
-            state["gangkeeper_url"] = gangkeeper_url = f"https://127.0.0.1:{ports.gangkeeper}"
+            state.update(self._gangkeeper_state(ports, serve_config, single_process))
+            gangkeeper_url = state["gangkeeper_url"]
             self._write_state(state)
             self.start_gangkeeper(deadline=deadline)
             registration.register_webhooks(
@@ -329,20 +335,49 @@ class Sandbox:
             directory=self.directory,
             kubeconfig=admin,
             server=server,
-            gangkeeper_url=gangkeeper_url,
+            gangkeeper_url=state.get("gangkeeper_url"),
             nodes=tuple(nodes),
             startup_seconds=time.monotonic() - started,
+            controller_url=state.get("gangkeeper_controller_url", state.get("gangkeeper_url")),
         )
 
+    def _gangkeeper_state(
+        self, ports: Ports, config: Path | None, single_process: bool
+    ) -> dict[str, Any]:
+        """The recorded command lines and URLs of gangkeeper's processes."""
+        argv = functools.partial(
+            registration.serve_argv,
+            kubeconfig=self.gangkeeper_kubeconfig,
+            cert_dir=self.gangkeeper_cert_dir,
+            config=config,
+        )
+        url = f"https://127.0.0.1:{ports.gangkeeper}"
+        if single_process:
+            return {"gangkeeper_url": url, "gangkeeper_argv": argv(port=ports.gangkeeper)}
+        # As the shipped Deployments: the controller never runs in the process that
+        # answers the API server. Both read the same certificate files.
+        return {
+            "gangkeeper_url": url,
+            "gangkeeper_argv": argv(port=ports.gangkeeper, mode="--no-controller"),
+            "gangkeeper_controller_url": f"https://127.0.0.1:{ports.gangkeeper_controller}",
+            "gangkeeper_controller_argv": argv(
+                port=ports.gangkeeper_controller, mode="--controller-only"
+            ),
+        }
+
     @staticmethod
-    def up_steps(components: Sequence[str], gangkeeper: bool = True) -> int:
+    def up_steps(
+        components: Sequence[str], gangkeeper: bool = True, single_process: bool = False
+    ) -> int:
         """How many progress messages `up` logs (a retry after a port clash adds more):
         etcd, kube-apiserver, controller-manager + scheduler, CRDs, one per neighbour
         (two for scheduler-plugins: its scheduler and its controller), nodes, and
-        gangkeeper. Kept in step with the `_log` calls of `_up` and what it calls, which
-        the README's sandbox test counts."""
+        gangkeeper (two: admission and the controller, unless `single_process`). Kept
+        in step with the `_log` calls of `_up` and what it calls, which the README's
+        sandbox test counts."""
         extra = 1 if SCHEDULER_PLUGINS in components else 0
-        return 5 + len(components) + extra + (1 if gangkeeper else 0)
+        gangkeepers = (1 if single_process else 2) if gangkeeper else 0
+        return 5 + len(components) + extra + gangkeepers
 
     def down(self) -> None:
         """Stop every recorded process and remove what `up` created in the directory."""
@@ -390,27 +425,50 @@ class Sandbox:
         """gangkeeper's own identity: its ServiceAccount, with the rendered RBAC."""
         return self.directory / "kubeconfigs" / "gangkeeper.kubeconfig"
 
+    @property
+    def controller_process(self) -> str:
+        """The name of the process that runs the gang controller (and holds the Lease
+        when it leads): `gangkeeper-controller`, or `gangkeeper` in single-process mode."""
+        split = bool(self.state().get("gangkeeper_controller_argv"))
+        return CONTROLLER_PROCESS if split else "gangkeeper"
+
+    @property
+    def controller_url(self) -> str:
+        """Where the gang controller's /metrics are."""
+        state = self.state()
+        return str(state.get("gangkeeper_controller_url") or state["gangkeeper_url"])
+
     def start_gangkeeper(
         self, *, deadline: float | None = None, extra_args: Sequence[str] = ()
     ) -> None:
-        """(Re)start `gangkeeper serve` with the recorded arguments (and `extra_args`, for
-        this run only); wait for /readyz."""
+        """(Re)start gangkeeper's processes (admission, then the controller unless
+        single-process) with the recorded arguments (and `extra_args`, for this run
+        only); wait for each one's /readyz."""
         state = self.state()
         argv = state.get("gangkeeper_argv")
         if not argv:
             raise SandboxError(f"no gangkeeper recorded in {self.directory / STATE_FILE}")
-        if self.processes.alive("gangkeeper"):
-            return
+        deadline = deadline or time.monotonic() + 60.0
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self._log(f"starting gangkeeper serve on {state['gangkeeper_url']}")
-        self.processes.start("gangkeeper", [*argv, *extra_args], env=env)
         tls = ssl.create_default_context(cafile=str(self.gangkeeper_cert_dir / "ca.crt"))
-        url = f"{state['gangkeeper_url']}/readyz"
-        self._wait("gangkeeper", lambda: http_ok(url, tls), deadline or time.monotonic() + 60.0)
+        started = [("gangkeeper", argv, state["gangkeeper_url"])]
+        if state.get("gangkeeper_controller_argv"):
+            started.append((CONTROLLER_PROCESS, state["gangkeeper_controller_argv"],
+                            state["gangkeeper_controller_url"]))
+        for name, command, base in started:
+            if self.processes.alive(name):
+                continue
+            what = "controller" if name == CONTROLLER_PROCESS else "serve"
+            self._log(f"starting gangkeeper {what} on {base}")
+            self.processes.start(name, [*command, *extra_args], env=env)
+            url = f"{base}/readyz"
+            self._wait(name, functools.partial(http_ok, url, tls), deadline)
 
     def stop_gangkeeper(self, *, kill: bool = False) -> None:
-        """SIGTERM (graceful) or, with `kill`, SIGKILL: a crash, nothing cleaned up."""
-        self.processes.stop("gangkeeper", kill=kill)
+        """SIGTERM (graceful) or, with `kill`, SIGKILL: a crash, nothing cleaned up.
+        Admission and the controller together."""
+        names = ["gangkeeper", CONTROLLER_PROCESS]
+        self.processes.stop_many(names, timeout=0.0 if kill else 10.0)
 
     # -- helpers ---------------------------------------------------------------------
 
