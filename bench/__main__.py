@@ -38,6 +38,7 @@ BENCHMARKS: tuple[tuple[str, str, bool], ...] = (
     ("policy", "bench.policy", False),
     ("topology", "bench.topology", False),
     ("planning", "bench.planning", False),
+    ("preemption", "bench.preemption", False),
     ("webhook", "bench.webhook", False),
     ("controller", "bench.controller", False),
     ("sandbox_scale", "bench.sandbox_scale", False),
