@@ -350,11 +350,28 @@ class Preempting:
         def important(unit: Unit) -> tuple[bool, int, float]:
             return (not covered(unit), -unit.priority, min(_start(p) for p in unit.pods))
 
+        # Incremental: the fleet stays without every victim still kept, and each trial
+        # puts one unit back (cost: its pods and one test, not the whole set's).
         kept = list(chosen)
-        for unit in sorted(chosen, key=important):
-            trial = [u for u in kept if u is not unit]
-            if trial and self._makes_room(trial, test):
-                kept = trial
+        gone = [p for u in chosen for p in u.pods if p.node_name]
+        for pod in gone:
+            self.fleet.unplace(pod.uid, pod.node_name, pod.demand, pod.requests)
+        try:
+            for unit in sorted(chosen, key=important):
+                trial = [u for u in kept if u is not unit]
+                if not trial or not self._enough(trial):
+                    continue
+                back = [p for p in unit.pods if p.node_name]
+                for pod in back:
+                    self.fleet.add(pod.uid, pod.node_name, pod.demand, pod.requests)
+                if test():
+                    kept = trial  # reprieved: it stays put back
+                else:
+                    for pod in back:
+                        self.fleet.unplace(pod.uid, pod.node_name, pod.demand, pod.requests)
+        finally:
+            for pod in (p for u in kept for p in u.pods if p.node_name):
+                self.fleet.add(pod.uid, pod.node_name, pod.demand, pod.requests)
         return kept
 
     def _why_not(self, lower: list[Unit], test: FitTest) -> str:
