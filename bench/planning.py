@@ -39,30 +39,11 @@ from bench.planning_state import EPOCH, admitted_pods, bound, infos, released, t
 from gangkeeper.policies import Config
 from gangkeeper.policies.cluster.observed_gangs import PodInfo, SharedParts
 from gangkeeper.policies.release.plan import Plan, plan
-from gangkeeper.policies.release.planner import Planner
+from gangkeeper.policies.release.planner import Planner, decisions
 
 SIZES = (250, 1_000, 5_000)
 QUICK_SIZES = (250,)
 STATES = ("burst", "inflight", "settled")
-
-
-def decisions(result: Plan) -> tuple[Any, ...]:
-    """What a pass decides: each release (gang, members, group, pins, why unpinned),
-    each gang's report, the placeholders, requests and requeues it asks for."""
-    return (
-        tuple(
-            (r.gang.key, tuple(p.uid for p in r.pods), r.needs_group,
-             tuple(sorted(r.pins.items())), r.unpinned, tuple(p.uid for p in r.placeholders),
-             tuple(sorted(r.annotations.items())))
-            for r in result.releases
-        ),
-        result.reports,
-        result.asks,
-        tuple(p.uid for p in result.orphans),
-        result.request_asks,
-        result.request_orphans,
-        result.requeues,
-    )
 
 
 def _cpu(call: Callable[[], Plan], repeats: int) -> tuple[float, Plan]:

@@ -178,6 +178,10 @@ PODGROUP_REQUEUES = _metric(
 GANG_REQUEUES = _metric(
     "gangkeeper_gang_requeues_total", "counter", ("cause", "how"),
     "Gangs requeued (cause: rebind or not-ready; how: delete or suspend).")
+PLAN_DIVERGENCE = _metric(
+    "gangkeeper_plan_divergence_total", "counter", (),
+    "Planning passes that decided otherwise than a from-scratch plan of the same state "
+    "(checked once a minute; the from-scratch plan is used).")
 PREEMPTIONS = _metric(
     "gangkeeper_preemptions_total", "counter", ("outcome",),
     "Preemptions for waiting gangs (outcome: started, refused, when the Eviction API "

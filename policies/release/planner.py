@@ -8,7 +8,8 @@ the same object at another resourceVersion). The caller never edits a Node dict 
 place: a changed Node is a new dict, as the informer's store hands them out.
 Everything else is decided afresh every pass, so a pass of the planner decides
 exactly what `plan()` from scratch decides on the same state (`bench.planning` and
-`tests/property/test_planner_properties.py` compare them).
+`tests/property/test_planner_properties.py` compare them; `decisions` is what they
+compare, and the controller's periodic cross-check too).
 
 Pure: the dicts and `PodInfo`s the caller holds in, `Plan` out; no I/O. Owned by one
 controller; not thread-safe (one reconciler thread plans).
@@ -30,6 +31,27 @@ from .plan import Plan, plan
 #: (the Node dict, its resourceVersion, its facts); the dict is kept so its id stays
 #: its own while the entry lives.
 _Entry = tuple[Mapping[str, Any], str, NodeFacts]
+
+
+def decisions(result: Plan) -> tuple[Any, ...]:
+    """What a pass decides, to compare two plans of one state: each release (gang,
+    members, group, pins, why unpinned), each gang's report, the placeholders, requests,
+    requeues and preemptions it asks for."""
+    return (
+        tuple(
+            (r.gang.key, tuple(p.uid for p in r.pods), r.needs_group,
+             tuple(sorted(r.pins.items())), r.unpinned, tuple(p.uid for p in r.placeholders),
+             tuple(sorted(r.annotations.items())))
+            for r in result.releases
+        ),
+        result.reports,
+        result.asks,
+        tuple(p.uid for p in result.orphans),
+        result.request_asks,
+        result.request_orphans,
+        result.requeues,
+        tuple((f.preemptor.key, tuple(p.uid for p in f.pods)) for f in result.preemptions),
+    )
 
 
 class Planner:

@@ -59,8 +59,8 @@ from gangkeeper.policies.cluster.observed_gangs import (
 from gangkeeper.policies.names import LEASE_NAME
 from gangkeeper.policies.release.budgets import Budget, read_budget
 from gangkeeper.policies.release.groups import COSCHEDULING
-from gangkeeper.policies.release.plan import GangReport, Plan, Release
-from gangkeeper.policies.release.planner import Planner
+from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
+from gangkeeper.policies.release.planner import Planner, decisions
 from gangkeeper.policies.release.requeue import (
     capacity_rose,
     free_gpus,
@@ -94,6 +94,9 @@ log = logging.getLogger(__name__)
 REQUEUE_AGAIN_SECONDS = 2.0
 #: Concurrent gate-removal patches in one release burst (the default of `workers`).
 PATCH_WORKERS = 32
+#: How often a pass is checked against `plan()` from scratch (`_cross_check`): the
+#: check costs a second pass, so not every time.
+CROSS_CHECK_SECONDS = 60.0
 
 
 class GangController:
@@ -149,6 +152,8 @@ class GangController:
         self._last_plan = Plan(releases=(), reports=())
         #: Keeps each Node's facts between passes (`release.planner`).
         self._planner = Planner(config)
+        #: When the last pass was checked against a from-scratch plan (monotonic).
+        self._checked_at = -CROSS_CHECK_SECONDS
         #: Free GPUs per (node, resource) at the last pass as leader; None until one.
         self._free: Mapping[tuple[str, str], int] | None = None
         self._renudge_at: float | None = None
@@ -289,13 +294,15 @@ class GangController:
             return self._last_plan
         started = time.monotonic()
         requests = self.requests.served() if self.requests is not None else None
-        pods = self.pods.items()
-        result = self._planner.plan(
-            pods, self.nodes.items(), time.time(),
-            self.placeholders.backoff, requests=requests,
-            leaving=self.preemptions.leaving(pods, time.time()),
-            budgets=self.budgets.items(),
-        )
+        pods, nodes, now = self.pods.items(), self.nodes.items(), time.time()
+        inputs: dict[str, Any] = {
+            "requests": requests, "leaving": self.preemptions.leaving(pods, now),
+            "budgets": self.budgets.items(),
+        }
+        result = self._planner.plan(pods, nodes, now, self.placeholders.backoff, **inputs)
+        if started - self._checked_at >= CROSS_CHECK_SECONDS:
+            result = self._cross_check(result, pods, nodes, now, inputs)
+            self._checked_at = started
         self._plan_seconds = time.monotonic() - started
         self.series.observe(cat.CONTROLLER_PLAN_SECONDS, self._plan_seconds)
         self._last_plan = result
@@ -317,6 +324,21 @@ class GangController:
         self.watchdog.check(result, time.time(), self.pods.items())
         self.preemptions.apply(result, time.time())
         return result
+
+    def _cross_check(
+        self, result: Plan, pods: list[PodInfo], nodes: list[Mapping[str, Any]], now: float,
+        inputs: dict[str, Any],
+    ) -> Plan:
+        """The planner's pass against `plan()` from scratch on the same state: a
+        difference is a bug in what the planner keeps between passes; it is logged and
+        counted, and the full plan wins."""
+        full = plan(pods, nodes, self.config, now, self.placeholders.backoff, **inputs)
+        if decisions(full) == decisions(result):
+            return result
+        log.warning("a planning pass differed from a from-scratch plan of the same state; "
+                    "using the from-scratch plan")
+        self.series.add(cat.PLAN_DIVERGENCE)
+        return full
 
     def _requeue_if_freed(self, reports: tuple[GangReport, ...]) -> None:
         groups = groups_to_nudge(reports, self.pods.items())

@@ -39,3 +39,18 @@ def test_flat_metrics_count_each_waiting_gang_once() -> None:
     samples = controller.metric_samples()
     assert samples[("gangkeeper_gangs_waiting", (("reason", "incomplete"),))] == 1.0
     assert all(isinstance(k, str) and "{" not in k for k in flat)
+
+
+def test_a_pass_that_differs_from_a_fresh_plan_is_counted_and_the_fresh_plan_wins() -> None:
+    controller = idle_controller()
+    pods = [pod_info(p, Config()) for p in members("a", 2)]
+    nodes = [node("n", 8)]
+    inputs = {"requests": None, "leaving": frozenset(), "budgets": []}
+    fresh = plan(pods, nodes, Config(), T0)
+    assert fresh.releases  # the gang of 2 fits the 8 GPUs
+    kept = controller._cross_check(fresh, pods, nodes, T0, inputs)
+    assert kept is fresh  # the same decisions: the pass stands, nothing counted
+    stale = plan(pods, [node("n", 0)], Config(), T0)  # as if a Node's facts were stale
+    assert controller._cross_check(stale, pods, nodes, T0, inputs).releases == fresh.releases
+    samples = controller.metric_samples()
+    assert samples[("gangkeeper_plan_divergence_total", ())] == 1.0
