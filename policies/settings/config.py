@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
@@ -272,6 +272,20 @@ def _pool(key: str, raw: object, gpu_patterns: tuple[str, ...]) -> NodePool:
     )
 
 
+def _per_namespace(
+    data: Mapping[str, Any],
+    key: str,
+    choices: tuple[str, ...],
+    check: Callable[[str, object, tuple[str, ...]], str],
+) -> dict[str, str]:
+    """A per-namespace override map (`namespacePlacement: {team: pinned}`), each value
+    checked by `check` against `choices` and named `key.namespace` when wrong."""
+    return {
+        string(key, ns): check(f"{key}.{ns}", value, choices)
+        for ns, value in mapping(key, given(data, key, {})).items()
+    }
+
+
 def load_config(raw: Mapping[str, Any] | None) -> Config:
     """Build a Config from parsed YAML; None or {} gives the defaults.
 
@@ -343,26 +357,18 @@ def load_config(raw: Mapping[str, Any] | None) -> Config:
             PlacementPolicy,
             choice("placement", given(data, "placement", defaults.placement), _PLACEMENT),
         ),
-        namespace_placement={
-            string("namespacePlacement", ns): cast(
-                PlacementPolicy, choice(f"namespacePlacement.{ns}", value, _PLACEMENT)
-            )
-            for ns, value in mapping(
-                "namespacePlacement", given(data, "namespacePlacement", {})
-            ).items()
-        },
+        namespace_placement=cast(
+            dict[str, PlacementPolicy],
+            _per_namespace(data, "namespacePlacement", _PLACEMENT, choice),
+        ),
         preemption=cast(
             PreemptionPolicy,
             switch("preemption", given(data, "preemption", defaults.preemption), _PREEMPTION),
         ),
-        namespace_preemption={
-            string("namespacePreemption", ns): cast(
-                PreemptionPolicy, switch(f"namespacePreemption.{ns}", value, _PREEMPTION)
-            )
-            for ns, value in mapping(
-                "namespacePreemption", given(data, "namespacePreemption", {})
-            ).items()
-        },
+        namespace_preemption=cast(
+            dict[str, PreemptionPolicy],
+            _per_namespace(data, "namespacePreemption", _PREEMPTION, switch),
+        ),
         rebind_seconds=count(
             "rebindSeconds", given(data, "rebindSeconds", defaults.rebind_seconds), 1
         ),
