@@ -83,6 +83,7 @@ from .group_writer import GroupWriter
 from .placeholders import PlaceholderWriter
 from .preemption import Preemptions
 from .provisioning import ProvisioningRequests
+from .samples import flattened, samples_of
 from .timings import GangTimings
 from .watchdog import Watchdog
 from .writes import WRITE_QUERY, event_body, rejoined_events, ungate_patch
@@ -485,40 +486,13 @@ class GangController:
     def metric_samples(self) -> dict[Sample, float]:
         """Labelled samples ({(name, labels): value}): a `webhook.server.metrics` Collector.
         The gauges are computed from the last plan; the counters are `series`."""
-        samples: dict[Sample, float] = {
-            (cat.CONTROLLER_LEADER.name, ()): 1.0 if self.is_leader else 0.0,
-            (cat.CONTROLLER_SYNCED.name, ()): 1.0 if self.synced else 0.0,
-        }
-        for state in ("waiting", "releasing", "released"):
-            samples[(cat.GANGS.name, (("state", state),))] = 0.0
-        for code in cat.WAIT_REASONS:
-            samples[(cat.GANGS_WAITING.name, (("reason", code),))] = 0.0
-        stuck = 0.0
-        for report in self._last_plan.reports:
-            samples[(cat.GANGS.name, (("state", report.state),))] += 1
-            if report.state == "waiting":
-                key: Sample = (cat.GANGS_WAITING.name, (("reason", report.code),))
-                samples[key] = samples.get(key, 0.0) + 1
-            stuck += 1 if report.stuck else 0
-        samples[(cat.GANGS_STUCK.name, ())] = stuck
-        for family, value in self.watchdog.gauges.items():
-            samples[(family.name, ())] = value
-        for resource, informer in self._watched.items():
-            samples[(cat.CONTROLLER_RELISTS.name, (("resource", resource),))] = float(
-                informer.relists)
-        samples.update(self.series.samples())
-        return samples
+        return samples_of(
+            self._last_plan, leader=self.is_leader, synced=self.synced,
+            watchdog=self.watchdog.gauges,
+            relists={resource: i.relists for resource, i in self._watched.items()},
+            series=self.series,
+        )
 
     def metrics(self) -> dict[str, float]:
-        """The same numbers flattened to {name: value} (labelled series summed).
-
-        `gangkeeper_gangs` by state becomes `gangkeeper_gangs_<state>`; the per-reason
-        split of waiting gangs is left out (its sum is `gangkeeper_gangs_waiting`).
-        """
-        flat: dict[str, float] = {}
-        for (name, labels), value in self.metric_samples().items():
-            if name == cat.GANGS_WAITING.name and labels:
-                continue
-            key = f"{cat.GANGS.name}_{labels[0][1]}" if name == cat.GANGS.name else name
-            flat[key] = flat.get(key, 0.0) + value
-        return flat
+        """The same numbers flattened to {name: value} (`samples.flattened`)."""
+        return flattened(self.metric_samples())
