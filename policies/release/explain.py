@@ -28,6 +28,9 @@ from ..settings.config import Config
 from .budgets import read_budgets
 from .plan import GangReport, gang_model, plan
 
+#: The wait codes of gangs that hold the nodes they may use (the holding rule).
+HOLDING_CODES = ("no-fit", "held", "preempting")
+
 
 @dataclass(frozen=True)
 class Target:
@@ -120,7 +123,7 @@ def explain(
         if older is gang:
             break  # observe_gangs is oldest first: only those before it come first
         other = reports.get((older.namespace, older.label))
-        if other is None or other.state != "waiting" or other.code not in ("no-fit", "held"):
+        if other is None or other.state != "waiting" or other.code not in HOLDING_CODES:
             continue
         later = older.missing_later_members()
         if not check_gang(gang_model(older, older.gated, later=later), empty).allowed:

@@ -31,12 +31,12 @@ from gangkeeper.policies.cluster.fleet import Fleet, NodeReader
 from gangkeeper.policies.cluster.node_facts import NodeFacts, read_node
 from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo, is_live, pod_info
 from gangkeeper.policies.fit.feasibility import check_gang
-from gangkeeper.policies.release.explain import Target, explain, render
+from gangkeeper.policies.release.explain import HOLDING_CODES, Target, explain, render
 from gangkeeper.policies.release.plan import GangReport, gang_model, plan
 from gangkeeper.policies.settings.config import Config
 
 #: Waiting codes of gangs that wait for room (the others wait for members or a fix).
-CAPACITY_CODES = ("no-fit", "held")
+CAPACITY_CODES = HOLDING_CODES
 #: The states a queue filter may name ("stuck": waiting past the gang timeout).
 STATES = ("all", "waiting", "releasing", "released", "stuck")
 
