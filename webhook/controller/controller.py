@@ -83,7 +83,7 @@ from .group_writer import GroupWriter
 from .placeholders import PlaceholderWriter
 from .preemption import Preemptions
 from .provisioning import ProvisioningRequests
-from .timings import GangTimings
+from .timings import GangTimings, queue_samples
 from .watchdog import Watchdog
 from .writes import WRITE_QUERY, event_body, rejoined_events, ungate_patch
 
@@ -479,6 +479,7 @@ class GangController:
                 samples[key] = samples.get(key, 0.0) + 1
             stuck += 1 if report.stuck else 0
         samples[(cat.GANGS_STUCK.name, ())] = stuck
+        samples.update(queue_samples(self._last_plan.reports))
         for family, value in self.watchdog.gauges.items():
             samples[(family.name, ())] = value
         for resource, informer in self._watched.items():
@@ -491,11 +492,14 @@ class GangController:
         """The same numbers flattened to {name: value} (labelled series summed).
 
         `gangkeeper_gangs` by state becomes `gangkeeper_gangs_<state>`; the per-reason
-        split of waiting gangs is left out (its sum is `gangkeeper_gangs_waiting`).
+        split of waiting gangs is left out (its sum is `gangkeeper_gangs_waiting`), and
+        so are the per-gang queue positions (a sum of positions means nothing).
         """
         flat: dict[str, float] = {}
         for (name, labels), value in self.metric_samples().items():
             if name == cat.GANGS_WAITING.name and labels:
+                continue
+            if name == cat.GANG_QUEUE_POSITION.name:
                 continue
             key = f"{cat.GANGS.name}_{labels[0][1]}" if name == cat.GANGS.name else name
             flat[key] = flat.get(key, 0.0) + value
