@@ -132,6 +132,9 @@ GANGS_PARTLY_BOUND = _metric(
 GANG_PARTLY_BOUND_SECONDS = _metric(
     "gangkeeper_gang_partly_bound_seconds", "gauge", (),
     "The longest time a gang has now been partly bound.")
+GANG_QUEUE_POSITION = _metric(
+    "gangkeeper_gang_queue_position", "gauge", ("namespace", "gang"),
+    "A waiting gang's place among the gangs waiting for nodes it may use (1 is next).")
 GANGS_NOT_READY = _metric(
     "gangkeeper_gangs_not_ready", "gauge", (),
     "Gangs all bound but not all Ready podsReadyTimeoutSeconds after release.")

@@ -200,15 +200,21 @@ class Fleet:
 
         Held (reserved) nodes are left out, or, with `held=True`, are the only ones kept.
         """
-        names = self._eligible.get((placement, plain))
-        if names is None:
-            names = self._eligible[(placement, plain)] = self._eligible_names(placement, plain)
+        names = self.may_use(placement, plain=plain)
         # Held nodes only ever grow within a pass: their count dates the split.
         key = (placement, held, plain, len(self._reserved))
         split = self._split.get(key)
         if split is None:
             split = self._split[key] = tuple(n for n in names if (n in self._reserved) == held)
         return split
+
+    def may_use(self, placement: Placement, *, plain: bool = False) -> tuple[str, ...]:
+        """Every GPU node (every node, with `plain`) a pod with this placement may use,
+        held or not, in name order (kept for the pass: eligibility never changes in it)."""
+        names = self._eligible.get((placement, plain))
+        if names is None:
+            names = self._eligible[(placement, plain)] = self._eligible_names(placement, plain)
+        return names
 
     def _eligible_names(self, placement: Placement, plain: bool) -> tuple[str, ...]:
         identity = self.identity_labels

@@ -6,7 +6,8 @@ plan (so the verdict is the controller's), and gathers what a person asks next: 
 members present and needed, the GPUs the gang asks for and the free GPUs on the nodes
 its members may use (what it was compared with), the older waiting gangs that hold
 some of those nodes (the holding rule of `plan`: a waiting gang that could fit on the
-empty cluster holds every node its members may use), and its pods. `render` formats
+empty cluster holds every node its members may use), its place in the queue for
+those nodes and the gangs ahead of it (`queue`), and its pods. `render` formats
 that and the Events the command lists.
 
 Pure: plain Pod/Node/Event dicts in, text out.
@@ -15,7 +16,7 @@ Pure: plain Pod/Node/Event dicts in, text out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..autoscaling.provisioning import request_info
@@ -27,6 +28,7 @@ from ..fit.feasibility import check_gang
 from ..settings.config import Config
 from .budgets import read_budgets
 from .plan import GangReport, gang_model, plan
+from .queue import ordinal
 
 #: The wait codes of gangs that hold the nodes they may use (the holding rule).
 HOLDING_CODES = ("no-fit", "held", "preempting")
@@ -60,6 +62,8 @@ class Explanation:
     held_by: tuple[tuple[str, tuple[str, ...]], ...]
     #: (pod name, gated, node) for every live member.
     members: tuple[tuple[str, bool, str], ...]
+    #: The priority of each gang named ahead of it in the queue ("ns/name" → priority).
+    ahead_priority: Mapping[str, int] = field(default_factory=dict)
 
 
 def _find(gangs: Sequence[GangObservation], target: Target) -> GangObservation:
@@ -107,6 +111,8 @@ def explain(
                for r in plan(live, node_list, config, now, requests=asked,
                              budgets=read_budgets(budgets)).reports}
     report = reports[(gang.namespace, gang.label)]
+    priorities = {f"{r.namespace}/{r.name}": r.priority for r in reports.values()}
+    ahead_priority = {name: priorities[name] for name in report.ahead if name in priorities}
     fleet = Fleet(node_list, live, config)
     gated = gang.gated
     demand: dict[str, int] = {}
@@ -134,7 +140,25 @@ def explain(
             held_by.append((f"{older.namespace}/{older.name}", shared))
     owner = f"{gang.owner.kind}/{gang.owner.name}" if gang.owner else "<none>"
     members = tuple((m.name, m.gated, m.node_name) for m in gang.members)
-    return Explanation(report, owner, demand, free, tuple(held_by), members)
+    return Explanation(report, owner, demand, free, tuple(held_by), members, ahead_priority)
+
+
+def queue_text(expl: Explanation) -> str:
+    """"3rd of 5 waiting for the nodes it may use; ahead: a/x (priority 100), b/y and
+    1 more" (a gang ahead is given its priority when it is not this gang's own), or
+    why the gang is in no queue."""
+    r = expl.report
+    if r.queue_position is None:
+        return "none: it does not wait for room" if r.state == "waiting" else "none"
+    text = f"{ordinal(r.queue_position)} of {r.queue_length} waiting for the nodes it may use"
+    if not r.ahead:
+        return text
+    names = []
+    for name in r.ahead:
+        priority = expl.ahead_priority.get(name, r.priority)
+        names.append(name if priority == r.priority else f"{name} (priority {priority})")
+    more = r.queue_position - 1 - len(r.ahead)
+    return f"{text}; ahead: {', '.join(names)}" + (f" and {more} more" if more else "")
 
 
 def _age(seconds: float) -> str:
@@ -217,6 +241,7 @@ def render(expl: Explanation, events: Sequence[Mapping[str, Any]]) -> str:
                           f"({r.gated} gated, {r.bound} bound)"),
         _field("Age", _age(r.age_seconds)),
         _field("Why", r.reason),
+        _field("Queue", queue_text(expl)),
     ]
     asked = ", ".join(f"{res}: {n}" for res, n in sorted(expl.demand.items())) or "none gated"
     lines.append(_field("Asks for", asked))

@@ -45,7 +45,9 @@ then oldest, first):
    use (`pinning.without_gpus`); it holds every such node while it waits.
 
 Gangs are taken by priority (their members' `spec.priority`), then oldest first, so
-the holding rule keeps a lower-priority gang from delaying a higher one.
+the holding rule keeps a lower-priority gang from delaying a higher one. Each gang
+that waits for room is given its place in that order among the gangs waiting for
+nodes it may use (`queue`: `GangReport.queue_position`, `ahead`).
 
 7. Autoscaled pools: a waiting `gate` gang may ask for nodes with placeholder pods,
    which are its reserved room (`policies.autoscaling.asking`, `release.waiting`), or
@@ -78,6 +80,7 @@ from .budgets import Budget
 from .holding import hold_and_ask, hold_later, shortfall
 from .pinning import Pinned, pins_for, place_gang, try_place, without_gpus
 from .preemption import NoPreemption, Preempting, Preemption
+from .queue import Place, places
 from .recovery import Requeue, rebind, recover
 from .watchdog import replacement_stuck
 
@@ -115,6 +118,14 @@ class GangReport:
     assignment: tuple[tuple[str, str], ...] = ()
     #: The gang's priority (its members' highest `spec.priority`).
     priority: int = 0
+    #: Its place among the gangs waiting for nodes it may use (`queue`): 1-based, None
+    #: unless it waits for room.
+    queue_position: int | None = None
+    #: The gangs of that queue (itself included); 0 when it is in none.
+    queue_length: int = 0
+    #: The first gangs ahead of it ("namespace/name", front first; `queue.AHEAD_SHOWN`
+    #: at most: `queue_position - 1` are ahead in all).
+    ahead: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -132,6 +143,9 @@ class GangReport:
             "ageSeconds": round(self.age_seconds, 1),
             "stuck": self.stuck,
             "priority": self.priority,
+            "queuePosition": self.queue_position,
+            "queueLength": self.queue_length,
+            "ahead": list(self.ahead),
             "assignment": dict(self.assignment),
         }
 
@@ -293,6 +307,11 @@ class _Pass:
     _held_by: dict[tuple[frozenset[Placement], bool, int], list[str]] = field(
         default_factory=dict
     )
+    #: The gangs waiting for room, in order, with the placements they wait with and
+    #: whether they are without GPUs (what they hold: `queue`).
+    waiting: list[tuple[GangObservation, frozenset[Placement], bool]] = field(
+        default_factory=list
+    )
 
     def hold(self, names: Iterable[str], gang: GangObservation) -> None:
         """These nodes are held for `gang` from now on in this pass."""
@@ -316,6 +335,24 @@ class _Pass:
                 }
             )
         return found
+
+    def queue(self) -> dict[tuple[str, str], Place]:
+        """Each gang waiting for room: its place among those waiting for nodes it may
+        use (`queue.places`; one node set per distinct placement mix, shared)."""
+        sets: dict[tuple[frozenset[Placement], bool], frozenset[str]] = {}
+
+        def nodes(mix: frozenset[Placement], plain: bool) -> frozenset[str]:
+            found = sets.get((mix, plain))
+            if found is None:
+                found = sets[(mix, plain)] = frozenset(
+                    n for p in mix for n in self.fleet.may_use(p, plain=plain)
+                )
+            return found
+
+        return places(
+            (gang.key, f"{gang.namespace}/{gang.name}", nodes(mix, plain))
+            for gang, mix, plain in self.waiting
+        )
 
     def node_of_host(self, host: str) -> str:
         """The node whose hostname label is `host` (the host itself when none is)."""
@@ -532,7 +569,9 @@ def _wait(
         reason += f"; it fits once {preempting.waiting_for_leaving} pods leaving are gone"
     elif preempting.reason:
         reason += f"; it preempts nothing: {preempting.reason}"
-    held_by = run.held_by(frozenset(wanted), plain)
+    mix = frozenset(wanted)
+    run.waiting.append((gang, mix, plain))
+    held_by = run.held_by(mix, plain)
     if held_by:
         code = "held"
         reason += f"; nodes it may use are held for {', '.join(held_by)}, which came first"
@@ -654,10 +693,12 @@ def plan(
             hold_later(gang, fleet)
     preempting = Preempting(fleet, config, gangs, live, leaving=leaving, budgets=budgets)
     run = _Pass(fleet, config, asking, preempting, now=now)
+    outcomes = [_decide(gang, run) for gang in gangs]
+    queue = run.queue()
     reports: list[GangReport] = []
-    for gang in gangs:
-        state, code, reason = _decide(gang, run)
+    for gang, (state, code, reason) in zip(gangs, outcomes, strict=True):
         age = max(0.0, now - gang.arrived) if gang.arrived else 0.0
+        place = queue.get(gang.key)
         reports.append(
             GangReport(
                 namespace=gang.namespace,
@@ -676,6 +717,9 @@ def plan(
                 stuck=state == "waiting" and age >= config.gang_timeout_seconds,
                 assignment=_assignment(gang, run),
                 priority=gang.priority,
+                queue_position=place.position if place else None,
+                queue_length=place.length if place else 0,
+                ahead=place.ahead if place else (),
             )
         )
     return Plan(

@@ -62,12 +62,24 @@ def _members(report: GangReport) -> str:
     return f"{report.present}/{needed}"
 
 
+def queue(report: GangReport) -> str:
+    """A waiting gang's place in its queue as `status` prints it: "2/5" (2nd of the 5
+    gangs waiting for nodes it may use), "-" for a gang in none (`queue.places`)."""
+    if report.queue_position is None:
+        return "-"
+    return f"{report.queue_position}/{report.queue_length}"
+
+
 def render_text(reports: Sequence[GangReport]) -> str:
-    """A kubectl-like table; WHY says what each waiting gang waits for, and a line under
-    a gang with members bound or pinned says where they go (member → node)."""
+    """A kubectl-like table; QUEUE is a waiting gang's place among the gangs waiting for
+    nodes it may use, WHY says what each waiting gang waits for, and a line under a gang
+    with members bound or pinned says where they go (member → node)."""
     if not reports:
         return "No gangs found.\n"
-    header = ("NAMESPACE", "GANG", "BACKEND", "MEMBERS", "GATED", "BOUND", "STATE", "AGE", "WHY")
+    header = (
+        "NAMESPACE", "GANG", "BACKEND", "MEMBERS", "GATED", "BOUND", "STATE", "QUEUE", "AGE",
+        "WHY",
+    )
     rows = [
         (
             r.namespace,
@@ -77,6 +89,7 @@ def render_text(reports: Sequence[GangReport]) -> str:
             str(r.gated),
             str(r.bound),
             "stuck" if r.stuck else r.state,
+            queue(r),
             age(r.age_seconds),
             r.reason,
         )

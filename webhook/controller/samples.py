@@ -17,6 +17,7 @@ from gangkeeper.policies.catalogue import Metric
 from gangkeeper.policies.release.plan import Plan
 
 from ..series import Sample, Series
+from .timings import queue_samples
 
 
 def samples_of(
@@ -46,6 +47,7 @@ def samples_of(
             samples[key] = samples.get(key, 0.0) + 1
         stuck += 1 if report.stuck else 0
     samples[(cat.GANGS_STUCK.name, ())] = stuck
+    samples.update(queue_samples(plan.reports))
     for family, value in watchdog.items():
         samples[(family.name, ())] = value
     for resource, count in relists.items():
@@ -57,10 +59,11 @@ def samples_of(
 def flattened(samples: Mapping[Sample, float]) -> dict[str, float]:
     """{name: value}, labelled series summed: `gangkeeper_gangs` by state becomes
     `gangkeeper_gangs_<state>`; the per-reason split of waiting gangs is left out (its
-    sum is `gangkeeper_gangs_waiting`)."""
+    sum is `gangkeeper_gangs_waiting`), and so are the per-gang queue positions (a sum
+    of positions means nothing)."""
     flat: dict[str, float] = {}
     for (name, labels), value in samples.items():
-        if name == cat.GANGS_WAITING.name and labels:
+        if (name == cat.GANGS_WAITING.name and labels) or name == cat.GANG_QUEUE_POSITION.name:
             continue
         key = f"{cat.GANGS.name}_{labels[0][1]}" if name == cat.GANGS.name else name
         flat[key] = flat.get(key, 0.0) + value

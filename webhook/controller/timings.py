@@ -5,7 +5,9 @@ long lifting the gates takes (gangs partly bound are the watchdog's gauges).
 Exposed series (samples for `webhook.server.metrics`; the families are declared in
 `policies.catalogue`): `PENDING_GANGS{reason}` (gauge) and the histograms
 `GANG_LAST_MEMBER_TO_RELEASE`, `GANG_LAST_MEMBER_TO_ALL_BOUND` and
-`GATE_REMOVAL_DURATION`, all by `backend`.
+`GATE_REMOVAL_DURATION`, all by `backend`; and `queue_samples`, each waiting gang's
+`GANG_QUEUE_POSITION{namespace,gang}` (the only per-gang series: bounded by
+`QUEUE_SERIES`, the front of every queue first).
 
 "Last member" is the newest member's creationTimestamp, which the API server keeps
 to the second: the two wait histograms are exact to within one second, and the
@@ -31,6 +33,10 @@ PENDING_REASONS: tuple[str, ...] = tuple(c for c in get_args(WaitCode) if c)
 #: Released gangs remembered until all their members are bound; a gang that never
 #: binds completely (deleted, evicted) is forgotten when it leaves the reports.
 _MAX_TRACKED = 10_000
+#: Waiting gangs given a `GANG_QUEUE_POSITION` series, at most: a series per gang is
+#: one per label pair, so a backlog of thousands of gangs must not become thousands of
+#: series; the gangs nearest the front of their queue are kept (those about to go).
+QUEUE_SERIES = 1_000
 
 
 class GangTimings:
@@ -95,3 +101,21 @@ class GangTimings:
 
 def _by(backend: str) -> tuple[tuple[str, str], ...]:
     return (("backend", backend),)
+
+
+def queue_samples(reports: Iterable[GangReport]) -> dict[Sample, float]:
+    """`GANG_QUEUE_POSITION` of the gangs of a plan that wait in a queue: at most
+    `QUEUE_SERIES`, smallest positions first (the plan's order among equal ones); a gang
+    that leaves its queue loses its series at the next pass."""
+    placed = sorted(
+        (r for r in reports if r.queue_position is not None),
+        key=lambda r: r.queue_position or 0,
+    )
+    out: dict[Sample, float] = {}
+    for report in placed:
+        if len(out) >= QUEUE_SERIES:
+            break
+        labels = (("namespace", report.namespace), ("gang", report.name))
+        # Two gangs of one name in a namespace: the one nearer the front is shown.
+        out.setdefault((cat.GANG_QUEUE_POSITION.name, labels), float(report.queue_position or 0))
+    return out

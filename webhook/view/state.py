@@ -3,10 +3,9 @@
 `build(pods, nodes, config, now)` runs the controller's own plan (as `gangkeeper
 status` does) and adds what a browser page needs on top of its reports:
 
-- each waiting gang's place in the queue for the capacity it waits for: the gangs
-  waiting for room (code `no-fit` or `held`) come in the plan's order (priority, then
-  age); a gang's queue is the gangs whose eligible nodes overlap its own, so
-  `position` is 1 + the earlier ones among those, and `ahead` names them;
+- each waiting gang's place in the queue for the nodes it may use, as the plan gives
+  it (`policies.release.queue`: the gangs waiting for room whose eligible nodes
+  overlap its own, in the plan's order: priority, then age);
 - gangs released but partly bound, or bound but not Ready, flagged;
 - the fleet as GPU cells: each held by a gang member, another pod or a placeholder,
   free, or free but held for a waiting gang (the holding rule of `plan`, as
@@ -256,13 +255,12 @@ def build(
     fleet = Fleet(node_list, infos, config, read)  # fresh: nothing held, nothing simulated
     pairs = list(zip(result.gangs, result.reports, strict=True))
     eligible = _eligible_sets(pairs, fleet)
-    queue = _positions(pairs, eligible)
     rows: list[QueueRow] = []
     details: dict[GangKey, GangDetail] = {}
     for gang, report in pairs:
         if namespace is not None and gang.namespace != namespace:
             continue
-        row = _row(gang, report, queue.get(gang.key))
+        row = _row(gang, report)
         rows.append(row)
         details[row.key] = _detail(gang, report, row)
     holders = _holders(pairs, eligible, fleet, config)
@@ -311,8 +309,8 @@ def _waits_for_room(report: GangReport) -> bool:
 
 
 def _eligible_sets(pairs: Sequence[_Pair], fleet: Fleet) -> dict[GangKey, frozenset[str]]:
-    """The nodes each gang waiting for room may use (one set per distinct placement mix:
-    most gangs share a few, so sets are shared too)."""
+    """The nodes each gang waiting for room may use, for the fleet picture's holders
+    (one set per distinct placement mix: most gangs share a few, so sets are shared)."""
     by_mix: dict[frozenset[Any], frozenset[str]] = {}
     out: dict[GangKey, frozenset[str]] = {}
     for gang, report in pairs:
@@ -326,73 +324,7 @@ def _eligible_sets(pairs: Sequence[_Pair], fleet: Fleet) -> dict[GangKey, frozen
     return out
 
 
-@dataclass(frozen=True)
-class _Place:
-    position: int
-    length: int
-    ahead: tuple[str, ...]
-    ahead_count: int
-
-
-#: Gangs named as ahead of a gang (the rest are counted).
-AHEAD_SHOWN = 3
-
-
-def _positions(
-    pairs: Sequence[_Pair], eligible: Mapping[GangKey, frozenset[str]]
-) -> dict[GangKey, _Place]:
-    """Each gang waiting for room: its place among the earlier such gangs whose nodes
-    overlap its own. Overlap is judged once per pair of distinct node sets, so the
-    cost grows with gangs times distinct sets, not gangs squared."""
-    sets: list[frozenset[str]] = []
-    index: dict[frozenset[str], int] = {}
-    overlaps: dict[tuple[int, int], bool] = {}
-    #: Per node set, the gangs waiting on it so far: (queue order, "ns/name").
-    waiting: list[list[tuple[int, str]]] = []
-    order: list[tuple[GangKey, int, int, list[tuple[int, str]]]] = []
-    seen = 0
-    for gang, _ in pairs:
-        names = eligible.get(gang.key)
-        if names is None:
-            continue
-        i = index.get(names)
-        if i is None:
-            i = index[names] = len(sets)
-            sets.append(names)
-            waiting.append([])
-        before = 0
-        first: list[tuple[int, str]] = []
-        for j in range(len(sets)):
-            if not waiting[j] or not _overlap(sets, overlaps, i, j):
-                continue
-            before += len(waiting[j])
-            first.extend(waiting[j][:AHEAD_SHOWN])
-        order.append((gang.key, i, before, first))
-        waiting[i].append((seen, f"{gang.namespace}/{gang.name}"))
-        seen += 1
-    totals = [
-        sum(len(waiting[j]) for j in range(len(sets)) if _overlap(sets, overlaps, i, j))
-        for i in range(len(sets))
-    ]
-    out: dict[GangKey, _Place] = {}
-    for key, i, before, first in order:
-        ahead = tuple(name for _, name in sorted(first)[:AHEAD_SHOWN])
-        out[key] = _Place(before + 1, totals[i], ahead, before)
-    return out
-
-
-def _overlap(
-    sets: Sequence[frozenset[str]], cache: dict[tuple[int, int], bool], i: int, j: int
-) -> bool:
-    pair = (min(i, j), max(i, j))
-    found = cache.get(pair)
-    if found is None:
-        # No eligible node at all: such gangs wait for the same (absent) room.
-        found = cache[pair] = i == j or not sets[i].isdisjoint(sets[j])
-    return found
-
-
-def _row(gang: GangObservation, report: GangReport, place: _Place | None) -> QueueRow:
+def _row(gang: GangObservation, report: GangReport) -> QueueRow:
     ready = sum(1 for m in gang.members if m.ready)
     flags: list[str] = []
     if report.stuck:
@@ -409,9 +341,9 @@ def _row(gang: GangObservation, report: GangReport, place: _Place | None) -> Que
         reason=report.reason, age_seconds=report.age_seconds, priority=report.priority,
         present=report.present, needed=report.min_member, gated=report.gated,
         bound=report.bound, ready=ready,
-        position=place.position if place else None,
-        queue_length=place.length if place else 0,
-        ahead=place.ahead if place else (), ahead_count=place.ahead_count if place else 0,
+        position=report.queue_position, queue_length=report.queue_length,
+        ahead=report.ahead,
+        ahead_count=report.queue_position - 1 if report.queue_position else 0,
         flags=tuple(flags), owner=f"{owner.kind}/{owner.name}" if owner else "",
     )
 

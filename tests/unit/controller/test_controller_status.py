@@ -56,11 +56,15 @@ def test_text_output_is_a_table_with_members_present_over_needed() -> None:
     text = render_text(gang_status(pods, nodes, Config(), T0 + 30))
     header, *lines = text.splitlines()
     assert header.split() == [
-        "NAMESPACE", "GANG", "BACKEND", "MEMBERS", "GATED", "BOUND", "STATE", "AGE", "WHY"
+        "NAMESPACE", "GANG", "BACKEND", "MEMBERS", "GATED", "BOUND", "STATE", "QUEUE", "AGE",
+        "WHY",
     ]
     bert = next(line for line in lines if " bert " in line)
-    assert bert.split()[:8] == ["ml", "bert", "gate", "3/8", "3", "0", "waiting", "25s"]
+    assert bert.split()[:9] == ["ml", "bert", "gate", "3/8", "3", "0", "waiting", "-", "25s"]
     assert bert.endswith("3 of 8 members exist")
+    # llama waits for room, alone: first of one.
+    llama = next(line for line in lines if " llama " in line)
+    assert llama.split()[7] == "1/1"
 
 
 def test_json_output_is_one_record_per_gang() -> None:
