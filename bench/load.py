@@ -22,7 +22,8 @@ left gated that fit now (what the controller's own planning, `policies.release.u
 would still release), gangs partly bound; then admission latency p50/p99 during the
 burst (gangkeeper's own /mutate and /validate histograms, and the create call as the client saw it
 for the bare pods), the controller's planning time per pass (mean, and the number of
-passes), gangkeeper's CPU (cores, over the burst) and memory (RSS, peak).
+passes), gangkeeper's CPU (cores, both processes, over the burst) and memory (RSS, peak:
+`gangkeeper_*` the admission process, `controller_*` the controller's).
 `--quick`: 40 nodes, 40 gangs (400 pods).
 
 Pure part: `gang_mix`, `outcome`, `histogram_quantile`. Live part: starts and stops
@@ -370,6 +371,7 @@ def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
     from gangkeeper.webhook.kube.client import api_client
     from gangkeeper.webhook.kube.rest import Rest
     from gangkeeper.webhook.sandbox import Sandbox
+    from gangkeeper.webhook.sandbox.sandbox import CONTROLLER_PROCESS
 
     specs = gang_mix(gangs)
     with tempfile.TemporaryDirectory(prefix="gangkeeper-load-") as directory:
@@ -385,21 +387,32 @@ def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
             client.configuration.connection_pool_maxsize = WORKERS + 4
             rest = Rest(client)
             _wait_namespace(rest)
+            # Admission and the controller are two processes (the default): admission's
+            # figures from the one, planning's from the other, CPU and memory of each.
             record = sandbox.processes.record("gangkeeper")
-            assert record is not None and info.gangkeeper_url
+            control = sandbox.processes.record(CONTROLLER_PROCESS) or record
+            assert record is not None and control is not None and info.gangkeeper_url
+            control_url = info.controller_url or info.gangkeeper_url
             tls = ssl.create_default_context(cafile=str(sandbox.gangkeeper_cert_dir / "ca.crt"))
-            before = _samples(_scrape(info.gangkeeper_url, tls))
-            cpu_before, burst_started = _cpu_seconds(record.pid), time.monotonic()
+
+            def scrape() -> dict[str, float]:
+                assert info.gangkeeper_url
+                return {**_samples(_scrape(control_url, tls)),
+                        **_samples(_scrape(info.gangkeeper_url, tls))}
+
+            pids = sorted({record.pid, control.pid})
+            before = scrape()
+            cpu_before, burst_started = sum(map(_cpu_seconds, pids)), time.monotonic()
             burst = _Burst(rest)
             burst.run(specs)
             created_s = time.monotonic() - burst_started
             log(f"created in {created_s:.0f}s ({len(burst.failures)} failed)")
-            pods, how = _settle(rest, specs, log,
-                                lambda: _plan_count(info.gangkeeper_url, tls))
+            pods, how = _settle(rest, specs, log, lambda: _plan_count(control_url, tls))
             settled_s = time.monotonic() - burst_started
-            cpu = (_cpu_seconds(record.pid) - cpu_before) / settled_s
+            cpu = (sum(map(_cpu_seconds, pids)) - cpu_before) / settled_s
             rss, peak = process_memory_mb(record.pid)
-            after = _samples(_scrape(info.gangkeeper_url, tls))
+            control_rss, control_peak = process_memory_mb(control.pid)
+            after = scrape()
             left = ungate_plan(pods, _listed(rest, "/api/v1/nodes", log), load_config({}),
                                time.time(), namespace=NAMESPACE)
             rest.close_all()
@@ -420,6 +433,8 @@ def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
                 "gangkeeper_cpu_cores": round(cpu, 2),
                 "gangkeeper_rss_mb": round(rss, 1),
                 "gangkeeper_peak_mb": round(peak, 1),
+                "controller_rss_mb": round(control_rss, 1),
+                "controller_peak_mb": round(control_peak, 1),
                 "failures_sample": burst.failures[:3],
             }
         finally:
