@@ -48,8 +48,7 @@ from ..cluster.observed_gangs import GangObservation, PodInfo
 from ..model import Placement
 from ..settings.config import Config
 from .budgets import Budget, violations
-from .recovery import Requeue, suspendable
-from .watchdog import RECREATING_OWNERS
+from .recovery import Requeue, requeue_how
 
 #: Up to this many candidate units every subset is ranked (2^12 = 4,096 rank keys).
 EXACT_UNITS = 12
@@ -169,11 +168,8 @@ def _units(
         members = gang.members
         if not members or any(not m.bound or m.gated or m.uid in leaving for m in members):
             continue  # waiting, being placed, or on its way out already
-        if suspendable(gang.owner):
-            how: How = "suspend"
-        elif gang.owner is not None and gang.owner.kind in RECREATING_OWNERS:
-            how = "delete"
-        else:
+        how = requeue_how(gang)
+        if how == "report":
             continue  # nothing would recreate its pods
         found.append(Unit(members, gang.priority, how, gang))
     for pod in pods:

@@ -48,7 +48,7 @@ from ..names import PIN_LABEL
 from ..recognizers.capabilities import suspended_owners
 from ..recognizers.registry import default_registry
 from ..settings.config import Config
-from .watchdog import RECREATING_OWNERS, Stuck, never_ready, stuck
+from .watchdog import Stuck, never_ready, recreates, stuck
 
 Cause = Literal["rebind", "not-ready", "preempted"]
 How = Literal["suspend", "delete", "report"]
@@ -104,6 +104,12 @@ def room_beside(stuck: Sequence[PodInfo], fleet: Fleet) -> bool:
     return isinstance(assign([_unpinned(p) for p in stuck], fleet.views()), Assignment)
 
 
+def requeue_how(gang: GangObservation) -> How:
+    """How the gang would be requeued whole: its owner suspended, its pods deleted for
+    the owner to recreate, or only reported."""
+    return _how(gang, recreates(gang))
+
+
 def _how(gang: GangObservation, recreate: bool) -> How:
     if suspendable(gang.owner):
         return "suspend"
@@ -141,8 +147,7 @@ def not_ready(gang: GangObservation, now: float, config: Config) -> Requeue | No
     for (`podsReadyRequeue`) and possible (an owner recreates its pods)."""
     if not config.pods_ready_requeue or not never_ready(gang, now, config):
         return None
-    recreate = gang.owner is not None and gang.owner.kind in RECREATING_OWNERS
-    how = _how(gang, recreate)
+    how = requeue_how(gang)
     if how == "report":
         return None  # the GangNotReady Event says it; nothing would recreate the pods
     times = [m.released_at for m in gang.members if m.released_at]

@@ -33,6 +33,11 @@ from ..settings.config import Config
 RECREATING_OWNERS = recreating_kinds(default_registry())
 
 
+def recreates(gang: GangObservation) -> bool:
+    """The gang's owner recreates deleted members: deleting them brings the gang back."""
+    return gang.owner is not None and gang.owner.kind in RECREATING_OWNERS
+
+
 @dataclass(frozen=True)
 class Stuck:
     """Members of a released gang pinned and still unbound after `rebindSeconds`."""
@@ -63,9 +68,7 @@ def stuck(gang: GangObservation, now: float, config: Config) -> Stuck | None:
     )
     if not members:
         return None
-    owner = gang.owner
-    recreate = owner is not None and owner.kind in RECREATING_OWNERS
-    return Stuck(gang, members, recreate, max(now - m.released_at for m in members))
+    return Stuck(gang, members, recreates(gang), max(now - m.released_at for m in members))
 
 
 def replacement_stuck(
@@ -73,9 +76,7 @@ def replacement_stuck(
 ) -> Stuck:
     """Replacement members of a released gang (still gated: no room beside the members
     bound) that waited `waited` seconds since they were created."""
-    owner = gang.owner
-    recreate = owner is not None and owner.kind in RECREATING_OWNERS
-    return Stuck(gang, tuple(members), recreate, waited)
+    return Stuck(gang, tuple(members), recreates(gang), waited)
 
 
 def partly_bound(gang: GangObservation) -> bool:
