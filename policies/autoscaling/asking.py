@@ -103,6 +103,9 @@ class Asking:
     request_asks: list[RequestAsk] = field(default_factory=list)
     #: uids of the requests this pass keeps.
     kept: set[str] = field(default_factory=set)
+    #: A gang's asking was decided against the clock (timeouts, backoff, ages in its
+    #: reason): the same state may be decided otherwise a second later.
+    clocked: bool = False
 
     @classmethod
     def of(
@@ -227,6 +230,7 @@ class Asking:
             pools, could_fit = {ANY_POOL}, True
         if not could_fit:
             return None
+        self.clocked = True
         decision = None
         if self._by_request(gang):
             decision = decide(gang, self._requests_of(gang), settings, self.now)

@@ -87,9 +87,35 @@ class Fleet:
         #: GPU nodes grouped, and every node grouped (built only for a gang without GPUs).
         self._grouping: _Grouping | None = None
         self._all: _Grouping | None = None
-        for pod in pods:
-            if pod.node_name:
-                self.add(pod.uid, pod.node_name, pod.demand, pod.requests)
+        self._add_many((p.uid, p.node_name, p.demand, p.requests) for p in pods if p.node_name)
+
+    def _add_many(
+        self, entries: Iterable[tuple[str, str, Mapping[str, int], Mapping[str, int]]],
+        *, counted: bool = False,
+    ) -> None:
+        """`add` of many pods, the capacity and each node's view and group moved once
+        per node rather than once per pod (`counted`: their use of the nodes is
+        counted already)."""
+        batch: list[tuple[str, str, Mapping[str, int]]] = []
+        touched: dict[str, None] = {}
+        for uid, node_name, demand, requests in entries:
+            if not counted:
+                self._count(node_name, demand, requests)
+            batch.append((uid, node_name, demand))
+            touched[node_name] = None
+        self.capacity.add_pods(batch)
+        for node_name in touched:
+            self._changed(node_name)
+
+    def _count(
+        self, node_name: str, demand: Mapping[str, int], requests: Mapping[str, int] | None
+    ) -> None:
+        used = self._used.setdefault(node_name, {})
+        for resource, amount in demand.items():
+            used[resource] = used.get(resource, 0) + amount
+        taken = self._taken.setdefault(node_name, {})
+        for resource, amount in (demand if requests is None else requests).items():
+            taken[resource] = taken.get(resource, 0) + amount
 
     def add(
         self,
@@ -98,12 +124,7 @@ class Fleet:
         demand: Mapping[str, int],
         requests: Mapping[str, int] | None = None,
     ) -> None:
-        used = self._used.setdefault(node_name, {})
-        for resource, amount in demand.items():
-            used[resource] = used.get(resource, 0) + amount
-        taken = self._taken.setdefault(node_name, {})
-        for resource, amount in (demand if requests is None else requests).items():
-            taken[resource] = taken.get(resource, 0) + amount
+        self._count(node_name, demand, requests)
         self.capacity.add_pod(uid, node_name, demand)
         self._changed(node_name)
 
@@ -245,6 +266,23 @@ class Fleet:
             )
         )
 
+    def place_in_flight(self, pods: Iterable[PodInfo]) -> list[tuple[PodInfo, str | None]]:
+        """`place` each pod in turn (not pinnable), the capacity and the nodes' views
+        and groups moved once per node at the end: what a pass does first with the
+        thousands of pods released and not bound yet. Each pod is judged against the
+        pods placed before it, as by `place`."""
+        out: list[tuple[PodInfo, str | None]] = []
+        batch: list[tuple[str, str, Mapping[str, int], Mapping[str, int]]] = []
+        for pod in pods:
+            node = self._first_fit(pod, pinnable=False)
+            if node is not None:
+                # Counted now (the next pod's test reads it); the rest once, below.
+                self._count(node, pod.demand, pod.requests)
+                batch.append((pod.uid, node, pod.demand, pod.requests))
+            out.append((pod, node))
+        self._add_many(batch, counted=True)
+        return out
+
     def place(self, pod: PodInfo, *, pinnable: bool = False) -> str | None:
         """Take room for a pod on the first eligible node where it fits; None if none.
 
@@ -254,6 +292,13 @@ class Fleet:
         (Ready, uncordoned, with a hostname label) and every resource the pod
         requests must fit.
         """
+        name = self._first_fit(pod, pinnable=pinnable)
+        if name is not None:
+            self.add(pod.uid, name, pod.demand, pod.requests)
+        return name
+
+    def _first_fit(self, pod: PodInfo, *, pinnable: bool) -> str | None:
+        """The node `place` takes for the pod (nothing taken yet); None if none."""
         plain = not pod.demand
         if plain and not pinnable and PIN_LABEL not in dict(pod.placement.node_selector):
             return None
@@ -268,7 +313,6 @@ class Fleet:
                 left = self.free_all(name)
                 if not all(left.get(r, 0) >= a for r, a in pod.requests.items()):
                     continue
-            self.add(pod.uid, name, pod.demand, pod.requests)
             return name
         return None
 

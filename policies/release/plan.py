@@ -62,6 +62,7 @@ Pure: `PodInfo`s and Node dicts in, frozen dataclasses out. No I/O.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -82,7 +83,7 @@ from .pinning import Pinned, pins_for, place_gang, try_place, without_gpus
 from .preemption import NoPreemption, Preempting, Preemption
 from .queue import Place, places
 from .recovery import Requeue, rebind, recover
-from .watchdog import replacement_stuck
+from .watchdog import next_deadline, replacement_stuck
 
 State = Literal["released", "releasing", "waiting"]
 #: Why a gang waits: machine-readable, for metrics and Event reasons.
@@ -186,6 +187,19 @@ class Plan:
     requeues: tuple[Requeue, ...] = ()
     #: Lower-priority work to preempt for waiting gangs (`preemption`).
     preemptions: tuple[Preemption, ...] = ()
+    #: Until when (epoch seconds) a pass of the same cluster decides the same, only the
+    #: ages moving: the earliest deadline a decision waits for (a gang turning stuck, a
+    #: member's `rebindSeconds`, `podsReadyTimeoutSeconds`); the pass's own time when a
+    #: decision reads the clock itself (an autoscaler ask, a replacement's wait).
+    valid_until: float = math.inf
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing to do: no release, requeue, preemption, placeholder or request write."""
+        return not (
+            self.releases or self.requeues or self.preemptions or self.asks or self.orphans
+            or self.request_asks or self.request_orphans
+        )
 
 
 def gang_model(
@@ -301,6 +315,8 @@ class _Pass:
     #: Pod uid → hostname pinned by this pass's releases, per gang.
     pins: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     _by_host: dict[str, str] | None = None
+    #: `Plan.valid_until`, lowered by each deadline a decision of this pass waits for.
+    valid_until: float = math.inf
 
     #: Bumped whenever `holders` changes: it dates the `held_by` answers.
     holds: int = 0
@@ -312,6 +328,16 @@ class _Pass:
     waiting: list[tuple[GangObservation, frozenset[Placement], bool]] = field(
         default_factory=list
     )
+
+    def until(self, at: float) -> None:
+        """A decision of this pass changes at `at` (epoch seconds) if nothing else does;
+        a deadline already passed changes nothing more."""
+        if at > self.now:
+            self.valid_until = min(self.valid_until, at)
+
+    def clocked(self) -> None:
+        """A decision of this pass reads the clock itself: valid for this instant only."""
+        self.valid_until = self.now
 
     def hold(self, names: Iterable[str], gang: GangObservation) -> None:
         """These nodes are held for `gang` from now on in this pass."""
@@ -454,6 +480,7 @@ def _short(gang: GangObservation, missing: Sequence[PodInfo], run: _Pass) -> Out
     only sit Pending; after `rebindSeconds` the whole gang is requeued, not left
     running short."""
     waited = max(0.0, run.now - min(m.created for m in missing))
+    run.clocked()  # its reason counts the seconds it has waited
     bound = sum(1 for m in gang.members if m.node_name)
     if waited < run.config.rebind_seconds:
         return "releasing", "", (
@@ -619,6 +646,7 @@ def _decide(gang: GangObservation, run: _Pass) -> Outcome:
     if not gated:
         recovering, requeues = recover(gang, run.fleet, run.config, run.now)
         run.requeues.extend(requeues)
+        run.until(next_deadline(gang, run.config))
         # Released means bound: a gang some of whose members are not bound yet is
         # still being released (its gates are lifted; the scheduler binds them).
         state: State = "released" if gang.bound == gang.present else "releasing"
@@ -684,8 +712,9 @@ def plan(
     live = list(pods)
     fleet = Fleet(nodes, live, config, reader)
     asking = Asking.of(live, config, now, backoff or {}, requests)
-    for pod in sorted((p for p in live if p.in_flight), key=lambda p: (p.created, p.name)):
-        asking.placed(pod, fleet.place(pod))
+    in_flight = sorted((p for p in live if p.in_flight), key=lambda p: (p.created, p.name))
+    for pod, node in fleet.place_in_flight(in_flight):
+        asking.placed(pod, node)
     gangs = observe_gangs(live, config)
     for gang in gangs:
         if gang.backend == "gate" and len(gang.gated) < gang.present:
@@ -698,6 +727,8 @@ def plan(
     reports: list[GangReport] = []
     for gang, (state, code, reason) in zip(gangs, outcomes, strict=True):
         age = max(0.0, now - gang.arrived) if gang.arrived else 0.0
+        if state == "waiting" and gang.arrived:
+            run.until(gang.arrived + config.gang_timeout_seconds)  # turns stuck then
         place = queue.get(gang.key)
         reports.append(
             GangReport(
@@ -732,4 +763,5 @@ def plan(
         orphans=asking.orphans(),
         request_asks=tuple(asking.request_asks),
         request_orphans=asking.request_orphans(gangs),
+        valid_until=now if asking.clocked else run.valid_until,
     )

@@ -19,6 +19,7 @@ Pure: `GangObservation`s and the time in, frozen values out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -69,6 +70,25 @@ def stuck(gang: GangObservation, now: float, config: Config) -> Stuck | None:
     if not members:
         return None
     return Stuck(gang, members, recreates(gang), max(now - m.released_at for m in members))
+
+
+def next_deadline(gang: GangObservation, config: Config) -> float:
+    """When `stuck` — or `never_ready`, with `podsReadyRequeue` — first says yes of this
+    released gang as it is now (`math.inf`: never, while it stays as it is). A plan of
+    an unchanged cluster is decided the same until then (`release.planner`)."""
+    due = [
+        m.released_at + config.rebind_seconds
+        for m in gang.members
+        if not m.gates and not m.node_name and m.released_at and _pinned(m)
+    ]
+    if (
+        config.pods_ready_requeue and not gang.gated and gang.bound >= gang.present
+        and not all(m.ready for m in gang.members)
+    ):
+        times = [m.released_at for m in gang.members if m.released_at]
+        if times:
+            due.append(max(times) + config.pods_ready_timeout_seconds)
+    return min(due, default=math.inf)
 
 
 def replacement_stuck(

@@ -9,7 +9,7 @@ import pytest
 from bench import planning
 
 KEYS = {"size", "gangs", "pods", "nodes", "state", "cpu_s", "full_cpu_s", "matches_full_plan",
-        "releases", "waiting"}
+        "releases", "waiting", "first_pass_cpu_s", "reused"}
 
 
 def test_json_output_is_one_record_per_state_and_the_plans_match(
@@ -24,6 +24,9 @@ def test_json_output_is_one_record_per_state_and_the_plans_match(
     assert burst["releases"] > 0 and burst["waiting"] > 0
     assert inflight["releases"] == settled["releases"] == 0
     assert settled["waiting"] == burst["waiting"]
+    # Nothing changed after the settled state's first pass: the passes after it are
+    # that plan re-used; burst and in-flight passes are planned.
+    assert (burst["reused"], inflight["reused"], settled["reused"]) == (False, False, True)
 
 
 def test_a_pass_that_decides_otherwise_than_from_scratch_fails_the_run(

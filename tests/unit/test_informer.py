@@ -120,6 +120,33 @@ def test_an_older_copy_never_replaces_a_newer_one() -> None:
     assert store.items()[0]["spec"] == {"gates": []}
 
 
+def test_the_generation_moves_with_every_change_a_planner_could_see_and_only_then() -> None:
+    # The controller's planner re-uses its last plan while the generation stays: a
+    # change it missed would be a gang never released.
+    def spec_only(raw: Mapping[str, Any]) -> dict[str, Any]:
+        return {"name": raw["metadata"]["name"], "spec": raw.get("spec")}
+
+    def at(version: str, gates: list[str], name: str = "a") -> dict[str, Any]:
+        return {"metadata": {"name": name, "resourceVersion": version}, "spec": {"gates": gates}}
+
+    store: Store[dict[str, Any]] = Store(spec_only)
+    seen = [store.generation]
+    store.put(at("1", ["g"]))  # added
+    seen.append(store.generation)
+    store.put(at("2", ["g"]))  # status-only: the same for the converter
+    seen.append(store.generation)
+    store.put(at("3", []))  # gate lifted
+    seen.append(store.generation)
+    store.put(at("2", ["g"]))  # a stale copy: ignored
+    seen.append(store.generation)
+    store.put(at("1", [], name="b"))  # another object: a change
+    store.relisted(set())  # both gone from a new list: one change
+    seen.append(store.generation)
+    store.delete(at("4", []))  # already gone: nothing moves
+    seen.append(store.generation)
+    assert seen == [0, 1, 1, 2, 2, 4, 4]  # b's add, then the relist
+
+
 def test_objects_the_converter_drops_leave_the_store() -> None:
     api = FakeApi()
     api.seed(PATH, obj("a"))

@@ -295,12 +295,16 @@ class GangController:
             return self._last_plan
         started = time.monotonic()
         requests = self.requests.served() if self.requests is not None else None
+        # The generations first: a change after them makes the next pass a full one.
+        version = (self.pods.generation, self.nodes.generation)
         pods, nodes, now = self.pods.items(), self.nodes.items(), time.time()
         inputs: dict[str, Any] = {
             "requests": requests, "leaving": self.preemptions.leaving(pods, now),
             "budgets": self.budgets.items(),
         }
-        result = self._planner.plan(pods, nodes, now, self.placeholders.backoff, **inputs)
+        result = self._planner.plan(
+            pods, nodes, now, self.placeholders.backoff, version=version, **inputs
+        )
         if started - self._checked_at >= CROSS_CHECK_SECONDS:
             result = self._cross_check(result, pods, nodes, now, inputs)
             self._checked_at = started

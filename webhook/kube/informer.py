@@ -313,6 +313,8 @@ class Store(Generic[T]):
     `put` first) or an older one is not converted at all: conversion is most of the
     cost. `on_change` runs after every change that `same` does not call equal, so an
     event that leaves the stored value as it was (a status-only update) wakes nobody.
+    `generation` counts those changes: read before `items()`, an unchanged generation
+    promises items equal (by `same`) to those of the last time it had that value.
     """
 
     def __init__(
@@ -327,6 +329,12 @@ class Store(Generic[T]):
         self._lock = threading.Lock()
         self._items: dict[str, T] = {}
         self._versions: dict[str, str] = {}
+        self._generation = 0
+
+    @property
+    def generation(self) -> int:
+        with self._lock:
+            return self._generation
 
     def items(self) -> list[T]:
         with self._lock:
@@ -353,10 +361,13 @@ class Store(Generic[T]):
                 # overwritten by a stale copy (a write's answer racing its watch event).
                 self._items.pop(key, None)
                 self._versions.pop(key, None)
-                return old is not None
-            self._items[key] = value
-            self._versions[key] = version
-            return old is None or not self._same(old, value)
+                changed = old is not None
+            else:
+                self._items[key] = value
+                self._versions[key] = version
+                changed = old is None or not self._same(old, value)
+            self._generation += changed
+            return changed
 
     # -- Subscriber ---------------------------------------------------------------------
 
@@ -369,6 +380,7 @@ class Store(Generic[T]):
         with self._lock:
             self._versions.pop(key, None)
             changed = self._items.pop(key, None) is not None
+            self._generation += changed
         if changed:
             self._on_change()
 
@@ -378,5 +390,6 @@ class Store(Generic[T]):
             for key in gone:
                 del self._items[key]
                 self._versions.pop(key, None)
+            self._generation += bool(gone)
         if gone:
             self._on_change()

@@ -55,3 +55,59 @@ def test_a_deleted_node_is_forgotten_with_the_pass() -> None:
     # Had the planner kept the two deleted Nodes, reading them back would cost nothing.
     planner.plan([], nodes, EPOCH + 2)
     assert planner.nodes_read == 2
+
+
+def test_a_pass_with_nothing_changed_is_the_last_plan_with_the_ages_moved_on() -> None:
+    config = Config()
+    specs, nodes = trace(40)
+    pods = admitted_pods(specs, nodes, config)
+    now = EPOCH + len(pods) * 0.01 + 5.0
+    shared = SharedParts()
+    planner = Planner(config)
+    burst = planner.plan(infos(pods, config, shared), nodes, now, version=1)
+    settled_pods = infos(bound(released(pods, burst, now), nodes), config, shared)
+    first = planner.plan(settled_pods, nodes, now + 1, version=2)
+    assert not planner.reused and first.quiet
+    waiting = [r for r in first.reports if r.state == "waiting"]
+    assert waiting, "the trace leaves gangs waiting"
+    again = planner.plan(settled_pods, nodes, now + 7, version=2)
+    assert planner.reused and planner.nodes_read == 0
+    assert decisions(again) == decisions(plan(settled_pods, nodes, config, now + 7))
+    assert [r.age_seconds - 6 for r in again.reports] == [r.age_seconds for r in first.reports]
+
+
+def test_a_plan_with_work_to_do_or_another_version_is_planned_again() -> None:
+    config = Config()
+    specs, nodes = trace(20)
+    raw = admitted_pods(specs, nodes, config)
+    shared = SharedParts()
+    pods = infos(raw, config, shared)
+    now = EPOCH + len(pods) * 0.01 + 5.0
+    planner = Planner(config)
+    burst = planner.plan(pods, nodes, now, version=1)
+    assert burst.releases and not burst.quiet
+    planner.plan(pods, nodes, now + 1, version=1)
+    assert not planner.reused  # the releases were not seen done: decide again
+    quiet = infos(bound(released(raw, burst, now), nodes), config, shared)
+    planner.plan(quiet, nodes, now + 2, version=2)
+    planner.plan(quiet, nodes, now + 3, version=3)
+    assert not planner.reused
+    planner.plan(quiet, nodes, now + 4, version=3)
+    assert planner.reused
+    planner.plan(quiet, nodes, now + 5, version=3, leaving=frozenset({quiet[0].uid}))
+    assert not planner.reused  # another input changed
+
+
+def test_a_waiting_gang_turning_stuck_ends_the_plan_it_was_waiting_in() -> None:
+    config = Config(gang_timeout_seconds=30)
+    nodes = [gpu_node("gpu-0", 8)]
+    specs, _ = trace(1)
+    pods = infos(admitted_pods(specs, nodes, config), config, SharedParts())
+    planner = Planner(config)
+    result = planner.plan(pods, [], EPOCH, version=1)  # no nodes: every gang waits
+    arrived = min(r.arrived for r in result.reports)
+    assert result.quiet and result.valid_until == arrived + 30
+    before = planner.plan(pods, [], arrived + 29, version=1)
+    assert planner.reused and not any(r.stuck for r in before.reports)
+    after = planner.plan(pods, [], arrived + 30, version=1)
+    assert not planner.reused and all(r.stuck for r in after.reports)

@@ -48,3 +48,18 @@ def test_a_replacement_without_room_waits_gated_then_the_gang_is_requeued_whole(
     assert (requeue.how, requeue.whole, requeue.cause) == ("suspend", True, "rebind")
     assert [m.name for m in requeue.about] == ["g-1b"]
     assert "requeued whole" in late.reports[0].reason
+
+
+def test_a_waiting_replacement_makes_the_plan_good_for_its_instant_only() -> None:
+    # Its reason counts the seconds waited: a planner re-using the plan a second later
+    # would show a stale count, so the plan says it holds only for now.
+    from gangkeeper.policies.release.planner import Planner
+
+    pods = [pod_info(p, CFG) for p in _short_gang(hog=True) if is_live(p)]
+    nodes = [node("n0", 4), node("n1", 4)]
+    planner = Planner(CFG)
+    first = planner.plan(pods, nodes, T0 + 130, version=1)
+    assert first.quiet and first.valid_until == T0 + 130
+    second = planner.plan(pods, nodes, T0 + 131, version=1)
+    assert not planner.reused
+    assert "(31s;" in second.reports[0].reason
