@@ -22,7 +22,9 @@ Targets (issue 22) at 1,000: burst ≤ 0.5 s, in-flight ≤ 0.1 s, settled ≤ 1
 250 to 1,000 (4x the size) at most 5x the CPU.
 
 `-o json` prints one record per line: `{"size", "gangs", "pods", "nodes", "state",
-"cpu_s", "full_cpu_s", "first_pass_cpu_s", "reused", "matches_full_plan"}`.
+"cpu_s", "full_cpu_s", "first_pass_cpu_s", "reused", "first_release_s",
+"median_release_s", "release_pass_s", "matches_full_plan"}` (the three release figures
+from one more pass of the state, when it releases).
 `run(quick)` returns the same records for `python -m bench`. Touches nothing outside this process.
 """
 
@@ -63,6 +65,17 @@ def _cpu(call: Callable[[], Plan], repeats: int) -> tuple[float, Plan]:
     return statistics.median(samples), result
 
 
+def _release_times(
+    planner: Planner, pods: list[PodInfo], nodes: list[dict[str, Any]], at: float
+) -> list[float]:
+    """Thread CPU seconds from the start of a pass to each release it decides, and to
+    its end (the last entry)."""
+    started, told = time.thread_time(), []
+    planner.plan(pods, nodes, at, on_release=lambda _: told.append(time.thread_time()))
+    told.append(time.thread_time())
+    return [t - started for t in told]
+
+
 def _log(message: str) -> None:
     print(f"[bench.planning {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr,
           flush=True)
@@ -93,6 +106,7 @@ def measure(size: int, repeats: int = 3) -> list[dict[str, Any]]:
 
         changed_cpu = _cpu(one, 1)[0] if version is not None else None
         cpu, result = _cpu(one, repeats)
+        told = _release_times(planner, state_pods, nodes, at) if result.releases else []
         full_cpu, full = _cpu(
             lambda: plan(state_pods, nodes, config, at), repeats  # noqa: B023
         )
@@ -101,6 +115,11 @@ def measure(size: int, repeats: int = 3) -> list[dict[str, Any]]:
             "state": state, "cpu_s": round(cpu, 4), "full_cpu_s": round(full_cpu, 4),
             "first_pass_cpu_s": round(cpu if changed_cpu is None else changed_cpu, 4),
             "reused": planner.reused,
+            # When (thread CPU into the pass) the first and the median release was
+            # decided, and so sent by the controller (`on_release`): not at the end.
+            "first_release_s": round(told[0], 4) if told else None,
+            "median_release_s": round(statistics.median(told[:-1]), 4) if told else None,
+            "release_pass_s": round(told[-1], 4) if told else None,
             "matches_full_plan": decisions(result) == decisions(full),
             "releases": len(result.releases),
             "waiting": sum(1 for r in result.reports if r.state == "waiting"),

@@ -63,7 +63,7 @@ Pure: `PodInfo`s and Node dicts in, frozen dataclasses out. No I/O.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -317,6 +317,8 @@ class _Pass:
     _by_host: dict[str, str] | None = None
     #: `Plan.valid_until`, lowered by each deadline a decision of this pass waits for.
     valid_until: float = math.inf
+    #: Told of each release the moment it is decided (`plan`'s `on_release`).
+    on_release: Callable[[Release], None] | None = None
 
     #: Bumped whenever `holders` changes: it dates the `held_by` answers.
     holds: int = 0
@@ -418,6 +420,8 @@ class _Pass:
         if placeholders or annotations:
             release = replace(release, placeholders=placeholders, annotations=annotations)
         self.releases.append(release)
+        if self.on_release is not None:
+            self.on_release(release)
         self.pins.setdefault(gang.key, {}).update(release.pins)
 
     def release_fitting(
@@ -702,13 +706,16 @@ def plan(
     reader: NodeReader | None = None,
     leaving: frozenset[str] = frozenset(),
     budgets: Sequence[Budget] = (),
+    on_release: Callable[[Release], None] | None = None,
 ) -> Plan:
     """Decide one pass; `pods` are the live pods of the whole cluster; `backoff`: gangs'
     timed-out asks (kept by the controller); `requests`: gangkeeper's ProvisioningRequests
     (None: the cluster does not serve them); `reader`: how Node dicts are read (a
     `planner.Planner` keeps them read between passes); `leaving`: uids of pods preempted
     by an earlier pass and not gone yet (kept by the controller); `budgets`: the
-    cluster's PodDisruptionBudgets."""
+    cluster's PodDisruptionBudgets; `on_release`: called with each release as soon as
+    it is decided, before the pass goes on to the next gang (a release is never taken
+    back later in the pass), so its patches need not wait for the other gangs."""
     live = list(pods)
     fleet = Fleet(nodes, live, config, reader)
     asking = Asking.of(live, config, now, backoff or {}, requests)
@@ -721,7 +728,7 @@ def plan(
             # Released (at least in part): its later members' room is taken already.
             hold_later(gang, fleet)
     preempting = Preempting(fleet, config, gangs, live, leaving=leaving, budgets=budgets)
-    run = _Pass(fleet, config, asking, preempting, now=now)
+    run = _Pass(fleet, config, asking, preempting, now=now, on_release=on_release)
     outcomes = [_decide(gang, run) for gang in gangs]
     queue = run.queue()
     reports: list[GangReport] = []

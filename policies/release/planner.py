@@ -24,7 +24,7 @@ controller; not thread-safe (one reconciler thread plans).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -34,7 +34,7 @@ from ..cluster.node_facts import NodeFacts, read_node
 from ..cluster.observed_gangs import PodInfo
 from ..settings.config import Config
 from .budgets import Budget
-from .plan import GangReport, Plan, plan
+from .plan import GangReport, Plan, Release, plan
 
 #: (the Node dict, its resourceVersion, its facts); the dict is kept so its id stays
 #: its own while the entry lives.
@@ -100,11 +100,13 @@ class Planner:
         leaving: frozenset[str] = frozenset(),
         budgets: Sequence[Budget] = (),
         version: Hashable | None = None,
+        on_release: Callable[[Release], None] | None = None,
     ) -> Plan:
         """`plan.plan` on this state, with the Node facts of earlier passes re-used.
 
         `version`: the caller's token for `pods` and `nodes` — equal tokens promise
-        equal pods and Nodes (None: no promise, always a full pass)."""
+        equal pods and Nodes (None: no promise, always a full pass). `on_release`: as
+        `plan.plan`'s (a re-used plan has no release to tell of)."""
         others = (
             tuple(sorted((backoff or {}).items())),
             None if requests is None else tuple(requests), leaving, tuple(budgets),
@@ -120,7 +122,8 @@ class Planner:
             return result
         self._seen, self.nodes_read, self.reused = {}, 0, False
         result = plan(pods, nodes, self.config, now, backoff, requests=others[1],
-                      reader=self._read, leaving=leaving, budgets=budgets)
+                      reader=self._read, leaving=leaving, budgets=budgets,
+                      on_release=on_release)
         # Only the Nodes of this pass stay: a deleted Node's entry goes with the pass.
         self._facts = self._seen
         self._last = (result, now, version, others)

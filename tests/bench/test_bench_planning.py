@@ -9,7 +9,8 @@ import pytest
 from bench import planning
 
 KEYS = {"size", "gangs", "pods", "nodes", "state", "cpu_s", "full_cpu_s", "matches_full_plan",
-        "releases", "waiting", "first_pass_cpu_s", "reused"}
+        "releases", "waiting", "first_pass_cpu_s", "reused", "first_release_s",
+        "median_release_s", "release_pass_s"}
 
 
 def test_json_output_is_one_record_per_state_and_the_plans_match(
@@ -27,6 +28,11 @@ def test_json_output_is_one_record_per_state_and_the_plans_match(
     # Nothing changed after the settled state's first pass: the passes after it are
     # that plan re-used; burst and in-flight passes are planned.
     assert (burst["reused"], inflight["reused"], settled["reused"]) == (False, False, True)
+    # The burst's releases are told as decided: the first long before the pass ends.
+    first, median, whole = (burst[k] for k in ("first_release_s", "median_release_s",
+                                               "release_pass_s"))
+    assert 0 < first <= median < whole
+    assert inflight["first_release_s"] is None
 
 
 def test_a_pass_that_decides_otherwise_than_from_scratch_fails_the_run(

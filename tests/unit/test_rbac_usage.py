@@ -201,7 +201,7 @@ def controller_calls(api: FakeApi) -> set[Access]:
         controller.groups._native = native_resource("v1beta1")
         controller.groups._native_checked = True
         assert controller.groups.ensure(gang)
-        controller._nudge("team", "cos", requeue_patch("2027-01-15T08:00:00.000000Z"))
+        controller.nudges._nudge("team", "cos", requeue_patch("2027-01-15T08:00:00.000000Z"))
     finally:
         controller.stop()
     return recorded(api)

@@ -10,12 +10,16 @@ Threads (all daemons, all stopped by `stop()`):
   is dropped at ingestion). Nodes are kept as the few fields planning reads, and only
   nodes that offer GPUs.
 - **reconciler**: after changes settle (a few milliseconds), run `release.plan(...)` (through
-  a `release.planner.Planner`, which keeps each Node's facts between passes) on
-  the caches; as leader, perform its releases: ensure the group object (create;
-  "already exists" is fine), then remove gangkeeper's gate from every gated member in
+  a `release.planner.Planner`, which keeps each Node's facts between passes, and the
+  last plan while the stores' generations say nothing changed) on the caches; as
+  leader, perform its releases: ensure the group object (create; "already exists" is
+  fine), then remove gangkeeper's gate from every gated member in
   one burst of concurrent JSON patches. Each patch `test`s the gate list and the
   resourceVersion it read, so a pod changed meanwhile is left for the next pass (a
   change no plan sees is retried once), and never loses another system's gate.
+  A release that needs nothing written first (no group object, no placeholders) has
+  its patches sent the moment the pass decides it, while the pass goes on (`burst`);
+  the others after the pass.
   Writes are fenced (`fencing`): the Lease is re-read before a burst and our renewal
   deadline checked before every write, so a leader paused past its lease writes
   nothing when it wakes. Stuck gangs get Events (once per gang and cause per
@@ -23,7 +27,7 @@ Threads (all daemons, all stopped by `stop()`):
   member) are counted and get a Normal Event.
   After a pass in which GPUs were freed, released coscheduling PodGroups whose pods
   are not all bound get an annotation touched, so the Coscheduling plugin retries
-  them now rather than at its 5-minute flush (requeue.py says why).
+  them now rather than at its 5-minute flush (`nudges`).
 
 Nothing is remembered that the API does not hold: a new leader re-reads pods, gates
 and group objects and finishes whatever a previous leader left half done.
@@ -58,28 +62,22 @@ from gangkeeper.policies.cluster.observed_gangs import (
 )
 from gangkeeper.policies.names import LEASE_NAME
 from gangkeeper.policies.release.budgets import Budget, read_budget
-from gangkeeper.policies.release.groups import COSCHEDULING
 from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
 from gangkeeper.policies.release.planner import Planner, decisions
-from gangkeeper.policies.release.requeue import (
-    capacity_rose,
-    free_gpus,
-    groups_to_nudge,
-    requeue_patch,
-)
 from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import ApiError
-from ..kube.election import micro_time
 from ..kube.informer import Informer, Informers, Store
 from ..kube.lease import LeaderElector
 from ..kube.resources import BUDGETS, NODES, PODS
 from ..kube.rest import Rest
 from ..series import Sample, Series
+from .burst import Burst
 from .events import GangEvents
 from .faults import Faults
 from .fencing import guarded
 from .group_writer import GroupWriter
+from .nudges import Nudges
 from .placeholders import PlaceholderWriter
 from .preemption import Preemptions
 from .provisioning import ProvisioningRequests
@@ -91,8 +89,6 @@ from .writes import WRITE_QUERY, event_body, rejoined_events, ungate_patch
 log = logging.getLogger(__name__)
 
 
-#: Seconds after a capacity change at which unbound coscheduling gangs are nudged again.
-REQUEUE_AGAIN_SECONDS = 2.0
 #: Concurrent gate-removal patches in one release burst (the default of `workers`).
 PATCH_WORKERS = 32
 #: How often a pass is checked against `plan()` from scratch (`_cross_check`): the
@@ -155,15 +151,16 @@ class GangController:
         self._planner = Planner(config)
         #: When the last pass was checked against a from-scratch plan (monotonic).
         self._checked_at = -CROSS_CHECK_SECONDS
-        #: Free GPUs per (node, resource) at the last pass as leader; None until one.
-        self._free: Mapping[tuple[str, str], int] | None = None
-        self._renudge_at: float | None = None
         self._plan_seconds = 0.0
         #: The controller's counters and summaries (the gauges are computed at a scrape).
         self.series = Series()
         #: Pending gangs by reason, wait and gate-removal histograms (`timings`).
         self.timings = GangTimings()
         self.groups = GroupWriter(self.rest, self.series.add)
+        self.nudges = Nudges(
+            self.rest, config, self._executor, self.series.add, wake=self._dirty.set,
+            may_write=lambda: not self._fenced(),
+        )
         self.events = GangEvents(
             self.rest, config, self.identity, lambda: self._pool, self.series.add,
             may_write=lambda: not self._fenced(),
@@ -215,7 +212,7 @@ class GangController:
 
     def _elected(self) -> None:
         # What changed while no one led is unknown: nudge PodGroups once.
-        self._free = None
+        self.nudges.forget()
         self.watchdog.elected()  # and Jobs a predecessor left suspended: resume them
         self._dirty.set()
 
@@ -302,10 +299,14 @@ class GangController:
             "requests": requests, "leaving": self.preemptions.leaving(pods, now),
             "budgets": self.budgets.items(),
         }
+        checking = started - self._checked_at >= CROSS_CHECK_SECONDS
+        # A checked pass's releases wait for the check (the full plan may win).
+        burst = self._burst(early=self.is_leader and not checking)
         result = self._planner.plan(
-            pods, nodes, now, self.placeholders.backoff, version=version, **inputs
+            pods, nodes, now, self.placeholders.backoff, version=version,
+            on_release=burst.decided if burst is not None else None, **inputs,
         )
-        if started - self._checked_at >= CROSS_CHECK_SECONDS:
+        if checking:
             result = self._cross_check(result, pods, nodes, now, inputs)
             self._checked_at = started
         self._plan_seconds = time.monotonic() - started
@@ -314,9 +315,9 @@ class GangController:
         self.timings.observe(result.reports, time.time())
         if not self.is_leader or self._stop.is_set():
             return result
-        if result.releases:
+        if result.releases and burst is not None:
             started = time.monotonic()
-            self._release_all(result.releases)
+            self._release_all(result.releases, burst)
             self.series.observe(cat.GANG_RELEASE_SECONDS, time.monotonic() - started)
             # Patched pods are in the cache already; re-plan so the next gang in line
             # is judged against them.
@@ -324,7 +325,7 @@ class GangController:
         self.placeholders.apply(result, self.pods.items())
         if self.requests is not None and requests is not None:
             self.requests.apply(result, requests)
-        self._requeue_if_freed(result.reports)
+        self.nudges.after_pass(result.reports, self.pods.items(), self.nodes.items())
         self.events.stuck(result.reports, self.pods.items())
         self.watchdog.check(result, time.time(), self.pods.items())
         self.preemptions.apply(result, time.time())
@@ -345,48 +346,6 @@ class GangController:
         self.series.add(cat.PLAN_DIVERGENCE)
         return full
 
-    def _requeue_if_freed(self, reports: tuple[GangReport, ...]) -> None:
-        groups = groups_to_nudge(reports, self.pods.items())
-        if not groups:
-            # Nothing to nudge: no snapshot to keep either (the next gang that needs
-            # one is nudged once, which costs one patch).
-            self._free, self._renudge_at = None, None
-            return
-        free = free_gpus(self.nodes.items(), self.pods.items(), self.config)
-        rose = capacity_rose(self._free, free)
-        self._free = free
-        now = time.monotonic()
-        if rose:
-            # The scheduler may retry before its own cache has the freed GPUs and
-            # park the pods again; a second nudge a little later covers that race
-            # (one pending at a time, however often GPUs free up meanwhile).
-            if self._renudge_at is None:
-                self._renudge_at = now + REQUEUE_AGAIN_SECONDS
-                timer = threading.Timer(REQUEUE_AGAIN_SECONDS, self._dirty.set)
-                timer.daemon = True
-                timer.start()
-        elif self._renudge_at is not None and now >= self._renudge_at:
-            self._renudge_at = None
-        else:
-            return
-        pool = self._pool
-        assert pool is not None
-        body = requeue_patch(micro_time(time.time()))
-        wait([pool.submit(self._nudge, namespace, name, body) for namespace, name in groups])
-
-    def _nudge(self, namespace: str, name: str, body: Mapping[str, Any]) -> None:
-        path = f"/apis/{COSCHEDULING.api_version}/namespaces/{namespace}/podgroups/{name}"
-        if self._fenced():
-            return
-        try:
-            self.rest.request("PATCH", path, body=body, content_type="application/merge-patch+json")
-        except ApiError as err:
-            if err.status != 404:  # gone with its workload: nothing to retry
-                log.warning("nudging PodGroup %s/%s: %s", namespace, name, err)
-            return
-        log.info("PodGroup %s/%s nudged: GPUs were freed", namespace, name)
-        self.series.add(cat.PODGROUP_REQUEUES)
-
     def _fenced(self) -> bool:
         """Not (or no longer surely) the leader: count the write we do not make."""
         if self.elector.holds():
@@ -394,14 +353,25 @@ class GangController:
         self.series.add(cat.CONTROLLER_FENCED_WRITES)
         return True
 
-    def _release_all(self, releases: tuple[Release, ...]) -> None:
+    def _burst(self, *, early: bool) -> Burst | None:
+        """This pass's burst (None before `start`): sent as decided if `early`."""
+        if self._pool is None:
+            return None
+        return Burst(self._pool, self._ungate, confirm=self._confirm,
+                     before_first=lambda: self._faults.at("before-group"), early=early)
+
+    def _confirm(self) -> bool:
+        # Our caches may be older than another leader's writes: make sure, per burst.
+        if self.elector.confirm():
+            return True
+        self.series.add(cat.CONTROLLER_FENCED_WRITES)
+        return False
+
+    def _release_all(self, releases: tuple[Release, ...], burst: Burst) -> None:
         pool = self._pool
         assert pool is not None
-        # Our caches may be older than another leader's writes: make sure, per burst.
-        if not self.elector.confirm():
-            self.series.add(cat.CONTROLLER_FENCED_WRITES)
+        if not burst.confirmed():
             return
-        self._faults.at("before-group")
         ready: list[Release] = []
         for release in releases:
             if release.needs_group and (self._fenced() or not self.groups.ensure(release.gang)):
@@ -410,11 +380,7 @@ class GangController:
         # Placeholders first: the members must find their room free when they arrive.
         self.placeholders.delete_for_releases(ready)
         started = time.monotonic()
-        futures = {
-            pod.uid: pool.submit(self._ungate, pod, release.pins.get(pod.uid), release.annotations)
-            for release in ready
-            for pod in release.pods
-        }
+        futures = {uid: f for release in ready for uid, f in burst.submit(release).items()}
         wait(futures.values())
         self._faults.at("after-burst")
         lifted = {uid for uid, f in futures.items() if f.result() == "ungated"}
