@@ -147,6 +147,7 @@ class GangController:
         self._threads: list[threading.Thread] = []
         self._pool: ThreadPoolExecutor | None = None
         self._last_plan = Plan(releases=(), reports=())
+        self._planned_at = 0.0
         #: Keeps each Node's facts between passes (`release.planner`).
         self._planner = Planner(config)
         #: When the last pass was checked against a from-scratch plan (monotonic).
@@ -271,7 +272,7 @@ class GangController:
 
     def _reconcile_loop(self) -> None:
         while not self._stop.is_set():
-            self._dirty.wait(self._resync)
+            self._dirty.wait(self._next_wait())
             if self._stop.is_set():
                 return
             # Let a burst of watch events (a Job creating 1,000 pods) settle into one
@@ -285,6 +286,15 @@ class GangController:
             except Exception:  # one bad pass must not end the loop
                 log.exception("gang controller pass failed")
                 self._stop.wait(1.0)
+
+    def _next_wait(self) -> float:
+        """Seconds to the next pass with no change seen: the resync, or sooner the
+        deadline the last plan waits for (a gang turning stuck is acted on then, not
+        at the next resync). A plan good only for its instant waits for the resync."""
+        planned, until = self._planned_at, self._last_plan.valid_until
+        if until <= planned:
+            return self._resync
+        return max(self._settle, min(self._resync, until - time.time()))
 
     def reconcile_once(self) -> Plan:
         """One pass: plan from the caches; as leader, release and report."""
@@ -311,7 +321,7 @@ class GangController:
             self._checked_at = started
         self._plan_seconds = time.monotonic() - started
         self.series.observe(cat.CONTROLLER_PLAN_SECONDS, self._plan_seconds)
-        self._last_plan = result
+        self._last_plan, self._planned_at = result, now
         self.timings.observe(result.reports, time.time())
         if not self.is_leader or self._stop.is_set():
             return result
