@@ -66,7 +66,7 @@ from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
 from gangkeeper.policies.release.planner import Planner, decisions
 from gangkeeper.policies.settings.config import Config
 
-from ..kube.api import ApiError
+from ..kube.api import Api, ApiError
 from ..kube.informer import Informer, Informers, Store
 from ..kube.lease import LeaderElector
 from ..kube.resources import BUDGETS, NODES, PODS
@@ -113,9 +113,12 @@ class GangController:
         settle_seconds: float = 0.02,
         resync_seconds: float = 10.0,
         informers: Informers | None = None,
+        api: Api | None = None,
     ) -> None:
         """`informers`: the process's shared ones (the server's); None: the controller
-        lists and watches Pods and Nodes on its own client, started and stopped with it."""
+        lists and watches Pods and Nodes on its own client, started and stopped with it.
+        `api`: what every read and write goes through (a test's fake API server);
+        None: a client of its own on a copy of `api_client`'s configuration."""
         self.config = config
         self.namespace = namespace
         self.identity = identity or f"gangkeeper-{uuid.uuid4().hex[:8]}"
@@ -129,7 +132,7 @@ class GangController:
         configuration.connection_pool_maxsize = max(
             configuration.connection_pool_maxsize or 0, workers + 8
         )
-        self.rest = Rest(ApiClient(configuration))
+        self.rest: Api = api if api is not None else Rest(ApiClient(configuration))
         self._dirty = threading.Event()
         self.elector = LeaderElector(
             self.rest,

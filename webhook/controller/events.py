@@ -23,8 +23,7 @@ from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo
 from gangkeeper.policies.release.plan import GangReport
 from gangkeeper.policies.settings.config import Config
 
-from ..kube.api import ApiError
-from ..kube.rest import Rest
+from ..kube.api import Api, ApiError
 from ..series import Count
 from .writes import EVENT_POD_LIMIT, WRITE_QUERY, event_body
 
@@ -37,7 +36,7 @@ class GangEvents:
 
     def __init__(
         self,
-        rest: Rest,
+        rest: Api,
         config: Config,
         identity: str,
         pool: Callable[[], ThreadPoolExecutor | None],

@@ -23,8 +23,7 @@ from gangkeeper.policies.release.groups import (
     native_resource,
 )
 
-from ..kube.api import ApiError, Conflict
-from ..kube.rest import Rest
+from ..kube.api import Api, ApiError, Conflict
 from ..series import Count
 from .writes import WRITE_QUERY
 
@@ -35,7 +34,7 @@ log = logging.getLogger(__name__)
 class GroupWriter:
     """Creates group objects through `rest`; counts what it did through `count`."""
 
-    def __init__(self, rest: Rest, count: Count) -> None:
+    def __init__(self, rest: Api, count: Count) -> None:
         self.rest = rest
         self._count = count
         self._native: GroupResource | None = None

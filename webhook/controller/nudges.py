@@ -31,9 +31,8 @@ from gangkeeper.policies.release.requeue import (
 )
 from gangkeeper.policies.settings.config import Config
 
-from ..kube.api import ApiError
+from ..kube.api import Api, ApiError
 from ..kube.election import micro_time
-from ..kube.rest import Rest
 from ..series import Count
 
 log = logging.getLogger(__name__)
@@ -47,7 +46,7 @@ class Nudges:
 
     def __init__(
         self,
-        rest: Rest,
+        rest: Api,
         config: Config,
         pool: Callable[[], ThreadPoolExecutor],
         count: Count,

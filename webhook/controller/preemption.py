@@ -31,9 +31,8 @@ from gangkeeper.policies.cluster.observed_gangs import PodInfo
 from gangkeeper.policies.release.plan import Plan
 from gangkeeper.policies.release.preemption import Preemption, Unit
 
-from ..kube.api import ApiError, NotFound, TooManyRequests
+from ..kube.api import Api, ApiError, NotFound, TooManyRequests
 from ..kube.resources import PODS
-from ..kube.rest import Rest
 from ..series import Count
 from .events import GangEvents
 from .watchdog import Watchdog
@@ -52,7 +51,7 @@ class Preemptions:
 
     def __init__(
         self,
-        rest: Rest,
+        rest: Api,
         events: GangEvents,
         watchdog: Watchdog,
         count: Count,

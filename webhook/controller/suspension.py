@@ -33,9 +33,8 @@ from gangkeeper.policies.cluster.observed_gangs import Owner, PodInfo
 from gangkeeper.policies.names import REQUEUE_LABEL, REQUEUE_SUSPENDED, REQUEUES_ANNOTATION
 from gangkeeper.policies.release.recovery import SUSPENDED_OWNERS
 
-from ..kube.api import ApiError, Conflict, Invalid, NotFound
+from ..kube.api import Api, ApiError, Conflict, Invalid, NotFound
 from ..kube.resources import Resource
-from ..kube.rest import Rest
 from .writes import WRITE_QUERY, resume_patch, suspend_patch
 
 log = logging.getLogger(__name__)
@@ -80,7 +79,7 @@ def requeue_count(owner: dict[str, Any]) -> int:
 class SuspendRequeuer:
     """Suspends and resumes gangs' owners for the watchdog; see the module docstring."""
 
-    def __init__(self, rest: Rest, may_write: Callable[[], bool]) -> None:
+    def __init__(self, rest: Api, may_write: Callable[[], bool]) -> None:
         self.rest = rest
         self._may_write = may_write
         #: (kind, namespace, name) -> the owner suspended and not yet resumed.

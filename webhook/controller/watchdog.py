@@ -38,9 +38,8 @@ from gangkeeper.policies.release.recovery import Requeue, owner_kind
 from gangkeeper.policies.release.watchdog import never_ready, partly_bound, partly_bound_for
 from gangkeeper.policies.settings.config import Config
 
-from ..kube.api import ApiError, Conflict, NotFound
+from ..kube.api import Api, ApiError, Conflict, NotFound
 from ..kube.resources import PODS
-from ..kube.rest import Rest
 from ..series import Count
 from .events import GangEvents
 from .suspension import SuspendRequeuer
@@ -57,7 +56,7 @@ class Watchdog:
 
     def __init__(
         self,
-        rest: Rest,
+        rest: Api,
         config: Config,
         events: GangEvents,
         count: Count,

@@ -37,9 +37,8 @@ def lease(holder: str) -> dict[str, Any]:
 @pytest.fixture
 def setup() -> Iterator[tuple[GangController, FakeApi]]:
     api = FakeApi()
-    controller = GangController(ApiClient(), Config(), namespace=NAMESPACE, identity="me")
-    controller.rest = api  # type: ignore[assignment]
-    controller.elector._api = api
+    controller = GangController(ApiClient(), Config(), namespace=NAMESPACE, identity="me",
+                                api=api)
     api.seed(PODS, *members("train", 2))
     for raw in api.objects[PODS].values():
         controller.pods.put(raw)
