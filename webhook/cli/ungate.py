@@ -140,19 +140,15 @@ def _lift(
     rest: Any, pods: Sequence[PodInfo], pins: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None, wall: float | None = None,
 ) -> int:
-    """Lift gangkeeper's gate from each pod (pinned where `pins` says); how many."""
-    from ..controller.fencing import guarded
-    from ..controller.writes import WRITE_QUERY, ungate_patch
+    """Lift gangkeeper's gate from each pod (pinned where `pins` says) with the
+    controller's own request (`controller.gate_lifter`); how many."""
+    from ..controller.gate_lifter import lift_gate
     from ..kube.api import ApiError
 
     lifted = 0
     for pod in pods:
-        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
         try:
-            patch = ungate_patch(pod, (pins or {}).get(pod.uid), wall, annotations)
-            body = guarded(patch, pod.resource_version)
-            rest.request("PATCH", path, WRITE_QUERY, body=body,
-                         content_type="application/json-patch+json")
+            lift_gate(rest, pod, (pins or {}).get(pod.uid), wall, annotations)
         except ApiError as exc:
             print(f"  {pod.namespace}/{pod.name}: {exc}", file=sys.stderr)
             continue

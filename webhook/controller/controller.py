@@ -75,7 +75,7 @@ from ..series import Sample, Series
 from .burst import Burst
 from .events import GangEvents
 from .faults import Faults
-from .fencing import guarded
+from .gate_lifter import lift_gate
 from .group_writer import GroupWriter
 from .nudges import Nudges
 from .placeholders import PlaceholderWriter
@@ -84,7 +84,7 @@ from .provisioning import ProvisioningRequests
 from .samples import flattened, samples_of
 from .timings import GangTimings
 from .watchdog import Watchdog
-from .writes import WRITE_QUERY, event_body, rejoined_events, ungate_patch
+from .writes import WRITE_QUERY, event_body, rejoined_events
 
 log = logging.getLogger(__name__)
 
@@ -431,12 +431,7 @@ class GangController:
         if self._fenced():
             return "fenced"
         try:
-            answer = self.rest.request(
-                "PATCH", path, WRITE_QUERY,
-                body=guarded(ungate_patch(pod, hostname, time.time(), annotations),
-                             pod.resource_version),
-                content_type="application/json-patch+json",
-            )
+            answer = lift_gate(self.rest, pod, hostname, time.time(), annotations)
         except ApiError as err:
             # 422: a precondition failed (the pod changed since we read it); 404: gone;
             # 409: conflict. A change no plan can see (the scheduler's SchedulingGated
