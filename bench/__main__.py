@@ -42,6 +42,8 @@ BENCHMARKS: tuple[tuple[str, str, bool], ...] = (
     ("webhook", "bench.webhook", False),
     ("controller", "bench.controller", False),
     ("sandbox_scale", "bench.sandbox_scale", False),
+    # Sandboxes of its own, one per scheduler client setting (no gangkeeper in them).
+    ("scheduler_binding", "bench.scheduler_binding", False),
     # Its own sandbox: Karpenter runs beside kwok there (build.sh karpenter).
     ("autoscaling", "bench.autoscaling", False),
     ("scheduling", "bench.scheduling", True),

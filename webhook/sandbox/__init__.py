@@ -21,6 +21,7 @@ from .binaries import (
     find_helm,
     find_provisioning_request_crd,
 )
+from .control_plane import SchedulerClient
 from .errors import SandboxError
 from .neighbours import ALL_COMPONENTS, parse_components
 from .nodes import create_nodes, delete_nodes, fleet_of, gpu_node
@@ -39,6 +40,7 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxInfo",
+    "SchedulerClient",
     "create_nodes",
     "delete_nodes",
     "find_binaries",

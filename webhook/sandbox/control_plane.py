@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from .admission_config import write_admission_config
 from .binaries import Binaries
 from .pki import ClusterPKI
@@ -54,6 +56,33 @@ class Ports:
     gangkeeper_controller: int = field(default_factory=free_port)
 
 
+@dataclass(frozen=True)
+class SchedulerClient:
+    """kube-scheduler's API client rate limit (`clientConnection.qps` and `burst`).
+
+    Its defaults, 50 requests/s and a burst of 100, bound how fast a released gang
+    binds: every binding is one request, so a 1,000-pod gang needs about 18 s after its
+    gates lift however fast the scheduler decides. `bench.scheduler_binding` measures
+    both; the operator guide says what to set.
+    """
+
+    qps: float
+    burst: int
+
+
+def scheduler_config(kubeconfig: Path, client: SchedulerClient) -> dict[str, object]:
+    """A KubeSchedulerConfiguration with `client`'s rate limit. With `--config` the
+    scheduler reads its kubeconfig and leader election from the file, not the flags."""
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {
+            "kubeconfig": str(kubeconfig), "qps": client.qps, "burst": client.burst,
+        },
+        "leaderElection": {"leaderElect": False},
+    }
+
+
 def gates_flag(gates: Mapping[str, bool]) -> str:
     """`--feature-gates` as every component takes it."""
     return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))
@@ -68,11 +97,15 @@ class ControlPlane:
         directory: Path,
         binaries: Binaries,
         feature_gates: Mapping[str, bool],
+        scheduler_client: SchedulerClient | None = None,
     ) -> None:
+        """`scheduler_client`: kube-scheduler's client rate limit; None keeps its
+        defaults (50 requests/s, burst 100), as a cluster that sets nothing has."""
         self.processes = processes
         self.directory = directory
         self.binaries = binaries
         self.feature_gates = dict(feature_gates)
+        self.scheduler_client = scheduler_client
 
     def start_etcd(self, ports: Ports) -> None:
         client_url = f"http://127.0.0.1:{ports.etcd_client}"
@@ -161,9 +194,17 @@ class ControlPlane:
             "--bind-address=127.0.0.1",
             f"--secure-port={ports.scheduler}",
             f"--cert-dir={self.directory / 'pki' / 'scheduler-serving'}",
-            "--leader-elect=false",
             "--v=1",
         ]
+        if self.scheduler_client is None:
+            argv.append("--leader-elect=false")
+        else:
+            config = self.directory / "kube-scheduler-config.yaml"
+            config.write_text(
+                yaml.safe_dump(scheduler_config(kubeconfig, self.scheduler_client)),
+                encoding="utf-8",
+            )
+            argv.append(f"--config={config}")
         if self.feature_gates:
             argv.append(f"--feature-gates={gates_flag(self.feature_gates)}")
         self.processes.start("kube-scheduler", argv)

@@ -35,7 +35,7 @@ from gangkeeper.policies.names import APP_NAME, DEFAULT_NAMESPACE, ENABLED_LABEL
 
 from . import neighbours, registration
 from .binaries import Binaries, find_binaries
-from .control_plane import SERVICE_IP, ControlPlane, Ports
+from .control_plane import SERVICE_IP, ControlPlane, Ports, SchedulerClient
 from .errors import SandboxError
 from .karpenter import KARPENTER
 from .kubeconfigs import Identities, write_identities
@@ -115,9 +115,12 @@ class Sandbox:
         feature_gates: Mapping[str, bool] = DEFAULT_FEATURE_GATES,
         log: Callable[[str], None] | None = None,
         karpenter_feature_gates: str = "",
+        scheduler_client: SchedulerClient | None = None,
     ) -> None:
         """`karpenter_feature_gates`: Karpenter's FEATURE_GATES (`CapacityBuffer=true`)
-        when the `karpenter` component runs; empty keeps its defaults."""
+        when the `karpenter` component runs; empty keeps its defaults.
+        `scheduler_client`: kube-scheduler's client rate limit (None: its defaults)."""
+        self.scheduler_client = scheduler_client
         self.directory = Path(directory).resolve()
         self.karpenter_feature_gates = karpenter_feature_gates
         self._binaries = binaries
@@ -240,7 +243,10 @@ class Sandbox:
         deadline: float,
     ) -> SandboxInfo:
         ports = Ports()
-        plane = ControlPlane(self.processes, self.directory, binaries, self.feature_gates)
+        plane = ControlPlane(
+            self.processes, self.directory, binaries, self.feature_gates,
+            scheduler_client=self.scheduler_client,
+        )
         pki = create_pki(
             self.directory / "pki",
             service_ip=SERVICE_IP,
