@@ -42,8 +42,9 @@ from typing import Any
 from bench.planning_state import EPOCH, admitted_pods, bound, infos, released, trace
 from gangkeeper.policies import Config
 from gangkeeper.policies.cluster.observed_gangs import PodInfo, SharedParts
-from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.planner import Planner, decisions
+from gangkeeper.policies.release.results import Plan
 
 SIZES = (250, 1_000, 5_000)
 QUICK_SIZES = (250,)

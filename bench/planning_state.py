@@ -32,7 +32,7 @@ from gangkeeper.policies import Capacity, Config, decide_pod
 from gangkeeper.policies.admission.decision import Memos
 from gangkeeper.policies.cluster.observed_gangs import PodInfo, SharedParts, matters, pod_info
 from gangkeeper.policies.names import GANG_NAME_ANNOTATION, MIN_MEMBER_ANNOTATION, PIN_LABEL
-from gangkeeper.policies.release.plan import Plan
+from gangkeeper.policies.release.results import Plan
 from gangkeeper.webhook.controller.writes import ungate_patch
 from gangkeeper.webhook.sandbox.nodes import fleet_of
 

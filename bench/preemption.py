@@ -52,7 +52,8 @@ from gangkeeper.policies.names import (
     PIN_LABEL,
     ROLE_LABEL,
 )
-from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import Plan
 
 SIZES = (16, 64, 256)
 QUICK_SIZES = (16,)

@@ -27,8 +27,10 @@ from ..errors import NotAGang as NotAGang
 from ..fit.feasibility import check_gang
 from ..settings.config import Config
 from .budgets import read_budgets
-from .plan import GangReport, gang_model, plan
+from .gang_model import gang_model
+from .plan import plan
 from .queue import ordinal
+from .results import GangReport
 
 #: The wait codes of gangs that hold the nodes they may use (the holding rule).
 HOLDING_CODES = ("no-fit", "held", "preempting")

@@ -62,383 +62,37 @@ Pure: `PodInfo`s and Node dicts in, frozen dataclasses out. No I/O.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from ..assigner.assign import NoRoom, Unpinned
-from ..autoscaling.asking import Ask, Asking, Backoff
-from ..autoscaling.provisioning import RequestAsk, RequestInfo, unseen_nodes
-from ..cluster.capacity import Capacity
+from ..autoscaling.asking import Asking, Backoff
+from ..autoscaling.provisioning import RequestInfo, unseen_nodes
 from ..cluster.fleet import Fleet, NodeReader
 from ..cluster.observed_gangs import GangObservation, LaterMembers, PodInfo, observe_gangs
 from ..fit.feasibility import check_gang, fits_now
-from ..model import Gang, Placement, Role, Source
+from ..model import Gang
 from ..names import PIN_LABEL
 from ..settings.config import Config
 from .budgets import Budget
+from .gang_model import gang_model
 from .holding import hold_and_ask, hold_later, shortfall
-from .pinning import Pinned, pins_for, place_gang, try_place, without_gpus
+from .pass_state import Outcome, Pass, members_that_fit
+from .pinning import Pinned, place_gang, try_place, without_gpus
 from .preemption import NoPreemption, Preempting, Preemption
-from .queue import Place, places
-from .recovery import Requeue, rebind, recover
+from .recovery import rebind, recover
+from .results import GangReport, Plan, Release, State, WaitCode
 from .watchdog import next_deadline, replacement_stuck
 
-State = Literal["released", "releasing", "waiting"]
-#: Why a gang waits: machine-readable, for metrics and Event reasons.
-WaitCode = Literal[
-    "", "incomplete", "no-fit", "held", "invalid", "provisioning", "preempting"
-]
 
-
-@dataclass(frozen=True)
-class GangReport:
-    """One gang as `gangkeeper status` shows it."""
-
-    namespace: str
-    name: str
-    label: str
-    backend: str
-    min_member: int | None
-    present: int
-    gated: int
-    bound: int
-    state: State
-    code: WaitCode
-    #: Why it waits (a sentence with numbers), or what is being done.
-    reason: str
-    #: Seconds since the oldest live member was created.
-    age_seconds: float
-    #: Creation time (epoch seconds) of the oldest live member: identifies this gang
-    #: instance when a gang of the same name comes back later.
-    arrived: float
-    #: Waiting for longer than `Config.gang_timeout_seconds`.
-    stuck: bool
-    #: Member → node, for members bound or pinned (by this pass or an earlier one).
-    assignment: tuple[tuple[str, str], ...] = ()
-    #: The gang's priority (its members' highest `spec.priority`).
-    priority: int = 0
-    #: Its place among the gangs waiting for nodes it may use (`queue`): 1-based, None
-    #: unless it waits for room.
-    queue_position: int | None = None
-    #: The gangs of that queue (itself included); 0 when it is in none.
-    queue_length: int = 0
-    #: The first gangs ahead of it ("namespace/name", front first; `queue.AHEAD_SHOWN`
-    #: at most: `queue_position - 1` are ahead in all).
-    ahead: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "gang": self.name,
-            "label": self.label,
-            "backend": self.backend,
-            "minMember": self.min_member,
-            "present": self.present,
-            "gated": self.gated,
-            "bound": self.bound,
-            "state": self.state,
-            "code": self.code,
-            "reason": self.reason,
-            "ageSeconds": round(self.age_seconds, 1),
-            "stuck": self.stuck,
-            "priority": self.priority,
-            "queuePosition": self.queue_position,
-            "queueLength": self.queue_length,
-            "ahead": list(self.ahead),
-            "assignment": dict(self.assignment),
-        }
-
-
-@dataclass(frozen=True)
-class Release:
-    """Lift gangkeeper's gate from `pods`; create the group object first if asked."""
-
-    gang: GangObservation
-    pods: tuple[PodInfo, ...]
-    #: The backend needs a PodGroup (or native group) object before the gates go.
-    needs_group: bool
-    #: Pod uid → hostname label value to pin the pod to in the gate-lifting patch
-    #: (placement `pinned`); a pod not in it is released unpinned.
-    pins: Mapping[str, str] = field(default_factory=dict)
-    #: Why a gate-backend gang goes unpinned (an Event says so); "" otherwise.
-    unpinned: str = ""
-    #: The gang's placeholder pods, deleted before the gates go (their room is its).
-    placeholders: tuple[PodInfo, ...] = ()
-    #: Annotations added in the gate-lifting patch (a provisioned request's consumers).
-    annotations: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Plan:
-    releases: tuple[Release, ...]
-    reports: tuple[GangReport, ...]
-    #: Placeholders to create or delete for gangs that wait for nodes, and those no
-    #: gang needs any more (gang gone, released, or not asking).
-    asks: tuple[Ask, ...] = ()
-    orphans: tuple[PodInfo, ...] = ()
-    #: ProvisioningRequests to create or delete, and those no gang needs any more.
-    request_asks: tuple[RequestAsk, ...] = ()
-    request_orphans: tuple[RequestInfo, ...] = ()
-    #: The gangs the pass saw, in its order (the controller's watchdog reads them).
-    gangs: tuple[GangObservation, ...] = ()
-    #: Released gangs to bring back to all-or-nothing (`recovery`; the watchdog acts).
-    requeues: tuple[Requeue, ...] = ()
-    #: Lower-priority work to preempt for waiting gangs (`preemption`).
-    preemptions: tuple[Preemption, ...] = ()
-    #: Until when (epoch seconds) a pass of the same cluster decides the same, only the
-    #: ages moving: the earliest deadline a decision waits for (a gang turning stuck, a
-    #: member's `rebindSeconds`, `podsReadyTimeoutSeconds`); the pass's own time when a
-    #: decision reads the clock itself (an autoscaler ask, a replacement's wait).
-    valid_until: float = math.inf
-
-    @property
-    def quiet(self) -> bool:
-        """Nothing to do: no release, requeue, preemption, placeholder or request write."""
-        return not (
-            self.releases or self.requeues or self.preemptions or self.asks or self.orphans
-            or self.request_asks or self.request_orphans
-        )
-
-
-def gang_model(
-    gang: GangObservation,
-    members: Sequence[PodInfo],
-    *,
-    later: Sequence[tuple[LaterMembers, int]] = (),
-    min_member: int | None = None,
-) -> Gang:
-    """The policy core's `Gang` for these members: one role per (role, demand, placement),
-    plus a role per kind of `later` member still to come.
-
-    minMember is the number of members (later ones included) unless given: every
-    member to be released must fit, with room for those to come.
-    """
-    _Key = tuple[str, tuple[tuple[str, int], ...], Placement, tuple[tuple[str, int], ...]]
-    groups: dict[_Key, int] = {}
-    for member in members:
-        # The other requests (cpu, memory, ...) too: feasibility refuses by them.
-        other = tuple(
-            sorted(
-                (r, a) for r, a in member.requests.items() if r != "pods" and r not in member.demand
-            )
-        )
-        key = (
-            member.role or "member", tuple(sorted(member.demand.items())), member.placement, other
-        )
-        groups[key] = groups.get(key, 0) + 1
-    roles: list[Role] = []
-    seen: dict[str, int] = {}
-    for (role, demand, placement, other), count in groups.items():
-        # Role names must be unique; the same role with two shapes gets a suffix.
-        seen[role] = seen.get(role, 0) + 1
-        name = role if seen[role] == 1 else f"{role}-{seen[role]}"
-        roles.append(
-            Role(
-                name=name, count=count, demand=dict(demand), placement=placement,
-                requests=dict(other),
-            )
-        )
-    for index, (entry, count) in enumerate(later):
-        roles.append(
-            Role(f"later-{index}", count, dict(entry.demand), entry.placement, later=True)
-        )
-    owner = gang.owner
-    source = (
-        Source(owner.api_version, owner.kind, gang.namespace, owner.name, owner.uid)
-        if owner is not None
-        else Source("v1", "Pod", gang.namespace, members[0].name if members else gang.label)
-    )
-    size = len(members) + sum(count for _, count in later)
-    return Gang(
-        namespace=gang.namespace,
-        name=gang.name,
-        min_member=min(min_member, size) if min_member is not None else size,
-        roles=tuple(roles),
-        source=source,
-        recognizer="controller",
-    )
-
-
-def _release(
-    gang: GangObservation, members: Sequence[PodInfo], fleet: Fleet, pin: bool, unpinned: str
-) -> Release:
-    placed: list[tuple[PodInfo, str | None]] = []
-    for member in members:
-        # Released members will be scheduled soon: count them as using GPUs now.
-        if not member.node_name:
-            placed.append((member, fleet.place(member, pinnable=pin)))
-    pins = pins_for(placed, fleet).pins if pin else {}
-    return Release(gang, tuple(members), gang.backend != "gate", pins, unpinned)
-
-
-def _fitting(
-    members: Sequence[PodInfo], fleet: Fleet, least: int, pin: bool, plain: bool = False
-) -> list[tuple[PodInfo, str | None]] | None:
-    """Members beyond minMember released as they fit: those that fit now, smallest
-    first, placed on the fleet (with the node, None when not placed); None (and
-    nothing placed) when fewer than `least` do. With `plain` (a gang without GPUs)
-    members are placed by what they request, pinned or not."""
-    chosen: list[tuple[PodInfo, str | None]] = []
-    for member in sorted(members, key=lambda m: (sum(m.demand.values()), m.created, m.name)):
-        if member.node_name or not (member.demand or plain):
-            chosen.append((member, None))
-            continue
-        node = fleet.place(member, pinnable=pin or plain)
-        if node is not None:
-            chosen.append((member, node))
-    if len(chosen) < least:
-        for member, node in chosen:
-            if node is not None:
-                fleet.unplace(member.uid, node, member.demand, member.requests)
-        return None
-    return chosen
-
-
-Outcome = tuple[State, WaitCode, str]
-
-
-@dataclass
-class _Pass:
-    """What one planning pass accumulates: simulated placements, holds, releases."""
-
-    fleet: Fleet
-    config: Config
-    asking: Asking
-    preempting: Preempting
-    holders: dict[str, GangObservation] = field(default_factory=dict)
-    releases: list[Release] = field(default_factory=list)
-    requeues: list[Requeue] = field(default_factory=list)
-    now: float = 0.0
-    _ever: Capacity | None = None
-    #: Pod uid → hostname pinned by this pass's releases, per gang.
-    pins: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
-    _by_host: dict[str, str] | None = None
-    #: `Plan.valid_until`, lowered by each deadline a decision of this pass waits for.
-    valid_until: float = math.inf
-    #: Told of each release the moment it is decided (`plan`'s `on_release`).
-    on_release: Callable[[Release], None] | None = None
-
-    #: Bumped whenever `holders` changes: it dates the `held_by` answers.
-    holds: int = 0
-    _held_by: dict[tuple[frozenset[Placement], bool, int], list[str]] = field(
-        default_factory=dict
-    )
-    #: The gangs waiting for room, in order, with the placements they wait with and
-    #: whether they are without GPUs (what they hold: `queue`).
-    waiting: list[tuple[GangObservation, frozenset[Placement], bool]] = field(
-        default_factory=list
-    )
-
-    def until(self, at: float) -> None:
-        """A decision of this pass changes at `at` (epoch seconds) if nothing else does;
-        a deadline already passed changes nothing more."""
-        if at > self.now:
-            self.valid_until = min(self.valid_until, at)
-
-    def clocked(self) -> None:
-        """A decision of this pass reads the clock itself: valid for this instant only."""
-        self.valid_until = self.now
-
-    def hold(self, names: Iterable[str], gang: GangObservation) -> None:
-        """These nodes are held for `gang` from now on in this pass."""
-        held = list(names)
-        for name in held:
-            self.holders[name] = gang
-        if held:
-            self.holds += 1
-
-    def held_by(self, placements: frozenset[Placement], plain: bool = False) -> list[str]:
-        """The earlier gangs holding nodes these placements may use, by name (waiting
-        gangs with equal placements ask the same; the answer holds until a hold)."""
-        key = (placements, plain, self.holds)
-        found = self._held_by.get(key)
-        if found is None:
-            found = self._held_by[key] = sorted(
-                {
-                    f"{self.holders[n].namespace}/{self.holders[n].name}"
-                    for p in placements
-                    for n in self.fleet.eligible(p, held=True, plain=plain)
-                }
-            )
-        return found
-
-    def queue(self) -> dict[tuple[str, str], Place]:
-        """Each gang waiting for room: its place among those waiting for nodes it may
-        use (`queue.places`; one node set per distinct placement mix, shared)."""
-        sets: dict[tuple[frozenset[Placement], bool], frozenset[str]] = {}
-
-        def nodes(mix: frozenset[Placement], plain: bool) -> frozenset[str]:
-            found = sets.get((mix, plain))
-            if found is None:
-                found = sets[(mix, plain)] = frozenset(
-                    n for p in mix for n in self.fleet.may_use(p, plain=plain)
-                )
-            return found
-
-        return places(
-            (gang.key, f"{gang.namespace}/{gang.name}", nodes(mix, plain))
-            for gang, mix, plain in self.waiting
-        )
-
-    def node_of_host(self, host: str) -> str:
-        """The node whose hostname label is `host` (the host itself when none is)."""
-        if self._by_host is None:
-            self._by_host = {
-                f.labels.get(PIN_LABEL, ""): n for n, f in self.fleet.nodes.items()
-            }
-        return self._by_host.get(host, host)
-
-    def ever(self) -> Capacity:
-        """The empty cluster of the nodes the fleet knows (built once per pass)."""
-        if self._ever is None:
-            self._ever = Capacity(self.config)
-            for facts in self.fleet.nodes.values():
-                self._ever.upsert_facts(facts)
-        return self._ever
-
-    def pinning(self, gang: GangObservation) -> bool:
-        """Whether this gang's members are pinned to the nodes the plan chose."""
-        return gang.backend == "gate" and self.config.placement_for(gang.namespace) == "pinned"
-
-    def release(
-        self,
-        gang: GangObservation,
-        pods: Sequence[PodInfo],
-        placed: bool,
-        pins: Mapping[str, str] | None = None,
-        unpinned: str = "",
-    ) -> None:
-        """Release `pods` (placed on the fleet unless `placed`), placeholders first."""
-        if placed:
-            release = Release(gang, tuple(pods), False, pins or {}, unpinned)
-        else:
-            pin = self.pinning(gang) and not unpinned
-            release = _release(gang, pods, self.fleet, pin, unpinned)
-        placeholders, annotations = self.asking.released(gang), self.asking.consume(gang)
-        if placeholders or annotations:
-            release = replace(release, placeholders=placeholders, annotations=annotations)
-        self.releases.append(release)
-        if self.on_release is not None:
-            self.on_release(release)
-        self.pins.setdefault(gang.key, {}).update(release.pins)
-
-    def release_fitting(
-        self, gang: GangObservation, chosen: Sequence[tuple[PodInfo, str | None]]
-    ) -> None:
-        pins = pins_for(chosen, self.fleet).pins if self.pinning(gang) else {}
-        self.release(gang, [pod for pod, _ in chosen], placed=True, pins=pins)
-
-
-def _finish(gang: GangObservation, run: _Pass) -> Outcome:
+def _finish(gang: GangObservation, run: Pass) -> Outcome:
     """Rule 2: a gang partly released. Members beyond minMember go as they fit; any
     other member (one interrupted, or a later member arriving) goes at once."""
     gated = gang.gated
     ungated = gang.present - len(gated)
     if gang.backend == "gate" and gang.min_member is not None and ungated >= gang.min_member:
         plain = without_gpus(gang.members, ())
-        fitting = _fitting(gated, run.fleet, 1, run.pinning(gang), plain) or []
+        fitting = members_that_fit(gated, run.fleet, 1, run.pinning(gang), plain) or []
         if fitting:
             run.release_fitting(gang, fitting)
         reason = (
@@ -454,7 +108,7 @@ def _finish(gang: GangObservation, run: _Pass) -> Outcome:
     return "releasing", "", reason
 
 
-def _replacements_without_room(gang: GangObservation, run: _Pass) -> list[PodInfo]:
+def _replacements_without_room(gang: GangObservation, run: Pass) -> list[PodInfo]:
     """The gated members created after the gang's release (replacements) when a pinned
     release could place some of them nowhere now; [] otherwise, and always when a gated
     member is one of an interrupted release (rule 2 finishes that whatever the room).
@@ -478,7 +132,7 @@ def _replacements_without_room(gang: GangObservation, run: _Pass) -> list[PodInf
     return missing
 
 
-def _short(gang: GangObservation, missing: Sequence[PodInfo], run: _Pass) -> Outcome:
+def _short(gang: GangObservation, missing: Sequence[PodInfo], run: Pass) -> Outcome:
     """A released gang whose replacement members (one preempted, evicted or deleted,
     recreated by its owner) have no room: they stay gated, since released they could
     only sit Pending; after `rebindSeconds` the whole gang is requeued, not left
@@ -501,7 +155,7 @@ def _short(gang: GangObservation, missing: Sequence[PodInfo], run: _Pass) -> Out
 
 
 def _placed(
-    gang: GangObservation, to_come: Sequence[tuple[LaterMembers, int]], run: _Pass
+    gang: GangObservation, to_come: Sequence[tuple[LaterMembers, int]], run: Pass
 ) -> Pinned | Unpinned | NoRoom:
     """`place_gang`, without its pins when the scheduler places the gang: a gang without
     GPUs has no GPU count to fit, so the assignment is its only test of room."""
@@ -511,7 +165,7 @@ def _placed(
     return placed
 
 
-def _gate(gang: GangObservation, run: _Pass) -> Outcome:
+def _gate(gang: GangObservation, run: Pass) -> Outcome:
     """Rule 6: the stock scheduler's gang, released only onto room it has now."""
     gated, fleet = gang.gated, run.fleet
     to_come = gang.missing_later_members()
@@ -555,7 +209,7 @@ def _gate(gang: GangObservation, run: _Pass) -> Outcome:
         smallest = gang_model(gang, gated, later=to_come, min_member=gang.min_member)
         partial = None
         if plain or fits_now(smallest, fleet.capacity):
-            partial = _fitting(gated, fleet, least, run.pinning(gang), plain)
+            partial = members_that_fit(gated, fleet, least, run.pinning(gang), plain)
         if partial is not None:
             run.release_fitting(gang, partial)
             hold_later(gang, fleet)
@@ -580,7 +234,7 @@ def _wait(
     model: Gang,
     *,
     no_room: str,
-    run: _Pass,
+    run: Pass,
 ) -> Outcome:
     """A gate-backend gang that does not fit now: why, what it holds and preempts."""
     fleet = run.fleet
@@ -621,7 +275,7 @@ def _preempt(
     gated: Sequence[PodInfo],
     to_come: Sequence[tuple[LaterMembers, int]],
     model: Gang,
-    run: _Pass,
+    run: Pass,
 ) -> Preemption | NoPreemption:
     """Rule 8: a waiting gang of higher priority may take lower-priority work's room."""
     fleet = run.fleet
@@ -644,7 +298,7 @@ def _preempt(
     )
 
 
-def _decide(gang: GangObservation, run: _Pass) -> Outcome:
+def _decide(gang: GangObservation, run: Pass) -> Outcome:
     gated = gang.gated
     needed = gang.needed_before_release
     if not gated:
@@ -681,7 +335,7 @@ def _decide(gang: GangObservation, run: _Pass) -> Outcome:
     return _gate(gang, run)
 
 
-def _assignment(gang: GangObservation, run: _Pass) -> tuple[tuple[str, str], ...]:
+def _assignment(gang: GangObservation, run: Pass) -> tuple[tuple[str, str], ...]:
     """Member → node: where it is bound, else where it is pinned (by the user, an
     earlier pass or this one; a pin names a hostname label, shown as the node)."""
     pinned = run.pins.get(gang.key, {})
@@ -728,7 +382,7 @@ def plan(
             # Released (at least in part): its later members' room is taken already.
             hold_later(gang, fleet)
     preempting = Preempting(fleet, config, gangs, live, leaving=leaving, budgets=budgets)
-    run = _Pass(fleet, config, asking, preempting, now=now, on_release=on_release)
+    run = Pass(fleet, config, asking, preempting, now=now, on_release=on_release)
     outcomes = [_decide(gang, run) for gang in gangs]
     queue = run.queue()
     reports: list[GangReport] = []

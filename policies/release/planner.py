@@ -34,7 +34,8 @@ from ..cluster.node_facts import NodeFacts, read_node
 from ..cluster.observed_gangs import PodInfo
 from ..settings.config import Config
 from .budgets import Budget
-from .plan import GangReport, Plan, Release, plan
+from .plan import plan
+from .results import GangReport, Plan, Release
 
 #: (the Node dict, its resourceVersion, its facts); the dict is kept so its id stays
 #: its own while the entry lives.

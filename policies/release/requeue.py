@@ -30,7 +30,7 @@ from ..errors import PolicyError
 from ..names import NUDGE_ANNOTATION
 from ..quantity import parse_quantity
 from ..settings.config import Config
-from .plan import GangReport
+from .results import GangReport
 
 #: Backends whose scheduler parks gang pods until an event it registered.
 NUDGED_BACKENDS = frozenset({"coscheduling"})

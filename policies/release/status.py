@@ -17,7 +17,8 @@ from ..autoscaling.provisioning import request_info
 from ..cluster.observed_gangs import is_live, pod_info
 from ..settings.config import Config
 from .budgets import read_budgets
-from .plan import GangReport, plan
+from .plan import plan
+from .results import GangReport
 
 
 def gang_status(

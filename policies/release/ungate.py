@@ -22,7 +22,8 @@ from .. import names
 from ..autoscaling.provisioning import request_info
 from ..cluster.observed_gangs import PodInfo, is_live, pod_info
 from ..settings.config import Config
-from .plan import GangReport, Release, plan
+from .plan import plan
+from .results import GangReport, Release
 
 #: Passes after which the planning stops (each pass releases at least one gang).
 MAX_PASSES = 10_000

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench import preemption
-from gangkeeper.policies.release.plan import Plan
+from gangkeeper.policies.release.results import Plan
 
 KEYS = {"nodes", "gpus", "arrivals", "passes_p50", "passes_p99", "decide_ms_p50",
         "decide_ms_p99", "preempted_over_needed", "preempted_over_needed_max", "lost_gpu_s",

@@ -12,7 +12,8 @@ from typing import Any
 from builders.gangs import T0, members, pod, stamp
 from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
 from gangkeeper.policies.release.budgets import read_budgets
-from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.settings.config import Config
 
 

@@ -23,7 +23,8 @@ from kubernetes.client import ApiClient, Configuration
 from gangkeeper.policies import catalogue
 from gangkeeper.policies.catalogue import Metric
 from gangkeeper.policies.cluster.observed_gangs import pod_info
-from gangkeeper.policies.release.plan import WaitCode, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import WaitCode
 from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.controller import GangController
 from gangkeeper.webhook.controller.writes import event_body

@@ -12,7 +12,8 @@ from gangkeeper.policies.cluster.observed_gangs import pod_info
 from gangkeeper.policies.fit.feasibility import check_gang
 from gangkeeper.policies.model import Gang, Role, Source
 from gangkeeper.policies.names import TOPOLOGY_PREFERRED_ANNOTATION, TOPOLOGY_REQUIRED_ANNOTATION
-from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.settings.config import load_config
 
 ZONE = "topology.kubernetes.io/zone"

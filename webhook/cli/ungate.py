@@ -38,7 +38,7 @@ from .exit_codes import EXIT_BAD_INPUT, EXIT_LEFT_GATED, EXIT_OK
 
 if TYPE_CHECKING:
     from gangkeeper.policies.cluster.observed_gangs import PodInfo
-    from gangkeeper.policies.release.plan import Release
+    from gangkeeper.policies.release.results import Release
 
 
 def register(sub: Any) -> None:

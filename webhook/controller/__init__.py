@@ -14,7 +14,8 @@ What to release, and why the others wait, is planned by the pure
 
 from __future__ import annotations
 
-from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import GangReport, Plan, Release
 
 from .controller import GangController
 

@@ -62,8 +62,9 @@ from gangkeeper.policies.cluster.observed_gangs import (
 )
 from gangkeeper.policies.names import LEASE_NAME
 from gangkeeper.policies.release.budgets import Budget, read_budget
-from gangkeeper.policies.release.plan import GangReport, Plan, Release, plan
+from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.planner import Planner, decisions
+from gangkeeper.policies.release.results import GangReport, Plan, Release
 from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import Api, ApiError

@@ -20,7 +20,7 @@ from typing import Any
 
 from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo
-from gangkeeper.policies.release.plan import GangReport
+from gangkeeper.policies.release.results import GangReport
 from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import Api, ApiError

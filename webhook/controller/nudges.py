@@ -21,7 +21,6 @@ from typing import Any
 from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.cluster.observed_gangs import PodInfo
 from gangkeeper.policies.release.groups import COSCHEDULING
-from gangkeeper.policies.release.plan import GangReport
 from gangkeeper.policies.release.requeue import (
     FreeGpus,
     capacity_rose,
@@ -29,6 +28,7 @@ from gangkeeper.policies.release.requeue import (
     groups_to_nudge,
     requeue_patch,
 )
+from gangkeeper.policies.release.results import GangReport
 from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import Api, ApiError

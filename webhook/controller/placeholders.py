@@ -34,7 +34,7 @@ from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.autoscaling.asking import Ask, gang_key
 from gangkeeper.policies.autoscaling.placeholders import placeholder_pod
 from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo
-from gangkeeper.policies.release.plan import Plan, Release
+from gangkeeper.policies.release.results import Plan, Release
 
 from ..kube.api import ApiError, Conflict, NotFound
 from .capacity_writer import CapacityWriter

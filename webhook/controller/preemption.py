@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable
 
 from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.cluster.observed_gangs import PodInfo
-from gangkeeper.policies.release.plan import Plan
 from gangkeeper.policies.release.preemption import Preemption, Unit
+from gangkeeper.policies.release.results import Plan
 
 from ..kube.api import Api, ApiError, NotFound, TooManyRequests
 from ..kube.resources import PODS

@@ -43,7 +43,7 @@ from gangkeeper.policies.autoscaling.provisioning import (
     template_orphans,
 )
 from gangkeeper.policies.catalogue import Metric
-from gangkeeper.policies.release.plan import Plan
+from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import Api, ApiError, Conflict, NotFound

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.catalogue import Metric
-from gangkeeper.policies.release.plan import Plan
+from gangkeeper.policies.release.results import Plan
 
 from ..series import Sample, Series
 from .timings import queue_samples

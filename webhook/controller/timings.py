@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import get_args
 
 from gangkeeper.policies import catalogue as cat
-from gangkeeper.policies.release.plan import GangReport, Release, WaitCode
+from gangkeeper.policies.release.results import GangReport, Release, WaitCode
 
 from ..series import Sample, Series
 

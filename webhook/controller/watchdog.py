@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterable
 from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.catalogue import Metric
 from gangkeeper.policies.cluster.observed_gangs import PodInfo
-from gangkeeper.policies.release.plan import Plan
 from gangkeeper.policies.release.recovery import Requeue, owner_kind
+from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.release.watchdog import never_ready, partly_bound, partly_bound_for
 from gangkeeper.policies.settings.config import Config
 

@@ -23,7 +23,7 @@ from gangkeeper.policies.names import (
     REQUEUE_SUSPENDED,
     REQUEUES_ANNOTATION,
 )
-from gangkeeper.policies.release.plan import Release
+from gangkeeper.policies.release.results import Release
 
 from ..kube.election import micro_time
 

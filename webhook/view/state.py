@@ -31,7 +31,9 @@ from gangkeeper.policies.cluster.node_facts import NodeFacts, read_node
 from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo, is_live, pod_info
 from gangkeeper.policies.fit.feasibility import check_gang
 from gangkeeper.policies.release.explain import HOLDING_CODES, Target, explain, render
-from gangkeeper.policies.release.plan import GangReport, gang_model, plan
+from gangkeeper.policies.release.gang_model import gang_model
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import GangReport
 from gangkeeper.policies.settings.config import Config
 
 #: Waiting codes of gangs that wait for room (the others wait for members or a fix).

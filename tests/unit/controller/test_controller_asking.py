@@ -9,7 +9,8 @@ from builders.gangs import T0, members, node, pod
 
 from gangkeeper.policies.autoscaling.placeholders import placeholder_pod
 from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
-from gangkeeper.policies.release.plan import GangReport, Plan, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import GangReport, Plan
 from gangkeeper.policies.settings.config import Config, load_config
 
 NOW = T0 + 60

@@ -13,7 +13,8 @@ from builders.gangs import T0, members, node
 
 from gangkeeper.policies.cluster.observed_gangs import PodInfo, pod_info
 from gangkeeper.policies.release import plan as plan_module
-from gangkeeper.policies.release.plan import Plan, Release, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import Plan, Release
 from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.controller.burst import Burst
 

@@ -10,7 +10,8 @@ from typing import Any
 from builders.gangs import T0, members, node, plain_node, pod, released, requesting
 
 from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
-from gangkeeper.policies.release.plan import GangReport, Plan, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import GangReport, Plan
 from gangkeeper.policies.release.status import render_text
 from gangkeeper.policies.settings.config import Config, load_config
 

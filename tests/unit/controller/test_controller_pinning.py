@@ -11,7 +11,8 @@ from builders.gangs import T0, members, node, pod
 
 from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
 from gangkeeper.policies.names import GATE, PIN_LABEL
-from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.release.status import render_json, render_text
 from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.controller.writes import ungate_patch

@@ -11,7 +11,8 @@ import pytest
 from builders.gangs import members, stamp
 
 from gangkeeper.policies.cluster.observed_gangs import PodInfo, pod_info
-from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.settings.config import load_config
 from gangkeeper.webhook.controller.placeholders import PlaceholderWriter
 from gangkeeper.webhook.kube.api import ApiError, Call

@@ -26,7 +26,8 @@ from gangkeeper.policies.names import (
     PROVISIONING_LABEL,
     PROVISIONING_REQUEST_LABEL,
 )
-from gangkeeper.policies.release.plan import GangReport, Plan, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import GangReport, Plan
 from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.controller.writes import ungate_patch
 

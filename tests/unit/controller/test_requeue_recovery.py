@@ -17,7 +17,8 @@ from gangkeeper.policies.names import (
     REQUEUE_LABEL,
     REQUEUES_ANNOTATION,
 )
-from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.controller.suspension import RESUME_AFTER_SECONDS
 from gangkeeper.webhook.controller.watchdog import Watchdog

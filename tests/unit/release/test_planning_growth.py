@@ -20,7 +20,8 @@ from bench.planning_state import EPOCH, admitted_pods, bound, infos, released, t
 from gangkeeper.policies import Config
 from gangkeeper.policies.cluster import fleet as fleet_module
 from gangkeeper.policies.cluster.observed_gangs import SharedParts
-from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import Plan
 
 SIZES = (30, 60, 120)
 # The module, not the function `placement.assign` that the package exports.

@@ -12,8 +12,8 @@ import pytest
 from builders.gangs import T0, members, node, plain_node, pod, requesting
 
 from gangkeeper.policies.release.explain import Target, explain, render
-from gangkeeper.policies.release.plan import GangReport
 from gangkeeper.policies.release.queue import AHEAD_SHOWN, ordinal, places
+from gangkeeper.policies.release.results import GangReport
 from gangkeeper.policies.release.status import gang_status, render_json
 from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.controller import timings

@@ -8,7 +8,8 @@ from __future__ import annotations
 from builders.gangs import JOB, T0, members, node, pod, released
 
 from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
-from gangkeeper.policies.release.plan import Plan, plan
+from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.settings.config import Config
 
 CFG = Config(rebind_seconds=60)
