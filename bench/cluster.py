@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -30,6 +31,7 @@ from gangkeeper.policies.names import (
     GATE,
     MIN_MEMBER_ANNOTATION,
 )
+from gangkeeper.webhook.cli.serve import NOOP_ENV
 
 POOL_LABEL = "bench.gangkeeper.io/pool"
 LATENCY_POOL = "latency"
@@ -45,6 +47,8 @@ NAMESPACES: Mapping[str, bool] = {
     "bench-sched-coscheduling": True,
     "bench-latency-plain": False,
     "bench-latency-gang": True,
+    # Labelled by create_latency for its no-op webhook pair, not for gangkeeper.
+    "bench-latency-noop": False,
     "bench-memory": False,
     "bench-place-pinned": True,
     "bench-place-scheduler": True,
@@ -339,6 +343,9 @@ def open_cluster(
     config = directory / "bench-config.yaml"
     config.write_text(yaml.safe_dump(dict(BENCH_CONFIG), sort_keys=False))
     sandbox = Sandbox(directory, log=log)
+    # gangkeeper's `/noop` endpoint (allow without looking) answers the no-op webhook
+    # pair of `create_latency`'s floor; only a server started with this serves it.
+    os.environ[NOOP_ENV] = "1"
     try:
         info = sandbox.up(fleet=None, config=config)
         api = api_client(info.kubeconfig)

@@ -1,22 +1,27 @@
 """Latency gangkeeper adds to pod creation, through the real kube-apiserver.
 
 Training pods (one GPU each, gang annotations, 8 members per gang) are created one at
-a time, alternating between a namespace that did not opt in (the API server never
-calls gangkeeper: the baseline) and an opted-in one (mutating + validating webhook on
-every create). Interleaving puts both under the same background load. Pods select a
-declared GPU pool with no nodes, so they are admitted but never placed: the figure is
-creation alone. Reported: p50/p99 of the create call per namespace and the difference.
-Target: ≤ 5 ms added at p50, ≤ 15 ms at p99.
+a time, in turn in three namespaces: one that did not opt in (the API server calls no
+webhook: the baseline), one whose pods go through a no-op webhook pair (a mutating and
+a validating webhook like gangkeeper's — same server, TLS, match conditions — whose
+endpoint `/noop` allows without looking: the floor any webhook pair pays on this
+machine), and an opted-in one (gangkeeper's own pair). Interleaving puts all three
+under the same background load. Pods select a declared GPU pool with no nodes, so they
+are admitted but never placed: the figure is creation alone. Reported: p50/p99 of the
+create call per namespace, what gangkeeper adds over the baseline, and what it adds
+over the no-op pair (what is gangkeeper's own). Target: ≤ 5 ms added at p50, ≤ 15 ms
+at p99.
 
-Pure part: `latency_rows` over two samples. Live part: creates pods only in the two
-benchmark namespaces of the cluster it is given, and deletes them afterwards.
+Pure part: `latency_rows` over the samples, `noop_pair` over the installed webhook
+configurations. Live part: creates the no-op pair (removed afterwards) and pods only in
+the three benchmark namespaces of the cluster it is given, and deletes them afterwards.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bench.scheduling import percentile
@@ -27,6 +32,10 @@ if TYPE_CHECKING:
 
 PLAIN = "bench-latency-plain"
 GANG = "bench-latency-gang"
+NOOP = "bench-latency-noop"
+#: The label that selects NOOP for the no-op pair.
+NOOP_LABEL = "bench.gangkeeper.io/noop-webhooks"
+ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 GANG_SIZE = 8
 WARMUP = 20
 TARGET_P50_MS = 5.0
@@ -73,14 +82,71 @@ def training_pod(index: int) -> dict[str, Any]:
     }
 
 
-def latency_rows(plain_ms: Sequence[float], gang_ms: Sequence[float]) -> list[dict[str, Any]]:
-    """Per-namespace p50/p99 and the difference (gangkeeper - plain) with the targets."""
+def noop_pair(configuration: Mapping[str, Any]) -> dict[str, Any]:
+    """gangkeeper's webhook configuration as a no-op twin: every webhook renamed, sent
+    to `/noop` on the same server, and selecting only namespaces labelled NOOP_LABEL;
+    rules, match conditions, object selector, timeouts and failure policy unchanged."""
+    meta = configuration["metadata"]
+    webhooks = []
+    for hook in configuration.get("webhooks") or []:
+        client = dict(hook["clientConfig"])
+        if "url" in client:
+            base, _, _ = str(client["url"]).rpartition("/")
+            client["url"] = f"{base}/noop"
+        else:
+            client["service"] = {**client["service"], "path": "/noop"}
+        webhooks.append({
+            **hook,
+            "name": f"noop.{hook['name']}",
+            "clientConfig": client,
+            "namespaceSelector": {"matchLabels": {NOOP_LABEL: "true"}},
+        })
+    return {
+        "apiVersion": configuration.get("apiVersion", "admissionregistration.k8s.io/v1"),
+        "kind": configuration["kind"],
+        "metadata": {"name": f"{meta['name']}-noop"},
+        "webhooks": webhooks,
+    }
+
+
+def _install_noop_pair(cluster: BenchCluster) -> list[str]:
+    """Create the no-op twins of gangkeeper's two configurations; their paths."""
+    from gangkeeper.policies.names import (
+        MUTATING_WEBHOOK_CONFIGURATION,
+        VALIDATING_WEBHOOK_CONFIGURATION,
+    )
+
+    created = []
+    for kind, name in (("mutatingwebhookconfigurations", MUTATING_WEBHOOK_CONFIGURATION),
+                       ("validatingwebhookconfigurations", VALIDATING_WEBHOOK_CONFIGURATION)):
+        status, body = cluster.raw.request("GET", f"{ADMISSION}/{kind}/{name}")
+        if status != 200:
+            raise RuntimeError(f"reading {kind}/{name}: HTTP {status} {body[:200]!r}")
+        twin = noop_pair(json.loads(body))
+        status, body = cluster.raw.request("POST", f"{ADMISSION}/{kind}",
+                                           json.dumps(twin).encode())
+        if status != 201:
+            raise RuntimeError(f"creating the no-op {kind}: HTTP {status} {body[:200]!r}")
+        created.append(f"{ADMISSION}/{kind}/{twin['metadata']['name']}")
+    patch = json.dumps({"metadata": {"labels": {NOOP_LABEL: "true"}}}).encode()
+    status, body = cluster.raw.request("PATCH", f"/api/v1/namespaces/{NOOP}", patch,
+                                       content_type="application/merge-patch+json")
+    if status != 200:
+        raise RuntimeError(f"labelling {NOOP}: HTTP {status} {body[:200]!r}")
+    return created
+
+
+def latency_rows(
+    plain_ms: Sequence[float], gang_ms: Sequence[float], noop_ms: Sequence[float] = ()
+) -> list[dict[str, Any]]:
+    """Per-namespace p50/p99 and the difference (gangkeeper - plain) with the targets;
+    with `noop_ms`, also the no-op pair's row and what gangkeeper adds over it."""
     if not plain_ms or not gang_ms:
         raise ValueError("latency_rows needs samples from both namespaces")
     p50 = (percentile(plain_ms, 50), percentile(gang_ms, 50))
     p99 = (percentile(plain_ms, 99), percentile(gang_ms, 99))
     added50, added99 = p50[1] - p50[0], p99[1] - p99[0]
-    return [
+    rows: list[dict[str, Any]] = [
         {"namespace": "not opted in (baseline)", "pods": len(plain_ms),
          "p50_ms": round(p50[0], 2), "p99_ms": round(p99[0], 2)},
         {"namespace": "opted in (gangkeeper)", "pods": len(gang_ms),
@@ -92,17 +158,27 @@ def latency_rows(plain_ms: Sequence[float], gang_ms: Sequence[float]) -> list[di
          "target": f"≤ {TARGET_P50_MS:g} ms p50, ≤ {TARGET_P99_MS:g} ms p99",
          "met": added50 <= TARGET_P50_MS and added99 <= TARGET_P99_MS},
     ]  # fmt: skip
+    if noop_ms:
+        floor50, floor99 = percentile(noop_ms, 50), percentile(noop_ms, 99)
+        rows[1:1] = [{"namespace": "no-op webhook pair (floor)", "pods": len(noop_ms),
+                      "p50_ms": round(floor50, 2), "p99_ms": round(floor99, 2)}]
+        rows.append({"namespace": "added by gangkeeper over the no-op pair", "pods": None,
+                     "p50_ms": round(p50[1] - floor50, 2), "p99_ms": round(p99[1] - floor99, 2),
+                     "p50_ratio": round(p50[1] / floor50, 2) if floor50 else None,
+                     "p99_ratio": round(p99[1] / floor99, 2) if floor99 else None})
+    return rows
 
 
-def measure(cluster: BenchCluster, pods: int) -> tuple[list[float], list[float]]:
-    """Create `pods` pods in each namespace, alternating; the create-call times in ms."""
-    plain: list[float] = []
-    gang: list[float] = []
+def measure(cluster: BenchCluster, pods: int) -> dict[str, list[float]]:
+    """Create `pods` pods in each namespace, in turn; the create-call times in ms."""
+    samples: dict[str, list[float]] = {PLAIN: [], NOOP: [], GANG: []}
+    names = list(samples)
     errors: list[str] = []
     for i in range(pods + WARMUP):
-        # Alternate which namespace goes first, so neither always follows the other.
-        order = [(PLAIN, plain), (GANG, gang)] if i % 2 == 0 else [(GANG, gang), (PLAIN, plain)]
-        for namespace, sample in order:
+        # Rotate which namespace goes first, so none always follows another.
+        shift = i % len(names)
+        for namespace in names[shift:] + names[:shift]:
+            sample = samples[namespace]
             body = training_pod(i)
             data = json.dumps(body).encode()
             path = f"/api/v1/namespaces/{namespace}/pods"
@@ -120,7 +196,7 @@ def measure(cluster: BenchCluster, pods: int) -> tuple[list[float], list[float]]
                 sample.append(elapsed)
     if errors:
         raise RuntimeError(f"{len(errors)} pod creates failed; first: {errors[0][:300]}")
-    return plain, gang
+    return samples
 
 
 def run(quick: bool, cluster: BenchCluster | None = None) -> list[dict[str, Any]]:
@@ -131,12 +207,15 @@ def run(quick: bool, cluster: BenchCluster | None = None) -> list[dict[str, Any]
             return run(quick, own)
     pods = 100 if quick else 1000
     cluster.log(f"create_latency: {pods} pods per namespace, interleaved")
+    created = _install_noop_pair(cluster)
     try:
-        plain, gang = measure(cluster, pods)
+        samples = measure(cluster, pods)
     finally:
-        for namespace in (PLAIN, GANG):
+        for path in created:
+            cluster.raw.request("DELETE", path)
+        for namespace in (PLAIN, NOOP, GANG):
             cluster.clear_pods(namespace)
-    return latency_rows(plain, gang)
+    return latency_rows(samples[PLAIN], samples[GANG], samples[NOOP])
 
 
 if __name__ == "__main__":  # pragma: no cover - manual entry point

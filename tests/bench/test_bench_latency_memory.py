@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from bench.create_latency import latency_rows, training_pod
+from bench.create_latency import NOOP_LABEL, latency_rows, noop_pair, training_pod
 from bench.memory import memory_pod, memory_rows, read_status_kb
 
 STATUS = "Name:\tpython3\nVmPeak:\t  300000 kB\nVmHWM:\t  210000 kB\nVmRSS:\t  150000 kB\n"
@@ -28,6 +28,49 @@ def test_a_slow_tail_misses_the_p99_target() -> None:
     assert added["p50_ms"] == 1.0
     assert added["p99_ms"] == 38.0
     assert added["met"] is False
+
+
+def test_what_gangkeeper_adds_over_the_no_op_pair_is_its_own_share() -> None:
+    plain = [2.0] * 100
+    noop = [9.0] * 100  # the round trip any webhook pair pays
+    gang = [11.5] * 100
+    rows = latency_rows(plain, gang, noop)
+    assert [r["namespace"] for r in rows] == [
+        "not opted in (baseline)", "no-op webhook pair (floor)", "opted in (gangkeeper)",
+        "added by gangkeeper", "added by gangkeeper over the no-op pair",
+    ]
+    assert rows[3]["p50_ms"] == 9.5
+    assert rows[4]["p50_ms"] == 2.5 and rows[4]["p99_ms"] == 2.5
+
+
+def test_the_no_op_pair_is_gangkeepers_configuration_sent_to_noop_for_its_namespace() -> None:
+    mine = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "gangkeeper-mutating", "resourceVersion": "7", "uid": "u"},
+        "webhooks": [
+            {"name": "pods.mutate.gangkeeper.io",
+             "clientConfig": {"url": "https://127.0.0.1:8443/mutate", "caBundle": "Q0E="},
+             "namespaceSelector": {"matchLabels": {"gangkeeper.io/enabled": "true"}},
+             "matchConditions": [{"name": "gpu", "expression": "true"}],
+             "rules": [{"operations": ["CREATE"], "resources": ["pods"]}],
+             "failurePolicy": "Fail", "timeoutSeconds": 5},
+            {"name": "workloads.mutate.gangkeeper.io",
+             "clientConfig": {"service": {"name": "gangkeeper", "namespace": "gk",
+                                          "path": "/mutate", "port": 443}}},
+        ],
+    }
+    twin = noop_pair(mine)
+    assert twin["metadata"] == {"name": "gangkeeper-mutating-noop"}
+    first, second = twin["webhooks"]
+    assert first["name"] == "noop.pods.mutate.gangkeeper.io"
+    assert first["clientConfig"] == {"url": "https://127.0.0.1:8443/noop", "caBundle": "Q0E="}
+    assert first["namespaceSelector"] == {"matchLabels": {NOOP_LABEL: "true"}}
+    # What the API server pays for is the same as for gangkeeper's own webhook.
+    for key in ("matchConditions", "rules", "failurePolicy", "timeoutSeconds"):
+        assert first[key] == mine["webhooks"][0][key]  # type: ignore[index]
+    assert second["clientConfig"]["service"]["path"] == "/noop"
+    assert mine["webhooks"][0]["clientConfig"]["url"].endswith("/mutate")  # type: ignore[index]
 
 
 def test_latency_needs_both_samples() -> None:
