@@ -4,9 +4,13 @@ gangs waiting for the same room, what stands out, and the fleet as GPU cells."""
 from __future__ import annotations
 
 from builders.gangs import T0, members, node, pod
+from builders.preemption import budget, running_pod, waiting_gang
 from builders.view_cluster import X, queue_cluster
 
 from gangkeeper.policies.settings.config import Config, load_config
+from gangkeeper.webhook.kube.fake import FakeApi
+from gangkeeper.webhook.kube.resources import BUDGETS
+from gangkeeper.webhook.view.source import reader
 from gangkeeper.webhook.view.state import QueueRow, build, explain_text
 
 NOW = T0 + 60
@@ -128,3 +132,29 @@ def test_events_of_a_gang_are_those_about_its_pods_or_owner() -> None:
     ]
     state = build(pods, [node("a", 1)], Config(), NOW, events=events)
     assert [e["note"] for e in state.events_of(("team", "g"))] == ["mine"]
+
+
+def _guarded_cluster() -> FakeApi:
+    """One 8-GPU node held by a pod a PodDisruptionBudget protects; a higher gang waits."""
+    api = FakeApi()
+    api.seed("/api/v1/nodes", node("n0", 8))
+    api.seed("/api/v1/pods", running_pod("guarded", "n0", 8, 5, labels={"app": "db"}),
+             *waiting_gang("high", 1, 8, 1000))
+    api.seed(BUDGETS.path, budget("db", {"app": "db"}, 0))
+    return api
+
+
+def test_the_view_names_the_budget_that_keeps_a_gang_from_preempting() -> None:
+    """As `status` and `explain` do: the view's plan reads the cluster's budgets."""
+    state = reader(_guarded_cluster(), Config(), clock=lambda: NOW)()
+    (row,) = [r for r in state.rows if r.label == "high"]
+    assert "PodDisruptionBudget team/db allows no more disruptions" in row.reason
+    assert "PodDisruptionBudget team/db" in explain_text(state, row.key)
+
+
+def test_budgets_the_user_may_not_list_leave_the_rest_of_the_view_answering() -> None:
+    api = _guarded_cluster()
+    api.absent.add(BUDGETS.path)  # answered 404, as a 403 is answered alike
+    state = reader(api, Config(), clock=lambda: NOW)()
+    (row,) = [r for r in state.rows if r.label == "high"]
+    assert row.state == "waiting" and "PodDisruptionBudget" not in row.reason

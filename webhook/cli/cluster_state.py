@@ -19,7 +19,7 @@ from gangkeeper.policies.settings.config import Config
 from ..files.config import ConfigFileError, load_config_file
 from ..kube.api import ApiError
 from ..kube.client import KubeconfigError, api_client
-from ..kube.informer import list_all
+from ..kube.informer import list_all, list_readable
 from ..kube.resources import BUDGETS
 from ..kube.rest import Rest
 
@@ -79,7 +79,7 @@ def read_cluster_state(args: argparse.Namespace) -> ClusterState:
         pods = list_all(rest, "/api/v1/pods", LIVE_PODS)
         nodes = list_all(rest, "/api/v1/nodes")
         requests = _requests(rest) if config.autoscaling.uses_requests else None
-        budgets = _budgets(rest)
+        budgets = list_readable(rest, BUDGETS.path)
     except (ConfigFileError, KubeconfigError) as exc:
         raise ClusterStateError(str(exc)) from exc
     except ApiError as exc:
@@ -93,15 +93,6 @@ def _requests(rest: Rest) -> list[Mapping[str, Any]] | None:
     except ApiError as exc:
         if exc.status == 404:  # not served: the controller uses placeholders
             return None
-        raise
-
-
-def _budgets(rest: Rest) -> list[Mapping[str, Any]]:
-    try:
-        return list_all(rest, BUDGETS.path)
-    except ApiError as exc:
-        if exc.status in (403, 404):  # not ours to read: preemption's text ignores them
-            return []
         raise
 
 

@@ -123,6 +123,18 @@ def list_all(api: Api, path: str, query: Query = ()) -> list[Mapping[str, Any]]:
     return items
 
 
+def list_readable(api: Api, path: str, query: Query = ()) -> list[Mapping[str, Any]]:
+    """`list_all`, or [] when the resource is not served (404) or this user may not
+    list it (403): for what only refines an answer (PodDisruptionBudgets, which only
+    preemption's text reads), never for what the answer rests on."""
+    try:
+        return list_all(api, path, query)
+    except ApiError as exc:
+        if exc.status in (403, 404):
+            return []
+        raise
+
+
 class Subscriber(Protocol):
     """What an informer feeds. Called from the informer's thread, in event order."""
 

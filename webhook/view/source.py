@@ -17,7 +17,8 @@ from collections.abc import Callable
 from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import Api, ApiError
-from ..kube.informer import list_all
+from ..kube.informer import list_all, list_readable
+from ..kube.resources import BUDGETS
 from .state import ViewState, build
 
 #: Pods that hold or wait for capacity (finished ones hold none), as `status` lists them.
@@ -49,7 +50,8 @@ def reader(
             except ApiError as exc:
                 if exc.status != 404:  # not served: the controller uses placeholders
                     raise
+        budgets = list_readable(api, BUDGETS.path)
         return build(pods, nodes, config, clock(), namespace=namespace, events=events,
-                     requests=requests, events_note=note)
+                     requests=requests, events_note=note, budgets=budgets)
 
     return read

@@ -30,6 +30,7 @@ from gangkeeper.policies.cluster.fleet import Fleet, NodeReader
 from gangkeeper.policies.cluster.node_facts import NodeFacts, read_node
 from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo, is_live, pod_info
 from gangkeeper.policies.fit.feasibility import check_gang
+from gangkeeper.policies.release.budgets import read_budgets
 from gangkeeper.policies.release.explain import HOLDING_CODES, Target, explain, render
 from gangkeeper.policies.release.gang_model import gang_model
 from gangkeeper.policies.release.plan import plan
@@ -207,6 +208,8 @@ class ViewState:
     events: Sequence[Mapping[str, Any]] = ()
     config: Config = field(default_factory=Config)
     requests: Sequence[Mapping[str, Any]] | None = None
+    #: The PodDisruptionBudget dicts the plan and `explain_text` read.
+    budgets: Sequence[Mapping[str, Any]] = ()
     #: Why Events are missing ("" when they were listed).
     events_note: str = ""
     _explained: dict[GangKey, str] = field(default_factory=dict, compare=False, repr=False)
@@ -243,6 +246,7 @@ def build(
     requests: Sequence[Mapping[str, Any]] | None = None,
     events_note: str = "",
     aggregate_above: int = 200,
+    budgets: Sequence[Mapping[str, Any]] = (),
 ) -> ViewState:
     """The snapshot of every gang (or those of `namespace`) and of the whole fleet.
 
@@ -253,7 +257,8 @@ def build(
     infos = [pod_info(p, config) for p in pod_list if is_live(p)]
     asked = None if requests is None else [i for r in requests if (i := request_info(r))]
     read = _reading(config)  # each Node read once, for the plan and the fresh fleet
-    result = plan(infos, node_list, config, now, requests=asked, reader=read)
+    result = plan(infos, node_list, config, now, requests=asked, reader=read,
+                  budgets=read_budgets(budgets))
     fleet = Fleet(node_list, infos, config, read)  # fresh: nothing held, nothing simulated
     pairs = list(zip(result.gangs, result.reports, strict=True))
     eligible = _eligible_sets(pairs, fleet)
@@ -270,7 +275,7 @@ def build(
     return ViewState(
         generated=now, rows=tuple(rows), details=details, fleet=view, pods=pod_list,
         nodes=node_list, events=events, config=config, requests=requests,
-        events_note=events_note,
+        budgets=budgets, events_note=events_note,
     )
 
 
@@ -296,6 +301,7 @@ def explain_text(state: ViewState, key: GangKey) -> str:
         explained = explain(
             state.pods, state.nodes, state.config, state.generated,
             Target.parse(detail.target, key[0]), requests=state.requests,
+            budgets=state.budgets,
         )
         found = state._explained[key] = render(explained, state.events_of(key))
     return found
