@@ -158,6 +158,8 @@ class PodInfo:
     unpinnable: str = ""
     #: `spec.priority` (set from the PriorityClass at creation); 0 when absent.
     priority: int = 0
+    #: `spec.priorityClassName`; "" when absent. A native PodGroup names it too.
+    priority_class: str = ""
     #: When gangkeeper lifted its gate and pinned it (`names.RELEASED_AT_ANNOTATION`,
     #: epoch seconds); 0 when not released pinned.
     released_at: float = 0.0
@@ -321,6 +323,7 @@ def pod_info(
         requests=shared.demand(requests) if shared else MappingProxyType(requests),
         unpinnable=unmodeled(spec) if gang else "",
         priority=priority if type(priority) is int else 0,
+        priority_class=sys.intern(str(spec.get("priorityClassName") or "")) if gang else "",
         released_at=parse_time(annotations.get(names.RELEASED_AT_ANNOTATION)) if gang else 0.0,
         ready=_ready(pod.get("status")) if gang else False,
         topology=_topology(annotations) if gang else (),

@@ -3,9 +3,14 @@
 - `coscheduling`: `scheduling.x-k8s.io/v1alpha1` PodGroup `{minMember, minResources}`;
 - `volcano`: `scheduling.volcano.sh/v1beta1` PodGroup `{minMember, minResources}`;
 - `native`: `scheduling.k8s.io/<served version>` PodGroup
-  `{schedulingPolicy: {gang: {minCount}}}`, the standalone object a pod's
-  `spec.schedulingGroup.podGroupName` names (Kubernetes 1.36+, feature gate
-  GenericWorkload; v1beta1 from 1.37, v1alpha3 before);
+  `{schedulingPolicy: {gang: {minCount}}, priorityClassName}`, the standalone object a
+  pod's `spec.schedulingGroup.podGroupName` names (Kubernetes 1.36+, feature gate
+  GenericWorkload; v1beta1 from 1.37, v1alpha3 before). kube-scheduler refuses to
+  schedule a group whose priority differs from its pods' ("all pods in a single pod
+  group should have the same priority as the pod group's priority",
+  `pkg/scheduler/schedule_one_podgroup.go`), and the Priority admission plugin sets a
+  PodGroup's priority only from its `priorityClassName`: so the group names the
+  members' class;
 - `gate`: none, the controller itself waits until the gang fits.
 
 Every object is owner-referenced to the gang's top-level owner so the garbage
@@ -68,6 +73,15 @@ def min_resources(gang: GangObservation) -> dict[str, str]:
     return {resource: str(amount) for resource, amount in sorted(totals.items())}
 
 
+def _priority_class(gang: GangObservation) -> str:
+    """The members' PriorityClass name (that of the highest-priority member: members of
+    one gang share one; where they do not, the scheduler refuses the group anyway)."""
+    named = [m for m in gang.members if m.priority_class]
+    if not named:
+        return ""
+    return max(named, key=lambda m: (m.priority, m.priority_class)).priority_class
+
+
 def group_object(gang: GangObservation, resource: GroupResource) -> dict[str, Any]:
     """The PodGroup to create for `gang` in `resource`'s API group and version."""
     min_member = gang.needed_before_release or gang.present
@@ -81,6 +95,9 @@ def group_object(gang: GangObservation, resource: GroupResource) -> dict[str, An
         metadata["ownerReferences"] = [gang.owner.reference()]
     if resource.group == "scheduling.k8s.io":
         spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_member}}}
+        priority_class = _priority_class(gang)
+        if priority_class:
+            spec["priorityClassName"] = priority_class
     else:
         spec = {"minMember": min_member}
         wanted = min_resources(gang)

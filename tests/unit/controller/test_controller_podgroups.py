@@ -97,3 +97,25 @@ def test_a_podgroup_does_not_wait_for_members_that_arrive_after_release() -> Non
     obj = group_object(gang(pods), COSCHEDULING)
     assert obj["spec"]["minMember"] == 2
     assert obj["spec"]["minResources"] == {"nvidia.com/gpu": "16"}
+
+
+def _prioritised(pods: list[dict[str, object]], name: str, value: int) -> list[dict[str, object]]:
+    """As the API server stores them: the Priority admission plugin resolved the class."""
+    for p in pods:
+        p["spec"]["priorityClassName"] = name  # type: ignore[index]
+        p["spec"]["priority"] = value  # type: ignore[index]
+    return pods
+
+
+def test_the_native_group_names_its_members_priority_class() -> None:
+    """kube-scheduler refuses a native group whose priority is not its pods' (found on
+    the sandbox: every prioritised gang of the native backend stayed Pending with
+    'all pods in a single pod group should have the same priority'); the API server
+    sets a PodGroup's priority from its class alone."""
+    pods = _prioritised(members("train", 2, owner=OWNER), "team-high", 1000)
+    native = group_object(gang(pods), native_resource("v1beta1"))
+    assert native["spec"] == {
+        "schedulingPolicy": {"gang": {"minCount": 2}}, "priorityClassName": "team-high",
+    }
+    # The scheduler-plugins PodGroup has no such field: its pods carry the priority.
+    assert "priorityClassName" not in group_object(gang(pods), COSCHEDULING)["spec"]
