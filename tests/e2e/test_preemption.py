@@ -306,3 +306,41 @@ def test_a_running_gang_that_loses_a_member_to_the_scheduler_is_requeued_whole(
         and all(is_gated(p) for p in found),
         timeout=60, message="the resumed gang's 4 new members gated")
     assert requeued_after <= 5 + 10 + 10, requeued_after  # rebindSeconds + 10 s (+ binding)
+
+
+@pytest.mark.parametrize("backend_namespace", ["native"], indirect=True)
+def test_on_the_native_backend_kubernetes_preempts_whole_gangs_and_the_victims_jobs_fail(
+    cluster: Any, backend_namespace: str, classes: dict[str, str]
+) -> None:
+    """Scenario 1 on the `native` backend, beside gangkeeper's own (the test above): the
+    gang goes to kube-scheduler as a scheduling.k8s.io PodGroup and Kubernetes 1.37's
+    workload-aware preemption acts. It too takes exactly two low gangs whole and binds the
+    high one whole, but it deletes the victims' pods, so the Job controller counts them
+    failed: with `backoffLimit: 0` both victim Jobs fail, where gangkeeper's requeue
+    (suspend and resume) fails none and runs them again."""
+    namespace = backend_namespace
+    pool = unique("native-preempt")
+    cluster.create_gpu_nodes(pool, 4, 8, labels={POOL_LABEL: pool})
+    lows = [f"low-{i}" for i in range(4)]
+    for name in lows:
+        cluster.batch.create_namespaced_job(namespace, job(name, pool, 2, 4, classes["low"]))
+    for name in lows:
+        cluster.wait_for(lambda n=name: all_bound(cluster, namespace, n, 2),
+                         timeout=60, message=f"{name} bound whole (a native PodGroup each)")
+    with PartlyBound(cluster, namespace, lows) as watch:
+        started = time.monotonic()
+        cluster.batch.create_namespaced_job(
+            namespace, job("high", pool, 2, 8, classes["high"], run_for="8s"))
+        cluster.wait_for(lambda: all_bound(cluster, namespace, "high", 2), timeout=30,
+                         message="the high Job bound whole")
+        bound_after = time.monotonic() - started
+        victims = cluster.wait_for(
+            lambda: [n for n in lows if failed(cluster, namespace, n)] or None,
+            timeout=30, message="the victims' Jobs counted failed")
+    preempted = {e.involved_object.name.rsplit("-", 2)[0]
+                 for e in events(cluster, namespace, "Preempted")}
+    assert preempted == set(victims) and len(victims) == 2, (preempted, victims)
+    assert watch.seen == [], f"partly bound: {watch.seen}"
+    for name in set(lows) - set(victims):
+        assert all_bound(cluster, namespace, name, 2), name
+    assert bound_after <= 10.0, f"the high Job bound {bound_after:.1f}s after it was created"
