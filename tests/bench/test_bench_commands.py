@@ -12,15 +12,12 @@ under GANGKEEPER_E2E=require).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from gangkeeper.webhook.sandbox import BinariesMissing, find_binaries
+from builders.binaries import need_sandbox_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,12 +48,7 @@ def test_the_webhook_benchmark_measures_every_endpoint_against_the_floor(
 def test_the_gang_release_benchmark_releases_every_gang_and_takes_its_baseline(
     tmp_path: Path,
 ) -> None:
-    try:
-        find_binaries()
-    except BinariesMissing as exc:
-        if os.environ.get("GANGKEEPER_E2E", "").lower() == "require":
-            pytest.fail(f"GANGKEEPER_E2E=require: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+    need_sandbox_binaries()
     rows = _run("bench.controller", tmp_path / "controller.json", timeout=900)
     assert [r["gang_size"] for r in rows] == [8, 64]
     for row in rows:
@@ -72,12 +64,7 @@ def test_the_scheduler_binding_benchmark_binds_every_pod_where_it_was_pinned(
     """Both client settings and both pin styles get a row, every pod was bound (the
     command fails if one lands elsewhere than its pin), and the raised limit is not
     slower than the default at its burst (200 pods: over the default burst of 100)."""
-    try:
-        find_binaries()
-    except BinariesMissing as exc:
-        if os.environ.get("GANGKEEPER_E2E", "").lower() == "require":
-            pytest.fail(f"GANGKEEPER_E2E=require: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+    need_sandbox_binaries()
     rows = _run("bench.scheduler_binding", tmp_path / "binding.json", timeout=900)
     assert [(r["client"], r["pin"]) for r in rows] == [
         ("default 50/100", "hostname"), ("default 50/100", "matchFields"),

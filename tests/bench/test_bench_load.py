@@ -9,16 +9,15 @@ GANGKEEPER_E2E=require). Figures are not judged here (shared, noisy machine).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from builders.binaries import need_sandbox_binaries
 
 from bench.load import GangSpec, _Burst, gang_mix, histogram_quantile, outcome, stalled
 from gangkeeper.webhook.kube.api import ApiError
-from gangkeeper.webhook.sandbox import BinariesMissing, find_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,12 +89,7 @@ def test_a_create_whose_timed_out_attempt_was_stored_counts_as_created(
 
 
 def test_the_quick_load_loses_nothing_and_leaves_no_gang_half_done(tmp_path: Path) -> None:
-    try:
-        find_binaries()
-    except BinariesMissing as exc:
-        if os.environ.get("GANGKEEPER_E2E", "").lower() == "require":
-            pytest.fail(f"GANGKEEPER_E2E=require: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+    need_sandbox_binaries()
     out = tmp_path / "load.json"
     done = subprocess.run(
         [sys.executable, "-m", "bench.load", "--quick", "--json", str(out)],

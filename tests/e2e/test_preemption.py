@@ -84,6 +84,21 @@ def failed(cluster: Any, namespace: str, name: str, *, any_pod: bool = False) ->
         c.type == "Failed" and c.status == "True" for c in status.conditions or ())
 
 
+def fill_with_low_jobs(cluster: Any, namespace: str, classes: dict[str, str], prefix: str
+                       ) -> tuple[str, list[str]]:
+    """Scenario 1's start: four low-priority Jobs of 2 x 4 GPUs fill a new pool of
+    4 x 8 GPUs, each bound whole; the pool and the Jobs' names."""
+    pool = unique(prefix)
+    cluster.create_gpu_nodes(pool, 4, 8, labels={POOL_LABEL: pool})
+    lows = [f"low-{i}" for i in range(4)]
+    for name in lows:
+        cluster.batch.create_namespaced_job(namespace, job(name, pool, 2, 4, classes["low"]))
+    for name in lows:
+        cluster.wait_for(lambda n=name: all_bound(cluster, namespace, n, 2),
+                         timeout=60, message=f"{name} bound whole")
+    return pool, lows
+
+
 class PartlyBound:
     """Watches Jobs every 0.1 s: a Job whose live pods are some bound and some neither
     bound nor gated (released but not placed) for over a second is partly bound."""
@@ -120,15 +135,7 @@ class PartlyBound:
 def test_a_high_job_preempts_exactly_two_low_jobs_whole_and_they_run_again_after(
     cluster: Any, gang_namespace: str, classes: dict[str, str]
 ) -> None:
-    pool = unique("preempt")
-    cluster.create_gpu_nodes(pool, 4, 8, labels={POOL_LABEL: pool})
-    lows = [f"low-{i}" for i in range(4)]
-    for name in lows:
-        cluster.batch.create_namespaced_job(gang_namespace,
-                                            job(name, pool, 2, 4, classes["low"]))
-    for name in lows:
-        cluster.wait_for(lambda n=name: all_bound(cluster, gang_namespace, n, 2),
-                         timeout=60, message=f"{name} bound whole")
+    pool, lows = fill_with_low_jobs(cluster, gang_namespace, classes, "preempt")
     with PartlyBound(cluster, gang_namespace, lows) as watch:
         started = time.monotonic()
         cluster.batch.create_namespaced_job(
@@ -319,14 +326,7 @@ def test_on_the_native_backend_kubernetes_preempts_whole_gangs_and_the_victims_j
     failed: with `backoffLimit: 0` both victim Jobs fail, where gangkeeper's requeue
     (suspend and resume) fails none and runs them again."""
     namespace = backend_namespace
-    pool = unique("native-preempt")
-    cluster.create_gpu_nodes(pool, 4, 8, labels={POOL_LABEL: pool})
-    lows = [f"low-{i}" for i in range(4)]
-    for name in lows:
-        cluster.batch.create_namespaced_job(namespace, job(name, pool, 2, 4, classes["low"]))
-    for name in lows:
-        cluster.wait_for(lambda n=name: all_bound(cluster, namespace, n, 2),
-                         timeout=60, message=f"{name} bound whole (a native PodGroup each)")
+    pool, lows = fill_with_low_jobs(cluster, namespace, classes, "native-preempt")
     with PartlyBound(cluster, namespace, lows) as watch:
         started = time.monotonic()
         cluster.batch.create_namespaced_job(
