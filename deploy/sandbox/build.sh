@@ -18,8 +18,6 @@
 #                  sigs.k8s.io/karpenter v1.15.0 needs Go >= 1.26.9, so this component
 #                  alone builds with GOTOOLCHAIN=go1.27.3 (the go command fetches that
 #                  toolchain from the Go module proxy, ~76 MB, once per machine).
-#   kueue/         Kueue's manager (quota and admission of Jobs, pods, JobSets, Kubeflow and
-#                  Ray kinds, and its webhooks), plus its CRDs and webhook manifests
 #   kueue/         Kueue's controller manager (and its webhooks), plus its CRDs and
 #                  webhook manifests (the sandbox starts it only when named in
 #                  --components)
@@ -180,14 +178,6 @@ build_trainer() {
 kueue_version=$(required kueue sigs.k8s.io/kueue)
 kueue_dir="$cache_root/kueue-$kueue_version"
 build_kueue() {
-  progress "building the Kueue manager $kueue_version"
-  build_go kueue sigs.k8s.io/kueue/cmd/kueue "$kueue_dir/bin/kueue-manager"
-  copy_module_dirs kueue sigs.k8s.io/kueue "$kueue_dir" config/components/crd config/components/webhook
-}
-
-kueue_version=$(required kueue sigs.k8s.io/kueue)
-kueue_dir="$cache_root/kueue-$kueue_version"
-build_kueue() {
   progress "building the Kueue controller manager $kueue_version"
   build_go kueue sigs.k8s.io/kueue/cmd/kueue "$kueue_dir/bin/kueue-manager"
   copy_module_dirs kueue sigs.k8s.io/kueue "$kueue_dir" config/components/crd config/components/webhook
@@ -256,7 +246,6 @@ for c in "${wanted[@]}"; do
       with_lock scheduler-plugins-controller "$sp_dir/.complete-controller" build_scheduler_plugins_controller
       ;;
     trainer) with_lock trainer "$trainer_dir/.complete" build_trainer ;;
-    kueue) with_lock kueue "$kueue_dir/.complete" build_kueue ;;
     kueue) with_lock kueue "$kueue_dir/.complete" build_kueue ;;
     karpenter) with_lock karpenter "$karpenter_dir/.complete" build_karpenter ;;
     helm) with_lock helm "$helm_dir/.complete" build_helm ;;
