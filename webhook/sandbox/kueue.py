@@ -179,6 +179,15 @@ def bootstrap_objects() -> str:
     return yaml.safe_dump_all(objects)
 
 
+def established(kubectl: Kubectl) -> bool:
+    """Whether Kueue's CRDs are Established (False while one has no conditions yet)."""
+    done = kubectl.run(
+        "wait", "--for=condition=Established", "--timeout=10s",
+        *(f"crd/{c}" for c in CRDS), check=False,
+    )  # fmt: skip
+    return done.returncode == 0
+
+
 def copy_certificate(kubectl: Kubectl, cert_dir: Path) -> bool:
     """Copy the rotator's certificate out of the Secret once it is there (the
     kubelet's projection, on a real cluster). True once copied."""
@@ -222,8 +231,10 @@ def start_kueue(processes: Processes, directory: Path, kubectl: Kubectl, *, dead
     kubectl.must("apply", "--server-side", "-f", "-", input=bootstrap_objects())
     definitions = crds(kubectl.kustomize(root() / CRD_DIR), webhook_port)
     kubectl.must("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(definitions))
-    kubectl.must(
-        "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{c}" for c in CRDS)
+    # Retried: `kubectl wait` right after the apply fails while a CRD has no
+    # status.conditions yet ("accessor error: <nil> is of the type <nil>").
+    wait_until(
+        processes, f"{KUEUE} (CRDs Established)", functools.partial(established, kubectl), deadline
     )
     configurations = webhook_configurations(kubectl.kustomize(root() / WEBHOOK_DIR), webhook_port)
     kubectl.must("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(configurations))
