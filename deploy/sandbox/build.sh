@@ -18,6 +18,9 @@
 #                  sigs.k8s.io/karpenter v1.15.0 needs Go >= 1.26.9, so this component
 #                  alone builds with GOTOOLCHAIN=go1.27.3 (the go command fetches that
 #                  toolchain from the Go module proxy, ~76 MB, once per machine).
+#   kueue/         Kueue's controller manager (and its webhooks), plus its CRDs and
+#                  webhook manifests (the sandbox starts it only when named in
+#                  --components)
 #   helm/          the helm command, which lints, renders, installs, upgrades and
 #                  uninstalls the chart in deploy/helm/gangkeeper in the Helm tests
 #   cert-manager/  cert-manager's CRDs only (its controller and cainjector are nested
@@ -36,7 +39,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache_root=${GANGKEEPER_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gangkeeper}
-all=(k8s kwok jobset lws scheduler-plugins trainer helm cert-manager karpenter provisioning-request)
+all=(k8s kwok jobset lws scheduler-plugins trainer kueue helm cert-manager karpenter provisioning-request)
 wanted=("$@")
 [[ ${#wanted[@]} -gt 0 ]] || wanted=("${all[@]}")
 
@@ -172,6 +175,14 @@ build_trainer() {
     manifests/base/crds manifests/base/webhook manifests/base/runtimes
 }
 
+kueue_version=$(required kueue sigs.k8s.io/kueue)
+kueue_dir="$cache_root/kueue-$kueue_version"
+build_kueue() {
+  progress "building the Kueue controller manager $kueue_version"
+  build_go kueue sigs.k8s.io/kueue/cmd/kueue "$kueue_dir/bin/kueue-manager"
+  copy_module_dirs kueue sigs.k8s.io/kueue "$kueue_dir" config/components/crd config/components/webhook
+}
+
 karpenter_version=$(required karpenter sigs.k8s.io/karpenter)
 karpenter_dir="$cache_root/karpenter-$karpenter_version"
 # The toolchain Karpenter's go.mod asks for (>= 1.26.9) is newer than the machine's
@@ -235,6 +246,7 @@ for c in "${wanted[@]}"; do
       with_lock scheduler-plugins-controller "$sp_dir/.complete-controller" build_scheduler_plugins_controller
       ;;
     trainer) with_lock trainer "$trainer_dir/.complete" build_trainer ;;
+    kueue) with_lock kueue "$kueue_dir/.complete" build_kueue ;;
     karpenter) with_lock karpenter "$karpenter_dir/.complete" build_karpenter ;;
     helm) with_lock helm "$helm_dir/.complete" build_helm ;;
     cert-manager) with_lock cert-manager "$cm_dir/.complete" build_cert_manager ;;

@@ -24,6 +24,7 @@ from gangkeeper.webhook.sandbox import (
     neighbours,
 )
 from gangkeeper.webhook.sandbox.karpenter import KARPENTER_VERSION
+from gangkeeper.webhook.sandbox.kueue import KUEUE_VERSION
 from gangkeeper.webhook.sandbox.neighbours import (
     JOBSET_CONTROLLER,
     KWOK_VERSION,
@@ -37,7 +38,7 @@ from gangkeeper.webhook.sandbox.neighbours import (
 )
 
 WRAPPERS = Path(__file__).resolve().parents[2] / "deploy" / "sandbox"
-NEIGHBOURS = ("kwok", "jobset", "lws", "trainer", "scheduler-plugins", "karpenter")
+NEIGHBOURS = ("kwok", "jobset", "lws", "trainer", "scheduler-plugins", "karpenter", "kueue")
 
 
 def _pinned(wrapper: str, module: str) -> str:
@@ -56,6 +57,7 @@ def _pinned(wrapper: str, module: str) -> str:
         ("trainer", "github.com/kubeflow/trainer/v2", TRAINER_CONTROLLER.version),
         ("scheduler-plugins", "sigs.k8s.io/scheduler-plugins", SCHEDULER_PLUGINS_VERSION),
         ("karpenter", "sigs.k8s.io/karpenter", KARPENTER_VERSION),
+        ("kueue", "sigs.k8s.io/kueue", KUEUE_VERSION),
         ("helm", "helm.sh/helm/v3", HELM_VERSION),
         ("cert-manager", "github.com/cert-manager/cert-manager", CERT_MANAGER_VERSION),
         ("provisioning-request", "k8s.io/autoscaler/cluster-autoscaler/apis",

@@ -1,6 +1,6 @@
 """Bringing the neighbours up in order: kwok, the scheduler-plugins scheduler and
 controller, then each controller manager with its webhooks registered and answering,
-then Karpenter (when asked for) once its CRDs are served.
+then Karpenter and Kueue (each when asked for) once their CRDs are served.
 
 May touch: the processes it starts (through `Processes`), the sandbox directory, and
 the API server through the sandbox's kubectl. What each neighbour is and how it is
@@ -15,9 +15,10 @@ from pathlib import Path
 
 import yaml
 
-from . import karpenter, neighbours
+from . import karpenter, kueue, neighbours
 from .karpenter import KARPENTER
 from .kubectl import Kubectl
+from .kueue import KUEUE
 from .neighbours import CONTROLLERS, KWOK, SCHEDULER_PLUGINS
 from .pki import KeyPair
 from .processes import Processes
@@ -85,6 +86,9 @@ def start_neighbours(
         karpenter.start_karpenter(
             processes, directory, kubectl, deadline=deadline, feature_gates=karpenter_gates
         )
+    if KUEUE in components:
+        log(f"starting the Kueue controller manager {kueue.KUEUE_VERSION}")
+        kueue.start_kueue(processes, directory, kubectl, deadline=deadline)
     if scheduler_port is not None:
         healthz = f"https://127.0.0.1:{scheduler_port}/healthz"
         wait_until(

@@ -13,6 +13,11 @@
   applied once its webhooks answer.
 - **Karpenter**'s kwok provider (`karpenter.py`), only when asked for: it creates
   Nodes for Unschedulable pods under the NodePools a test applies.
+- **Kueue**'s controller manager (`kueue.py`), only when asked for: quota and
+  admission of Jobs, pods, JobSets, TrainJobs and Ray kinds, with its own webhooks.
+  Not in the default set: its pod and TrainJob webhooks would answer for every other
+  test's objects (in every sandbox they broke tests/e2e/test_trainer_controller.py)
+  and it costs CPU on two cores.
 - the **scheduler-plugins** scheduler as a second scheduler,
   `scheduler-plugins-scheduler`, with the Coscheduling profile of the module's
   `manifests/coscheduling/scheduler-config.yaml`; it runs as the sandbox admin (no
@@ -45,9 +50,10 @@ from typing import Any
 
 import yaml
 
-from . import karpenter
+from . import karpenter, kueue
 from .binaries import BUILD_COMMAND, BinariesMissing, cache_root
 from .karpenter import KARPENTER
+from .kueue import KUEUE
 from .pki import KeyPair
 from .processes import Processes, free_port
 
@@ -77,7 +83,9 @@ ALL_COMPONENTS: tuple[str, ...] = (KWOK, JOBSET, LWS, TRAINER, SCHEDULER_PLUGINS
 #: Every component `--components` takes, in start order. Karpenter is not started
 #: unless named: it is a 42 MB Go process polling the whole cluster, which every other
 #: e2e test would pay for on two cores, and only the autoscaling tests need it.
-KNOWN_COMPONENTS: tuple[str, ...] = (*ALL_COMPONENTS, KARPENTER)
+#: Kueue neither: its webhooks answer for every TrainJob and every pod of a queue, which
+#: broke the Trainer tests when it ran in every sandbox, and it is CPU on two cores.
+KNOWN_COMPONENTS: tuple[str, ...] = (*ALL_COMPONENTS, KARPENTER, KUEUE)
 #: The schedulerName gangkeeper's coscheduling backend writes (its config default).
 COSCHEDULING_SCHEDULER = "scheduler-plugins-scheduler"
 #: The module's own example configuration for a Coscheduling scheduler.
@@ -219,6 +227,8 @@ def require_built(components: Sequence[str]) -> None:
         missing.append(f"kwok ({kwok_binary()})")
     if KARPENTER in components:
         missing += karpenter.missing()
+    if KUEUE in components:
+        missing += kueue.missing()
     for name in components:
         controller = CONTROLLERS.get(name)
         if controller is not None and not os.access(
@@ -230,6 +240,8 @@ def require_built(components: Sequence[str]) -> None:
         command = BUILD_COMMAND
         if KARPENTER in components:
             command += f"` and `{BUILD_COMMAND} {KARPENTER}"
+        elif KUEUE in components:
+            command += f" {KUEUE}"
         raise BinariesMissing(
             f"sandbox components not built: {', '.join(sorted(set(missing)))}; build them "
             f"with `{command}` (needs Go; cached, a second run does nothing)"

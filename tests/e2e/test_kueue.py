@@ -1,0 +1,256 @@
+"""Kueue for quota, gangkeeper for placement, against a real Kueue (v0.17.0).
+
+A sandbox of its own (module scope): the control plane, kwok, Kueue's manager with
+its own webhooks (`webhook/sandbox/kueue.py`) and gangkeeper. Kueue is not in the
+session's sandbox: its webhooks would answer every other test's Jobs and TrainJobs.
+
+Each test makes its own pool of 4 x 8-GPU nodes and its own ClusterQueue (one
+ResourceFlavor, a quota of `nvidia.com/gpu` only: the test pods request nothing
+else) admitting only the test's namespace, with a LocalQueue `training` there.
+Objects are `kueue.x-k8s.io/v1beta2`, the version v0.17.0 stores.
+
+Kueue admits by quota (the Job is unsuspended once its Workload fits the
+ClusterQueue); it does not look at nodes. gangkeeper holds the admitted Job's pods
+until all of them fit, and refuses at creation a Job that no node set could hold.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from builders.cluster import GPU, POOL_LABEL, gang_pod, indexed_job, unique
+from conftest import Cluster
+
+from gangkeeper.webhook.sandbox import BinariesMissing, Sandbox
+from gangkeeper.webhook.sandbox.kueue import KUEUE
+
+pytestmark = pytest.mark.e2e
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+LOCAL_QUEUE = "training"
+FLAVOR = "default-flavor"
+NODES, GPUS_PER_NODE = 4, 8
+#: Seconds the "none bound" and "two bound" claims are sampled for, after Kueue admitted.
+HOLD_SECONDS = 10
+
+
+@pytest.fixture(scope="module")
+def kueued(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A sandbox with kwok, Kueue and gangkeeper, no GPU node at the start."""
+    directory = tmp_path_factory.mktemp("kueue")
+    sandbox = Sandbox(directory / "sandbox")
+    try:
+        sandbox.up(fleet=None, components=("kwok", KUEUE), timeout=300)
+    except BinariesMissing as e:
+        if os.environ.get("GANGKEEPER_E2E", "").lower() == "require":
+            pytest.fail(f"GANGKEEPER_E2E=require: {e}", pytrace=False)
+        pytest.skip(str(e))
+    cluster = Cluster(sandbox.kubeconfig, sandbox)
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump({
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": FLAVOR},
+    }))
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+        sandbox.down()
+
+
+def queue(cluster: Cluster, namespace: str, gpus: int) -> None:
+    """A ClusterQueue with `gpus` GPUs of quota for `namespace` alone, and its
+    LocalQueue `training`."""
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": namespace},
+            "spec": {
+                "namespaceSelector": {
+                    "matchLabels": {"kubernetes.io/metadata.name": namespace}
+                },
+                "resourceGroups": [{
+                    "coveredResources": [GPU],
+                    "flavors": [{
+                        "name": FLAVOR,
+                        "resources": [{"name": GPU, "nominalQuota": gpus}],
+                    }],
+                }],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": LOCAL_QUEUE, "namespace": namespace},
+            "spec": {"clusterQueue": namespace},
+        },
+    ]))
+    # The LocalQueue is usable once Kueue reports it Active.
+    cluster.wait_for(
+        lambda: "True" in cluster.kubectl(
+            "get", "localqueue", LOCAL_QUEUE, "-n", namespace,
+            "-o", "jsonpath={.status.conditions[?(@.type=='Active')].status}", check=False,
+        ).stdout,
+        timeout=60, message=f"LocalQueue {namespace}/{LOCAL_QUEUE} Active",
+    )
+
+
+def queued_job(name: str, namespace: str, pool: str, *, workers: int) -> dict[str, Any]:
+    job = indexed_job(name, namespace, pool, workers=workers, gpus=GPUS_PER_NODE)
+    job["metadata"]["labels"] = {QUEUE_LABEL: LOCAL_QUEUE}
+    return job
+
+
+def admitted(cluster: Cluster, namespace: str, name: str) -> bool:
+    """Kueue admitted the Job: it unsuspended it."""
+    job = cluster.batch.read_namespaced_job(name, namespace)
+    return job.spec.suspend is False
+
+
+def job_pods(cluster: Cluster, namespace: str, name: str) -> list[Any]:
+    return list(
+        cluster.core.list_namespaced_pod(
+            namespace, label_selector=f"batch.kubernetes.io/job-name={name}"
+        ).items
+    )
+
+
+def bound(cluster: Cluster, namespace: str, name: str) -> int:
+    return sum(1 for p in job_pods(cluster, namespace, name) if p.spec.node_name)
+
+
+def samples(cluster: Cluster, namespace: str, name: str) -> list[int]:
+    """The number of the Job's bound pods, sampled for HOLD_SECONDS."""
+    out = []
+    end = time.monotonic() + HOLD_SECONDS
+    while time.monotonic() < end:
+        out.append(bound(cluster, namespace, name))
+        time.sleep(0.5)
+    return out
+
+
+@pytest.fixture
+def fleet(kueued: Cluster) -> Iterator[tuple[str, list[str]]]:
+    """4 x 8-GPU nodes of the test's own pool."""
+    pool = unique("kq")
+    nodes = kueued.create_gpu_nodes(pool, NODES, GPUS_PER_NODE, labels={POOL_LABEL: pool})
+    yield pool, nodes
+
+
+def occupy(cluster: Cluster, pool: str, nodes: list[str]) -> tuple[str, list[str]]:
+    """4 GPUs of pods Kueue does not manage (no queue label) on each of `nodes`, in a
+    namespace of their own that gangkeeper does not serve; returns it and the pods."""
+    namespace = cluster.new_namespace(opted_in=False)
+    names = []
+    for node in nodes:
+        pod = gang_pod(unique("other"), pool, gpus=4)
+        pod["spec"]["nodeName"] = node
+        cluster.core.create_namespaced_pod(namespace, pod)
+        names.append(pod["metadata"]["name"])
+    cluster.wait_for(
+        lambda: all(
+            cluster.core.read_namespaced_pod(n, namespace).status.phase == "Running"
+            for n in names
+        ),
+        timeout=60, message="the pods Kueue does not manage Running",
+    )
+    return namespace, names
+
+
+@pytest.fixture
+def namespaces(kueued: Cluster) -> Iterator[list[str]]:
+    made: list[str] = []
+    yield made
+    for name in made:
+        kueued.kubectl("delete", "clusterqueue", name, "--ignore-not-found", "--wait=false")
+        kueued.delete_namespace(name)
+
+
+def test_without_gangkeeper_kueue_admits_by_quota_and_two_of_three_workers_bind(
+    kueued: Cluster, fleet: tuple[str, list[str]], namespaces: list[str]
+) -> None:
+    pool, nodes = fleet
+    others, _ = occupy(kueued, pool, nodes[:2])
+    namespaces.append(others)
+    namespace = kueued.new_namespace(opted_in=False)
+    namespaces.append(namespace)
+    queue(kueued, namespace, gpus=NODES * GPUS_PER_NODE)
+    name = unique("quota")
+    kueued.batch.create_namespaced_job(namespace, queued_job(name, namespace, pool, workers=3))
+
+    kueued.wait_for(lambda: admitted(kueued, namespace, name), timeout=60,
+                    message="Kueue admitting the Job (24 of 32 GPUs of quota)")
+    kueued.wait_for(lambda: bound(kueued, namespace, name) == 2, timeout=60,
+                    message="two workers bound on the two free nodes")
+    counts = samples(kueued, namespace, name)
+
+    assert set(counts) == {2}, f"bound workers over {HOLD_SECONDS}s: {counts}"
+    pending = [p for p in job_pods(kueued, namespace, name) if not p.spec.node_name]
+    assert len(pending) == 1, [p.metadata.name for p in pending]
+
+
+def test_with_gangkeeper_an_admitted_job_binds_none_until_all_fit_then_all(
+    kueued: Cluster, fleet: tuple[str, list[str]], namespaces: list[str]
+) -> None:
+    pool, nodes = fleet
+    others, blockers = occupy(kueued, pool, nodes[:2])
+    namespaces.append(others)
+    namespace = kueued.new_namespace(opted_in=True)
+    namespaces.append(namespace)
+    queue(kueued, namespace, gpus=NODES * GPUS_PER_NODE)
+    name = unique("gang")
+    kueued.batch.create_namespaced_job(namespace, queued_job(name, namespace, pool, workers=3))
+
+    kueued.wait_for(lambda: admitted(kueued, namespace, name), timeout=60,
+                    message="Kueue admitting the Job (24 of 32 GPUs of quota)")
+    kueued.wait_for(lambda: len(job_pods(kueued, namespace, name)) == 3, timeout=60,
+                    message="the Job's three workers created")
+    counts = samples(kueued, namespace, name)
+
+    assert set(counts) == {0}, f"bound workers over {HOLD_SECONDS}s: {counts}"
+    assert admitted(kueued, namespace, name), "Kueue took its admission back"
+
+    for pod in blockers:
+        kueued.core.delete_namespaced_pod(pod, others, grace_period_seconds=0)
+    kueued.wait_for(lambda: bound(kueued, namespace, name) == 3, timeout=90,
+                    message="all three workers bound once room freed")
+    kueued.wait_for(
+        lambda: all(p.status.phase == "Running" for p in job_pods(kueued, namespace, name)),
+        timeout=60, message="all three workers Running",
+    )
+    assert len({p.spec.node_name for p in job_pods(kueued, namespace, name)}) == 3
+
+
+def test_a_kueue_job_that_can_never_fit_the_fleet_is_refused_with_the_numbers(
+    kueued: Cluster, fleet: tuple[str, list[str]], namespaces: list[str]
+) -> None:
+    pool, _ = fleet
+    namespace = kueued.new_namespace(opted_in=True)
+    namespaces.append(namespace)
+    # Quota for 64 GPUs on a pool of 32: Kueue would admit it, and no node set holds it.
+    queue(kueued, namespace, gpus=2 * NODES * GPUS_PER_NODE)
+    workers = NODES + 1
+    job = queued_job(unique("never"), namespace, pool, workers=workers)
+    body = yaml.safe_dump(job)
+
+    for extra in (("--dry-run=server",), ()):
+        done = kueued.kubectl("create", *extra, "-f", "-", input=body, check=False)
+
+        assert done.returncode != 0, f"admitted a Job that cannot fit ({extra}):\n{done.stdout}"
+        message = done.stderr
+        assert "denied the request" in message, message
+        demand, capacity = workers * GPUS_PER_NODE, NODES * GPUS_PER_NODE
+        assert re.search(rf"\b{demand}\b", message), f"demand {demand} not named: {message}"
+        assert re.search(rf"\b{capacity}\b", message), f"capacity {capacity} not named: {message}"
+        assert GPU in message, message
+    got = kueued.kubectl("get", "job", job["metadata"]["name"], "-n", namespace, check=False)
+    assert "NotFound" in got.stderr, "a refused Job was created"
+    workloads = kueued.kubectl("get", "workloads.kueue.x-k8s.io", "-n", namespace, "-o", "name")
+    assert workloads.stdout.strip() == "", f"Kueue holds a Workload for it: {workloads.stdout}"
