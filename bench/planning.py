@@ -41,7 +41,8 @@ from typing import Any
 
 from bench.planning_state import EPOCH, admitted_pods, bound, infos, released, trace
 from gangkeeper.policies import Config
-from gangkeeper.policies.cluster.observed_gangs import PodInfo, SharedParts
+from gangkeeper.policies.cluster.observed_gangs import PodInfo
+from gangkeeper.policies.cluster.shared_parts import SharedParts
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.planner import Planner, decisions
 from gangkeeper.policies.release.results import Plan

@@ -30,7 +30,8 @@ import jsonpatch
 from bench.load import GangSpec, gang_mix
 from gangkeeper.policies import Capacity, Config, decide_pod
 from gangkeeper.policies.admission.decision import Memos
-from gangkeeper.policies.cluster.observed_gangs import PodInfo, SharedParts, matters, pod_info
+from gangkeeper.policies.cluster.observed_gangs import PodInfo, matters, pod_info
+from gangkeeper.policies.cluster.shared_parts import SharedParts
 from gangkeeper.policies.names import GANG_NAME_ANNOTATION, MIN_MEMBER_ANNOTATION, PIN_LABEL
 from gangkeeper.policies.release.results import Plan
 from gangkeeper.webhook.controller.writes import ungate_patch

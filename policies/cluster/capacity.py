@@ -5,7 +5,8 @@ allocatable, labels (minus per-node identity labels such as kubernetes.io/hostna
 `Config.node_identity_labels`),
 taints and unschedulable flag are one shape with a count. Feasibility asks for
 *bins*: (GPUs per node, number of nodes, which roles may use them), so a decision costs
-the number of distinct shapes, not nodes. Eligibility per (placement, shape) is cached.
+the number of distinct shapes, not nodes. Eligibility per (placement, shape) is cached
+(`shape_eligibility`).
 
 Two views:
 - **ever** (what feasibility rejects on): live nodes at their allocatable, plus every
@@ -34,7 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..eligibility import node_eligible, uses_node_identity
+from ..eligibility import uses_node_identity
 from ..memo import IdentityMemo
 from ..model import KubeObject, Placement, Verdict
 from ..podspec import as_mapping, as_str, pod_demand
@@ -42,11 +43,8 @@ from ..settings.config import Config
 from .declared_pools import DeclaredPool, headrooms
 from .node_facts import NodeFacts, read_node
 from .node_resources import OtherResources, other_vector, pool_vector
-from .node_shapes import Bin, GpuVector, NodeShape
-
-#: Eligibility answers kept per view before the cache is dropped and refilled; bounds
-#: memory when placements are endless (e.g. each pod pinned to its own node).
-_CACHE_LIMIT = 20_000
+from .node_shapes import Bin, GpuVector, NodeShape, gpu_vector
+from .shape_eligibility import CACHE_LIMIT, ShapeEligibility, node_answer
 
 #: (shape id, GPUs per node, number of nodes, declared pool rather than live nodes)
 _Group = tuple[int, GpuVector, int, bool]
@@ -84,7 +82,7 @@ class Capacity:
         self._plain_members: dict[int, dict[str, None]] = {}
         #: Shape ids of declared pools without GPUs (counted at maxCount: see __init__).
         self._plain_pools: list[int] = []
-        self._eligible: dict[tuple[str, Placement], dict[int, bool]] = {}
+        self._eligible = ShapeEligibility()
         self._groups_cache: dict[str, tuple[tuple[int, int], list[_Group]]] = {}
         # Two change counters: node/pool changes alter both views, bound-pod changes
         # only the free one, so the "ever" answers survive the constant pod churn.
@@ -135,13 +133,7 @@ class Capacity:
         return self._config
 
     def _gpu_vector(self, amounts: Mapping[str, int]) -> GpuVector:
-        return tuple(
-            sorted(
-                (name, amount)
-                for name, amount in amounts.items()
-                if amount > 0 and self._config.is_gpu_resource(name)
-            )
-        )
+        return gpu_vector(amounts, self._config.is_gpu_resource)
 
     def _intern(self, shape: NodeShape) -> int:
         shape_id = self._shape_ids.get(shape)
@@ -192,9 +184,6 @@ class Capacity:
             self._members.setdefault(entry.shape_id, {})[name] = None
             self._free.setdefault(entry.shape_id, Counter())[self._free_vector(name)] += 1
             self._node_changed()
-
-    add_node = upsert_node
-    update_node = upsert_node
 
     def delete_node(self, name: str) -> None:
         """Forget a node by name; unknown names are ignored (deletes can repeat)."""
@@ -254,8 +243,7 @@ class Capacity:
     def _forget_shape(self, shape_id: int) -> None:
         shape = self._shapes.pop(shape_id)
         del self._shape_ids[shape]
-        for answers in self._eligible.values():
-            answers.pop(shape_id, None)
+        self._eligible.forget(shape_id)
 
     def add_pod(self, uid: str, node_name: str, demand: Mapping[str, int]) -> None:
         """Count a pod bound to `node_name` as using its GPU `demand` (replaces by uid)."""
@@ -397,33 +385,15 @@ class Capacity:
         also bound pods), so answers computed on the view can be cached by it."""
         return (self._node_version, self._pod_version if view == "free" else 0)
 
-    def _answers(self, view: str, placement: Placement) -> dict[int, bool]:
-        """The cached eligibility of `placement` per shape id, for one view."""
-        answers = self._eligible.get((view, placement))
-        if answers is None:
-            if len(self._eligible) >= _CACHE_LIMIT:
-                self._eligible.clear()
-            answers = self._eligible[(view, placement)] = {}
-        return answers
-
     def _shape_eligible(
         self, view: str, placement: Placement, answers: dict[int, bool], shape_id: int
     ) -> bool:
-        answer = answers.get(shape_id)
-        if answer is None:
-            shape = self._shapes[shape_id]
-            answer = answers[shape_id] = node_eligible(
-                placement, node_name="", labels=shape.label_map, taints=shape.taints_in(view)
-            )
-        return answer
+        return self._eligible.of_shape(view, placement, answers, shape_id, self._shapes[shape_id])
 
     def _node_eligible(self, view: str, placement: Placement, shape_id: int, name: str) -> bool:
-        shape = self._shapes[shape_id]
         entry = self._nodes.get(name)
-        labels: Mapping[str, str] = shape.label_map
-        if entry is not None and entry.identity:
-            labels = {**labels, **dict(entry.identity)}
-        return node_eligible(placement, node_name=name, labels=labels, taints=shape.taints_in(view))
+        identity = entry.identity if entry is not None else ()
+        return node_answer(view, placement, self._shapes[shape_id], name, identity)
 
     def bins(self, placements: Sequence[Placement], *, view: str = "ever") -> list[Bin]:
         """Nodes grouped by (GPUs per node, which of `placements` may use them).
@@ -441,15 +411,16 @@ class Capacity:
             if cached is not None and cached[0] == version:
                 return list(cached[1])
             bins = self._compute_bins(view, placements)
-            if len(self._bins_cache) >= _CACHE_LIMIT:
+            if len(self._bins_cache) >= CACHE_LIMIT:
                 self._bins_cache.clear()
             self._bins_cache[key] = (version, bins)
             return list(bins)
 
     def _compute_bins(self, view: str, placements: Sequence[Placement]) -> list[Bin]:
         per_node = [uses_node_identity(p, self._identity) for p in placements]
+        answers = self._eligible.answers
         shared_placements = [
-            (i, p, self._answers(view, p)) for i, p in enumerate(placements) if not per_node[i]
+            (i, p, answers(view, p)) for i, p in enumerate(placements) if not per_node[i]
         ]
         merged: dict[tuple[GpuVector, frozenset[int]], int] = {}
         for sid, vector, count, is_pool in self._groups(view):
@@ -508,7 +479,7 @@ class Capacity:
         if uses_node_identity(placement, self._identity):
             return None
         with self._lock:
-            answers = self._answers("ever", placement)
+            answers = self._eligible.answers("ever", placement)
             sids = {sid for sid, _, _, _ in self._groups("ever")}
             if plain:
                 sids.update(self._plain_members)

@@ -7,13 +7,18 @@ some GPUs that some of a gang's roles may use. Pure value types: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..model import Taint
 from .node_facts import TRANSIENT_TAINTS, UNSCHEDULABLE_TAINT
 
 GpuVector = tuple[tuple[str, int], ...]
+
+
+def gpu_vector(amounts: Mapping[str, int], is_gpu: Callable[[str], bool]) -> GpuVector:
+    """The GPU resources of `amounts` with a positive amount, sorted: a shape's key part."""
+    return tuple(sorted((name, n) for name, n in amounts.items() if n > 0 and is_gpu(name)))
 
 
 @dataclass(frozen=True)

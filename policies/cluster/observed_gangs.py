@@ -8,8 +8,9 @@ same gangs its predecessor saw.
 
 `PodInfo` is what a cluster's worth of pods costs in the controller's memory, so it is
 kept small: slotted, with equal immutable parts (namespace and node names, GPU demand,
-placement, the empty label map) shared between pods (`SharedParts`, bounded, owned by
-the controller) rather than copied per pod.
+placement, the empty label map) shared between pods (`shared_parts.SharedParts`, bounded,
+owned by the controller) rather than copied per pod. The later-members annotation is read
+in `later_members`.
 
 Pure: plain dicts in, frozen dataclasses out. No I/O, no kubernetes import.
 """
@@ -27,52 +28,17 @@ from typing import Any, cast, get_args
 from .. import names
 from ..assigner.constraints import unmodeled
 from ..errors import InvalidObject
-from ..memo import BoundedMemo
 from ..model import Backend, Placement
 from ..podspec import placement_of, pod_demand, pod_requests
 from ..settings.config import Config
+from .later_members import LaterMembers as LaterMembers
+from .later_members import parse_later
+from .shared_parts import SharedParts as SharedParts
 
 _BACKENDS: tuple[str, ...] = get_args(Backend)
 _TERMINAL = ("Succeeded", "Failed")
 
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
-
-
-class SharedParts:
-    """One instance per equal value of a pod's immutable parts: most pods have the same
-    few GPU demands, placements and later-members lists. At most `size` distinct values
-    of each are kept (least recently used dropped first), so churning placements cannot
-    grow memory.
-    Owned by whoever keeps many `PodInfo`s (the controller)."""
-
-    def __init__(self, size: int = 4096) -> None:
-        self._demands: BoundedMemo[tuple[tuple[str, int], ...], Mapping[str, int]]
-        self._demands = BoundedMemo(size)
-        self._placements: BoundedMemo[Placement, Placement] = BoundedMemo(size)
-        self._later: BoundedMemo[str, tuple[LaterMembers, ...] | str] = BoundedMemo(size)
-
-    def demand(self, demand: Mapping[str, int]) -> Mapping[str, int]:
-        key = tuple(sorted(demand.items()))
-        return self._demands.share(key, MappingProxyType(dict(key)))
-
-    def placement(self, placement: Placement) -> Placement:
-        return self._placements.share(placement, placement)
-
-    def later(self, raw: str) -> tuple[LaterMembers, ...] | str:
-        """The parsed later-members annotation: every member of a gang carries the same."""
-        found = self._later.get(raw)
-        return found if found is not None else self._later.share(raw, parse_later(raw))
-
-
-@dataclass(frozen=True)
-class LaterMembers:
-    """Members of a gang that its controller creates only after the gang is released
-    (from the `gangkeeper.io/later-members` annotation): never waited for, but their
-    room is held until they arrive."""
-
-    count: int
-    demand: Mapping[str, int]
-    placement: Placement
 
 
 def _later(raw: object, shared: SharedParts | None) -> tuple[LaterMembers, ...] | str:
@@ -82,35 +48,6 @@ def _later(raw: object, shared: SharedParts | None) -> tuple[LaterMembers, ...] 
     if not isinstance(raw, str):
         return f"annotation {names.LATER_ANNOTATION} is not a string"
     return shared.later(raw) if shared is not None else parse_later(raw)
-
-
-def parse_later(raw: str) -> tuple[LaterMembers, ...] | str:
-    bad = f"annotation {names.LATER_ANNOTATION} is not a list of {{count, demand}}: {raw[:80]!r}"
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return bad
-    if not isinstance(data, list):
-        return bad
-    found: list[LaterMembers] = []
-    for entry in data:
-        if not isinstance(entry, dict):
-            return bad
-        count, demand = entry.get("count"), entry.get("demand", {})
-        selector = entry.get("nodeSelector", {})
-        if (
-            isinstance(count, bool)
-            or not isinstance(count, int)
-            or count < 0
-            or not isinstance(demand, dict)
-            or not all(isinstance(k, str) and type(v) is int and v >= 0 for k, v in demand.items())
-            or not isinstance(selector, dict)
-            or not all(isinstance(k, str) and isinstance(v, str) for k, v in selector.items())
-        ):
-            return bad
-        placement = Placement(node_selector=tuple(sorted(selector.items())))
-        found.append(LaterMembers(count, MappingProxyType(dict(sorted(demand.items()))), placement))
-    return tuple(found)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..cluster.observed_gangs import GangObservation, LaterMembers, PodInfo
+from ..cluster.later_members import LaterMembers
+from ..cluster.observed_gangs import GangObservation, PodInfo
 from ..model import Gang, Placement, Role, Source
 
 

@@ -18,8 +18,9 @@ from typing import Literal
 from ..autoscaling.asking import Asking
 from ..cluster.capacity import Capacity
 from ..cluster.fleet import Fleet
+from ..cluster.later_members import LaterMembers
 from ..cluster.node_resources import shown
-from ..cluster.observed_gangs import GangObservation, LaterMembers, PodInfo
+from ..cluster.observed_gangs import GangObservation, PodInfo
 from ..fit.feasibility import check_gang
 from ..model import Gang, Placement
 

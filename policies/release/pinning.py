@@ -40,8 +40,9 @@ from ..assigner.assign import (
 )
 from ..assigner.domains import fewest_domains
 from ..cluster.fleet import Fleet
+from ..cluster.later_members import LaterMembers
 from ..cluster.node_resources import shown
-from ..cluster.observed_gangs import GangObservation, LaterMembers, PodInfo
+from ..cluster.observed_gangs import GangObservation, PodInfo
 from ..eligibility import uses_node_identity
 from ..names import PIN_LABEL
 

@@ -70,12 +70,12 @@ def test_shapes_split_by_labels_taints_and_gpu_amount() -> None:
 
 def test_update_moves_a_node_between_shapes_and_delete_forgets_it() -> None:
     capacity = Capacity.from_nodes([node("a", 8), node("b", 8)])
-    capacity.update_node(node("a", 4))
+    capacity.upsert_node(node("a", 4))
     assert totals(capacity.bins([Placement()])) == {8: 1, 4: 1}
     capacity.delete_node("a")
     capacity.delete_node("a")  # deletes can repeat
     assert totals(capacity.bins([Placement()])) == {8: 1}
-    capacity.update_node(node("b", 0))
+    capacity.upsert_node(node("b", 0))
     assert capacity.unknown
 
 

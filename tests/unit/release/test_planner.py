@@ -6,7 +6,7 @@ from __future__ import annotations
 from bench.planning import decisions
 from bench.planning_state import EPOCH, admitted_pods, bound, infos, released, trace
 from gangkeeper.policies import Config
-from gangkeeper.policies.cluster.observed_gangs import SharedParts
+from gangkeeper.policies.cluster.shared_parts import SharedParts
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.planner import Planner
 from gangkeeper.webhook.sandbox.nodes import gpu_node

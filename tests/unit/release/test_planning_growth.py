@@ -19,7 +19,7 @@ import pytest
 from bench.planning_state import EPOCH, admitted_pods, bound, infos, released, trace
 from gangkeeper.policies import Config
 from gangkeeper.policies.cluster import fleet as fleet_module
-from gangkeeper.policies.cluster.observed_gangs import SharedParts
+from gangkeeper.policies.cluster.shared_parts import SharedParts
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.results import Plan
 
