@@ -8,11 +8,11 @@ exercised by the end-to-end tests (tests/e2e), which run `gangkeeper serve --kub
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
+from builders.polling import wait_for
 
 from gangkeeper.policies.errors import OwnerNotCached
 from gangkeeper.policies.settings.config import Config
@@ -42,13 +42,6 @@ def job(name: str) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": "ns", "managedFields": [{"big": "x"}]},
             "spec": {"parallelism": 2}}
-
-
-def eventually(check: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.02)
 
 
 def gets(api: FakeApi) -> list[tuple[str, str]]:
@@ -98,9 +91,9 @@ def test_node_events_keep_the_capacity_current(
     view = start()
     assert view.capacity.describe()["nodes"] == 2
     api.emit(NODES.path, "ADDED", node("c"))
-    eventually(lambda: view.capacity.describe()["nodes"] == 3, "node c counted")
+    wait_for(lambda: view.capacity.describe()["nodes"] == 3, message="node c counted", timeout=5)
     api.emit(NODES.path, "DELETED", node("a"))
-    eventually(lambda: view.capacity.describe()["nodes"] == 2, "node a forgotten")
+    wait_for(lambda: view.capacity.describe()["nodes"] == 2, message="node a forgotten", timeout=5)
 
 
 def test_a_malformed_node_is_left_out_without_stopping_the_watch(
@@ -111,7 +104,8 @@ def test_a_malformed_node_is_left_out_without_stopping_the_watch(
     broken["status"]["allocatable"]["nvidia.com/gpu"] = "lots"
     api.emit(NODES.path, "ADDED", broken)
     api.emit(NODES.path, "ADDED", node("good"))
-    eventually(lambda: view.capacity.describe()["nodes"] == 1, "the good node counted")
+    wait_for(lambda: view.capacity.describe()["nodes"] == 1,
+             message="the good node counted", timeout=5)
 
 
 def test_410_gone_relists_and_forgets_what_was_deleted_meanwhile(
@@ -122,7 +116,8 @@ def test_410_gone_relists_and_forgets_what_was_deleted_meanwhile(
     api.forget(NODES.path, node("b"))  # deleted while our watch was not looking
     api.break_watch(NODES.path, {"type": "ERROR", "object": {"kind": "Status", "code": 410,
                                                          "message": "too old resource version"}})
-    eventually(lambda: view.capacity.describe()["nodes"] == 1, "b forgotten after re-list")
+    wait_for(lambda: view.capacity.describe()["nodes"] == 1,
+             message="b forgotten after re-list", timeout=5)
     assert gets(api).count(("get", NODES.path)) == 2
 
 
@@ -132,9 +127,10 @@ def test_a_broken_connection_reconnects_and_lists_again(
     view = start()
     api.break_watch(NODES.path, OSError("connection reset by peer"))
     api.seed(NODES.path, node("late"))
-    eventually(lambda: view.capacity.describe()["nodes"] == 1, "listed again after reconnect")
+    wait_for(lambda: view.capacity.describe()["nodes"] == 1,
+             message="listed again after reconnect", timeout=5)
     api.emit(NODES.path, "ADDED", node("later"))
-    eventually(lambda: view.capacity.describe()["nodes"] == 2, "watching again")
+    wait_for(lambda: view.capacity.describe()["nodes"] == 2, message="watching again", timeout=5)
 
 
 def test_bound_gpu_pods_are_counted_until_they_finish(
@@ -144,9 +140,11 @@ def test_bound_gpu_pods_are_counted_until_they_finish(
     view = start()
     api.emit(PODS.path, "ADDED", pod("p", "a", 4))
     api.emit(PODS.path, "ADDED", pod("cpu-only", "a", 0))
-    eventually(lambda: view.capacity.describe()["boundPods"] == 1, "the GPU pod counted")
+    wait_for(lambda: view.capacity.describe()["boundPods"] == 1,
+             message="the GPU pod counted", timeout=5)
     api.emit(PODS.path, "MODIFIED", pod("p", "a", 4, phase="Succeeded"))
-    eventually(lambda: view.capacity.describe()["boundPods"] == 0, "the finished pod released")
+    wait_for(lambda: view.capacity.describe()["boundPods"] == 0,
+             message="the finished pod released", timeout=5)
 
 
 def test_owners_come_from_the_cache_and_a_miss_costs_one_get(
@@ -171,8 +169,8 @@ def test_an_owner_created_a_moment_ago_is_fetched_on_a_miss(
     found = view.lookup("batch/v1", "Job", "ns", "just-created")
     assert found is not None and found["metadata"]["name"] == "just-created"
     api.emit(JOBS.path, "DELETED", job("just-created"))
-    eventually(lambda: view.lookup("batch/v1", "Job", "ns", "just-created") is None,
-               "deleted owner forgotten")
+    wait_for(lambda: view.lookup("batch/v1", "Job", "ns", "just-created") is None,
+               message="deleted owner forgotten", timeout=5)
 
 
 def test_the_cache_only_lookup_never_gets_and_says_when_a_get_could_help(
@@ -201,8 +199,9 @@ def test_a_relist_forgets_owners_deleted_meanwhile_and_keeps_the_others(
     view = start()
     api.forget(JOBS.path, job("gone"))
     api.break_watch(JOBS.path, {"type": "ERROR", "object": {"kind": "Status", "code": 410}})
-    eventually(lambda: gets(api).count(("get", JOBS.path)) == 2, "listed again")
-    eventually(lambda: view.lookup("batch/v1", "Job", "ns", "gone") is None, "gone forgotten")
+    wait_for(lambda: gets(api).count(("get", JOBS.path)) == 2, message="listed again", timeout=5)
+    wait_for(lambda: view.lookup("batch/v1", "Job", "ns", "gone") is None,
+             message="gone forgotten", timeout=5)
     assert view.lookup("batch/v1", "Job", "ns", "kept") is not None
 
 
@@ -227,12 +226,13 @@ def test_gated_members_of_pod_based_gangs_are_cached_by_gang_name(
     assert [p["metadata"]["name"] for p in view.siblings("ns", "g")] == ["a"]
     api.emit(PODS.path, "ADDED", _member("b", "g"))
     api.emit(PODS.path, "ADDED", _member("k", "g", kueue=True))
-    eventually(lambda: len(view.siblings("ns", "g")) == 3, "three members cached")
+    wait_for(lambda: len(view.siblings("ns", "g")) == 3, message="three members cached", timeout=5)
     done = _member("b", "g")
     done["status"]["phase"] = "Succeeded"
     api.emit(PODS.path, "MODIFIED", done)
     api.emit(PODS.path, "DELETED", _member("k", "g", kueue=True))
-    eventually(lambda: len(view.siblings("ns", "g")) == 1, "finished and deleted gone")
+    wait_for(lambda: len(view.siblings("ns", "g")) == 1,
+             message="finished and deleted gone", timeout=5)
     assert view.siblings("other", "g") == []
     assert [p for m, p, _ in api.calls if m == "WATCH"].count("/api/v1/pods") == 1
 
@@ -280,7 +280,7 @@ def test_a_cached_member_keeps_its_uid_and_resource_version(
     first = cached["metadata"].get("resourceVersion")
     assert cached["metadata"]["uid"] == "u-1" and first
     api.emit(PODS.path, "MODIFIED", member)
-    eventually(
+    wait_for(
         lambda: view.siblings("ns", "g")[0]["metadata"].get("resourceVersion") != first,
-        "the new version cached",
+        message="the new version cached", timeout=5,
     )

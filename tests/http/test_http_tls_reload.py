@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from builders.polling import wait_for
 from builders.reviews import admission_review
 from http_support import Served
 
@@ -104,10 +105,8 @@ def test_a_renewed_certificate_is_served_without_failing_requests_in_flight(
         (server.cert_dir / "tls.crt").write_bytes(renewed.cert.read_bytes())
         time.sleep(2.5)  # longer than the poll interval: the mismatched pair is seen
         (server.cert_dir / "tls.key").write_bytes(renewed.key.read_bytes())
-        deadline = time.monotonic() + 20
-        while served_certificate(server.url, trust) != new_der:
-            assert time.monotonic() < deadline, "the renewed certificate was never served"
-            time.sleep(0.2)
+        wait_for(lambda: served_certificate(server.url, trust) == new_der, 20,
+                 message="the renewed certificate served")
         time.sleep(1.0)
     finally:
         load.stop()

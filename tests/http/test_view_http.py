@@ -12,10 +12,12 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from builders.gangs import T0, members
+from builders.polling import wait_for
 from builders.view_cluster import bind, queue_cluster
 
 from gangkeeper.policies.settings.config import Config
@@ -105,12 +107,11 @@ def test_state_endpoint_follows_the_cluster_without_a_reload(
     pods = [p for p in api.objects[PODS].values()]
     bind(pods, "urgent", "a")
     api.seed(PODS, *pods)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    def rows_once_released() -> dict[str, Any] | None:
         rows = {r["gang"]: r for r in client.get(f"/api/state?token={TOKEN}").json()["rows"]}
-        if rows["urgent"]["state"] == "released":
-            break
-        time.sleep(0.05)
+        return rows if rows["urgent"]["state"] == "released" else None
+
+    rows = wait_for(rows_once_released, 10, 0.05, message="urgent shown released")
     assert rows["urgent"]["state"] == "released" and rows["urgent"]["position"] is None
     assert rows["first"]["position"] == 1
 
@@ -173,14 +174,14 @@ def test_the_command_serves_loopback_with_a_token_in_the_url(tmp_path: Path) -> 
         assert found is not None, line
         url, port, token = found.groups()
         assert len(token) >= 32
-        deadline = time.monotonic() + 20
-        while True:
+
+        def answer_once_listening() -> httpx.Response | None:
             try:
-                answer = httpx.get(url, timeout=5)
-                break
+                return httpx.get(url, timeout=5)
             except httpx.TransportError:
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
+                return None
+
+        answer = wait_for(answer_once_listening, 20, 0.1, message="the view listening")
         # The API at 127.0.0.1:1 does not answer: the page says so, it does not crash.
         assert answer.status_code == 503 and "no snapshot of the cluster yet" in answer.text
         assert httpx.get(f"http://127.0.0.1:{port}/", timeout=5).status_code == 403

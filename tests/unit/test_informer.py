@@ -6,9 +6,10 @@ tests never use it.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from builders.polling import wait_for
 
 from gangkeeper.webhook.kube.api import ApiError
 from gangkeeper.webhook.kube.fake import FakeApi
@@ -35,13 +36,6 @@ def started(api: FakeApi, page_size: int = 500) -> tuple[Informer, Store[dict[st
     return informer, store
 
 
-def eventually(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 5
-    while not check():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.01)
-
-
 def names(store: Store[dict[str, Any]]) -> set[str]:
     return {i["metadata"]["name"] for i in store.items()}
 
@@ -65,7 +59,7 @@ def test_list_then_watch_from_the_lists_version_applying_adds_updates_and_delete
     api.bookmark(PATH)
     bookmark = str(api.rv)
     api.end_watch(PATH)
-    eventually(lambda: len(watched_from(api)) == 2, "watching again")
+    wait_for(lambda: len(watched_from(api)) == 2, message="watching again", timeout=5)
     informer.stop()
     assert names(store) == {"a", "c"}
     assert next(i for i in store.items() if i["metadata"]["name"] == "a")["spec"] == {"x": 1}
@@ -82,7 +76,8 @@ def test_410_gone_lists_again_and_replaces_the_store() -> None:
     api.seed(PATH, obj("new"))
     second = str(api.rv)
     api.break_watch(PATH, {"type": "ERROR", "object": {"code": 410, "reason": "Expired"}})
-    eventually(lambda: informer.relists == 2 and len(watched_from(api)) == 2, "listed again")
+    wait_for(lambda: informer.relists == 2 and len(watched_from(api)) == 2,
+             message="listed again", timeout=5)
     informer.stop()
     assert names(store) == {"new"}
     assert watched_from(api) == [first, second]
@@ -95,7 +90,7 @@ def test_a_failed_watch_request_with_410_also_relists() -> None:
     api.seed(PATH, obj("p"))
     second = str(api.rv)
     api.break_watch(PATH, ApiError(410, "Gone"))
-    eventually(lambda: len(watched_from(api)) == 2, "watching again")
+    wait_for(lambda: len(watched_from(api)) == 2, message="watching again", timeout=5)
     informer.stop()
     assert names(store) == {"p"}
     assert watched_from(api) == [first, second]
@@ -107,7 +102,7 @@ def test_a_watch_from_a_compacted_version_lists_again() -> None:
     api.seed(PATH, obj("missed"))
     api.compact()
     api.end_watch(PATH)
-    eventually(lambda: informer.relists == 2, "listed again")
+    wait_for(lambda: informer.relists == 2, message="listed again", timeout=5)
     informer.stop()
     assert names(store) == {"missed"}
 
@@ -152,7 +147,7 @@ def test_objects_the_converter_drops_leave_the_store() -> None:
     api.seed(PATH, obj("a"))
     informer, store = started(api)
     api.emit(PATH, "MODIFIED", obj("a", gone=True))
-    eventually(lambda: not names(store), "a dropped")
+    wait_for(lambda: not names(store), message="a dropped", timeout=5)
     informer.stop()
 
 
@@ -196,6 +191,7 @@ def test_subscribers_of_one_resource_share_one_list_and_one_watch() -> None:
     informers.start()
     assert informer.synced.wait(5)
     api.emit(PATH, "ADDED", obj("b"))
-    eventually(lambda: names(first) == names(second) == {"a", "b"}, "both stores fed")
+    wait_for(lambda: names(first) == names(second) == {"a", "b"},
+             message="both stores fed", timeout=5)
     informers.stop()
     assert len(list_queries(api)) == 1 and len(watched_from(api)) == 1

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+
+from builders.polling import wait_for
 
 from gangkeeper.webhook.kube.fake import FakeApi
 from gangkeeper.webhook.kube.lease import LeaderElector
@@ -19,25 +20,18 @@ def elector(api: FakeApi, identity: str) -> LeaderElector:
     )
 
 
-def eventually(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 5
-    while not check():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.01)
-
-
 def test_one_of_two_replicas_leads_and_a_release_hands_the_lease_over() -> None:
     api = FakeApi()
     first, second = elector(api, "a"), elector(api, "b")
     stop_first, stop_second = threading.Event(), threading.Event()
     threading.Thread(target=first.run, args=(stop_first,), daemon=True).start()
-    eventually(lambda: first.is_leader, "a leads")
+    wait_for(lambda: first.is_leader, message="a leads", timeout=5)
     threading.Thread(target=second.run, args=(stop_second,), daemon=True).start()
     time.sleep(0.1)
     assert not second.is_leader
     stop_first.set()
     first.release()
-    eventually(lambda: second.is_leader, "b takes over once a gives up")
+    wait_for(lambda: second.is_leader, message="b takes over once a gives up", timeout=5)
     stop_second.set()
     lease = api.objects[LEASES]["gk/lock"]
     assert lease["spec"]["holderIdentity"] == "b"

@@ -17,7 +17,7 @@ rule no call needs is a permission to drop.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from builders.gangs import (
     owner_object,
     pod,
 )
+from builders.polling import wait_for
 from builders.provisioning import provisioning_request
 from kubernetes.client import ApiClient
 
@@ -97,11 +98,8 @@ def recorded(api: FakeApi) -> set[Access]:
     return {a for a in found if a is not None}
 
 
-def eventually(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.02)
+#: Seconds a controller thread on the FakeApi gets to make a call before the test fails.
+WAIT = 10.0
 
 
 # --- the code paths -----------------------------------------------------------------
@@ -183,18 +181,21 @@ def controller_calls(api: FakeApi) -> set[Access]:
                 for p in mine)
 
         for prefix in ("plain-", "cos-", "vol-"):
-            eventually(lambda p=prefix: released(p), f"gang {prefix} released")  # type: ignore[misc]
-        eventually(lambda: any(a[2] == "events" for a in recorded(api)), "a stuck-gang Event")
-        eventually(lambda: any(a[0] == "create" and a[2] == "pods" for a in recorded(api)),
-                   "the placeholders of a gang on a pool at zero")
-        eventually(lambda: any(a[0] == "delete" and a[2] == "pods" for a in recorded(api)),
-                   "the watchdog's delete of a stuck member")
-        eventually(lambda: any(a[0] == "create" and a[2] == "pods/eviction"
-                               for a in recorded(api)), "the eviction of a preemption victim")
+            wait_for(lambda p=prefix: released(p), WAIT,  # type: ignore[misc]
+                     message=f"gang {prefix} released")
+        wait_for(lambda: any(a[2] == "events" for a in recorded(api)), WAIT,
+                 message="a stuck-gang Event")
+        wait_for(lambda: any(a[0] == "create" and a[2] == "pods" for a in recorded(api)), WAIT,
+                 message="the placeholders of a gang on a pool at zero")
+        wait_for(lambda: any(a[0] == "delete" and a[2] == "pods" for a in recorded(api)), WAIT,
+                 message="the watchdog's delete of a stuck member")
+        wait_for(lambda: any(a[0] == "create" and a[2] == "pods/eviction"
+                             for a in recorded(api)), WAIT,
+                 message="the eviction of a preemption victim")
         for kind in ("jobs", "jobsets", "trainjobs"):
-            eventually(lambda k=kind: any(a[0] == "patch" and a[2] == k  # type: ignore[misc]
-                                          for a in recorded(api)),
-                       f"the watchdog's suspension of a stuck gang's {kind}")
+            wait_for(lambda k=kind: any(a[0] == "patch" and a[2] == k  # type: ignore[misc]
+                                        for a in recorded(api)), WAIT,
+                     message=f"the watchdog's suspension of a stuck gang's {kind}")
         # The native backend's group and the coscheduling nudge, on the same client.
         gang = observe_gangs([pod_info(p, Config()) for p in members(
             "nat", 2, backend="native", owner=OWNER)], Config())[0]
@@ -227,8 +228,9 @@ def provisioning_calls(api: FakeApi) -> set[Access]:
     try:
         for verb in ("create", "delete"):
             for resource in ("provisioningrequests", "podtemplates"):
-                eventually(lambda v=verb, r=resource: any(  # type: ignore[misc]
-                    a[:3] == (v, a[1], r) for a in recorded(api)), f"{verb} {resource}")
+                wait_for(lambda v=verb, r=resource: any(  # type: ignore[misc]
+                    a[:3] == (v, a[1], r) for a in recorded(api)), WAIT,
+                    message=f"{verb} {resource}")
     finally:
         controller.stop()
     return recorded(api)
