@@ -31,9 +31,8 @@ from ..errors import InvalidObject
 from ..model import Backend, Placement
 from ..podspec import placement_of, pod_demand, pod_requests
 from ..settings.config import Config
-from .later_members import LaterMembers as LaterMembers
-from .later_members import parse_later
-from .shared_parts import SharedParts as SharedParts
+from .later_members import LaterMembers, parse_later
+from .shared_parts import SharedParts
 
 _BACKENDS: tuple[str, ...] = get_args(Backend)
 _TERMINAL = ("Succeeded", "Failed")

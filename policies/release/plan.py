@@ -69,7 +69,8 @@ from ..assigner.assign import NoRoom, Unpinned
 from ..autoscaling.asking import Asking, Backoff
 from ..autoscaling.provisioning import RequestInfo, unseen_nodes
 from ..cluster.fleet import Fleet, NodeReader
-from ..cluster.observed_gangs import GangObservation, LaterMembers, PodInfo, observe_gangs
+from ..cluster.later_members import LaterMembers
+from ..cluster.observed_gangs import GangObservation, PodInfo, observe_gangs
 from ..fit.feasibility import check_gang, fits_now
 from ..model import Gang
 from ..names import PIN_LABEL

@@ -84,6 +84,7 @@ def test_each_neighbour_has_its_own_wrapper_module() -> None:
         ("", ()),
         ("none", ()),
         ("karpenter,kwok", ("kwok", "karpenter")),
+        ("kueue,kwok", ("kwok", "kueue")),
     ],
 )
 def test_components_are_taken_by_name_in_start_order(text: str, expected: tuple[str, ...]) -> None:
@@ -93,7 +94,7 @@ def test_components_are_taken_by_name_in_start_order(text: str, expected: tuple[
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("kwok,kueue", "unknown component(s) kueue"),
+        ("kwok,kueu", "unknown component(s) kueu"),
         ("jobset", "need kwok"),
         ("kwok,trainer", "trainer needs jobset"),
         ("karpenter", "karpenter needs kwok"),

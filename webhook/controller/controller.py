@@ -54,12 +54,12 @@ from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.cluster.node_facts import node_fields
 from gangkeeper.policies.cluster.observed_gangs import (
     PodInfo,
-    SharedParts,
     is_live,
     matters,
     pod_info,
     same_for_planning,
 )
+from gangkeeper.policies.cluster.shared_parts import SharedParts
 from gangkeeper.policies.names import LEASE_NAME
 from gangkeeper.policies.release.budgets import Budget, read_budget
 from gangkeeper.policies.release.plan import plan
