@@ -49,6 +49,8 @@ BENCHMARKS: tuple[tuple[str, str, bool], ...] = (
     ("scheduling", "bench.scheduling", True),
     ("placement", "bench.placement", True),
     ("create_latency", "bench.create_latency", True),
+    # Both backends' preemption trace, on the shared sandbox.
+    ("preemption_cluster", "bench.preemption_cluster", True),
     ("memory", "bench.memory", True),
 )
 

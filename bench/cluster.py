@@ -53,6 +53,9 @@ NAMESPACES: Mapping[str, bool] = {
     "bench-place-pinned": True,
     "bench-place-scheduler": True,
     "bench-place-other": False,  # bench.placement's competing pods of no gang
+    # bench.preemption_cluster: the same trace on gangkeeper's backend and on native.
+    "bench-preempt-gate": True,
+    "bench-preempt-native": True,
 }
 
 BENCH_CONFIG: Mapping[str, Any] = {
@@ -60,6 +63,7 @@ BENCH_CONFIG: Mapping[str, Any] = {
     "namespaceBackends": {
         "bench-sched-native": "native",
         "bench-sched-coscheduling": "coscheduling",
+        "bench-preempt-native": "native",
     },
     # bench.placement: the same gangs released pinned and, here, unpinned.
     "namespacePlacement": {"bench-place-scheduler": "scheduler"},
@@ -145,6 +149,12 @@ class BenchCluster:
     startup_seconds: float
     #: Progress lines (to stderr in `python -m bench`); the figures go to the report.
     log: Callable[[str], None] = print
+
+    @functools.cached_property
+    def batch(self) -> Any:
+        from kubernetes import client
+
+        return client.BatchV1Api(self.api)
 
     @functools.cached_property
     def raw(self) -> RawApi:
