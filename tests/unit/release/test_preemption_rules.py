@@ -155,3 +155,22 @@ def test_no_preemption_is_considered_when_all_work_has_the_same_priority() -> No
     result = planned([*_full_of_low_jobs(0), *waiting_gang("next", 2, 8, 0)], FOUR)
     assert result.preemptions == ()
     assert "preempt" not in {r.label: r for r in result.reports}["next"].reason
+
+
+def test_the_high_gang_gets_the_room_whether_the_mid_gang_was_released_first_or_not() -> None:
+    """Issue 24: a mid gang that fits and a high gang of the same size a moment later.
+    Whether the controller's pass saw the mid one alone first (released, bound) or both
+    together is a race of milliseconds; the outcome must not depend on it."""
+    two = FOUR[:2]
+    # Both seen in one pass: the higher priority goes first, the mid one waits.
+    together = planned([*waiting_gang("mid", 2, 8, 500, created=T0 + 100),
+                        *waiting_gang("high", 2, 8, 1000, created=T0 + 101)], two)
+    assert [r.gang.label for r in together.releases] == ["high"]
+    assert {r.label: r.state for r in together.reports}["mid"] == "waiting"
+    # The mid one already released and bound: the high one takes its room, whole.
+    after = planned([*running_gang("mid", ["n0", "n1"], 8, 500, started=T0 + 100),
+                     *waiting_gang("high", 2, 8, 1000, created=T0 + 101)], two)
+    (found,) = after.preemptions
+    assert found.preemptor.label == "high"
+    assert [u.gang.label for u in found.victims if u.gang] == ["mid"]
+    assert [(r.gang.label, r.whole) for r in found.requeues] == [("mid", True)]
