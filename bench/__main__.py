@@ -37,6 +37,8 @@ RESULTS = Path("bench/results")
 BENCHMARKS: tuple[tuple[str, str, bool], ...] = (
     ("policy", "bench.policy", False),
     ("topology", "bench.topology", False),
+    # gangkeeper view's pages rendered from a synthetic cluster, in process.
+    ("view", "bench.view", False),
     ("planning", "bench.planning", False),
     ("preemption", "bench.preemption", False),
     ("webhook", "bench.webhook", False),

@@ -169,6 +169,13 @@ def measure(gangs: int, nodes: int, repeat: int = 3) -> dict[str, float]:
     return figures
 
 
+def run(quick: bool) -> list[dict[str, Any]]:
+    """`python -m bench`'s entry: one row per page (100 gangs / 500 nodes with --quick)."""
+    gangs, nodes, repeat = (100, 500, 1) if quick else (1000, 5000, 3)
+    return [{"page": page, "ms": round(ms, 2), "gangs": gangs, "nodes": nodes}
+            for page, ms in measure(gangs, nodes, repeat).items()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.view", description=__doc__)
     parser.add_argument("--gangs", type=int, default=1000)
@@ -187,4 +194,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["Config", "main", "measure", "synthetic"]
+__all__ = ["Config", "main", "measure", "run", "synthetic"]

@@ -17,6 +17,9 @@ class (at least one): it takes the whole node, which is not charged. Shared
 ResourceClaims are left out here (each pod would be charged the whole claim; the
 gang-level count, `claims.shared_demand`, is not wired into the packing yet).
 
+A pod naming a ResourceClaimTemplate that was not given is an `InvalidObject` at
+that entry: its devices cannot be counted, and a pod seen as asking none would pass.
+
 Pure: returns new dicts, never changes those given.
 """
 
@@ -27,6 +30,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..errors import InvalidObject
+from ..podspec import field_path
 from ..quantity import MAX_GPUS_PER_POD
 from ..settings.config import Config
 from .claims import DeviceDemand, pod_claims
@@ -110,8 +115,13 @@ def with_claim_limits(
         out = {k: walk(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
         containers = out.get("containers")
         if out.get("resourceClaims") and isinstance(containers, list) and containers:
-            demand = pod_claims(out, templates, path or "spec").own
-            extra = _limits(demand, fewest)
+            claims = pod_claims(out, templates, path or "spec")
+            if claims.unresolved:
+                # Its devices cannot be counted: refuse to judge rather than see a pod
+                # that asks no GPUs (as a TrainJob without its runtime is refused).
+                _raise_unresolved(out["resourceClaims"], sorted(claims.unresolved)[0],
+                                  field_path(path or "spec", "resourceClaims"))
+            extra = _limits(claims.own, fewest)
             if extra and isinstance(containers[0], dict):
                 resources = containers[0].setdefault("resources", {})
                 limits = resources.setdefault("limits", {})
@@ -120,3 +130,11 @@ def with_claim_limits(
 
     result: dict[str, Any] = walk(obj, "")
     return result
+
+
+def _raise_unresolved(entries: list[Any], template: str, path: str) -> None:
+    """InvalidObject at the claim entry that names `template`, which was not given."""
+    index = next(i for i, e in enumerate(entries)
+                 if isinstance(e, Mapping) and e.get("resourceClaimTemplateName") == template)
+    raise InvalidObject(field_path(field_path(path, index), "resourceClaimTemplateName"),
+                        f"ResourceClaimTemplate {template!r} not found")

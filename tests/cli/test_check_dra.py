@@ -113,6 +113,20 @@ def test_a_malformed_claim_template_is_bad_input_naming_file_and_field(tmp_path:
     assert str(path) in proc.stderr and "exactly.count" in proc.stderr
 
 
+def test_a_pod_naming_a_claim_template_not_given_is_bad_input_naming_it(tmp_path: Path) -> None:
+    # Without its template the Job's devices cannot be counted: it must not pass as a
+    # gang asking no GPUs (as it did), just as a TrainJob without its runtime does not.
+    path = tmp_path / "job.yaml"
+    jobs = [d for d in yaml.safe_load_all((DRA / "job-fits.yaml").read_text())
+            if d and d["kind"] == "Job"]
+    path.write_text(yaml.safe_dump_all(jobs))
+    proc = check(path)
+    assert proc.returncode == 2, proc.stdout
+    assert str(path) in proc.stderr, proc.stderr
+    assert "resourceClaimTemplateName: ResourceClaimTemplate" in proc.stderr, proc.stderr
+    assert "not found" in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("kind", ["Secret"])
 def test_other_kinds_in_the_nodes_file_are_still_refused(tmp_path: Path, kind: str) -> None:
     def other(items: list[dict[str, Any]]) -> None:

@@ -140,6 +140,16 @@ def test_each_json_record_names_its_file_and_document(tmp_path: Path) -> None:
     ]
 
 
+def test_each_text_record_names_its_file_and_document(tmp_path: Path) -> None:
+    path = tmp_path / "two.yaml"
+    path.write_text(CONFIG_MAP + "---\n" + (EXAMPLES / "job-too-big.yaml").read_text())
+    proc = check("-f", str(path), "--nodes", str(FLEET))
+    first_lines = [line for line in proc.stdout.splitlines() if not line.startswith(" ")]
+    assert first_lines[0].endswith(f": not a gang [{path} document 1]"), proc.stdout
+    assert first_lines[1].startswith("reject  Job default/llama-pretrain:"), proc.stdout
+    assert first_lines[1].endswith(f" [{path} document 2]"), proc.stdout
+
+
 def test_text_output_ends_with_a_summary_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("a: [unclosed\n")

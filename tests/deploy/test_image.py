@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from builders.image import ENV, built_image, podman
+from builders.image import ENV, REPO, built_image, podman
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +40,18 @@ def podman_run(image: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_image_runs_gangkeeper_with_the_arguments_given(image: str) -> None:
-    # --version is being added to the CLI elsewhere; `check --help` shows the entrypoint
-    # is `gangkeeper` (not `gangkeeper serve`) with or without it.
+    # The entrypoint is `gangkeeper` (not `gangkeeper serve`): the arguments pick the command.
     done = podman_run(image, "check", "--help")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("usage: gangkeeper check"), done.stdout
+
+
+def test_the_images_version_is_the_projects(image: str) -> None:
+    version = re.search(r'^version = "(.+)"$', (REPO / "pyproject.toml").read_text(), re.M)
+    assert version
+    done = podman_run(image, "--version")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == f"gangkeeper {version[1]}\n", done.stdout
 
 
 @pytest.mark.parametrize(("example", "code"), [("job-fits.yaml", 0), ("job-too-big.yaml", 1)])

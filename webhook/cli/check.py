@@ -279,11 +279,15 @@ def _print_text(records: list[dict[str, Any]], out: TextIO) -> None:
         where = f"{r['namespace']}/" if r["namespace"] is not None else ""
         subject = f"{r['kind']} {where}{r['name']}"
         if r["gang"] is None:
-            print(f"admit   {subject}: not a gang", file=out)
+            print(f"admit   {subject}: not a gang [{r['file']} document {r['document']}]",
+                  file=out)
             continue
         demand = ", ".join(f"{v} {k}" for k, v in sorted(r["demand"].items())) or "no GPUs"
+        # Where it came from, last: the verdict and the gang stay where the eye looks,
+        # and a directory's records can still be traced to their file.
         line = (
             f"{r['verdict']:<7} {subject}: gang {r['gang']} minMember={r['minMember']} ({demand})"
+            f" [{r['file']} document {r['document']}]"
         )
         print(line, file=out)
         if r["reason"]:

@@ -151,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
         f"logs in {info.directory / 'logs'}"
     )
     log(f"namespace `default` is opted in; stop with `gangkeeper sandbox down --dir {args.dir}`")
+    log("why gangs wait, in a browser: `gangkeeper view` (prints a loopback URL)")
     print(f"export KUBECONFIG={info.kubeconfig}")
     # The kubectl of the same release, built beside the control plane: another
     # kubectl on PATH may be outside the one-minor version skew kubectl supports.
