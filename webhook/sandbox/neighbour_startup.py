@@ -17,8 +17,8 @@ import yaml
 
 from . import karpenter, kuberay, kueue, neighbours
 from .karpenter import KARPENTER
-from .kuberay import KUBERAY
 from .kubectl import Kubectl
+from .kuberay import KUBERAY
 from .kueue import KUEUE
 from .neighbours import CONTROLLERS, KWOK, SCHEDULER_PLUGINS
 from .pki import KeyPair
