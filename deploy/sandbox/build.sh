@@ -21,6 +21,9 @@
 #   kueue/         Kueue's controller manager (and its webhooks), plus its CRDs and
 #                  webhook manifests (the sandbox starts it only when named in
 #                  --components)
+#   kuberay/       KubeRay's ray-operator (RayCluster, RayJob, RayService controllers;
+#                  its RayCluster webhook is compiled in but off unless ENABLE_WEBHOOKS=true),
+#                  plus its CRDs (the sandbox starts it only when named in --components)
 #   helm/          the helm command, which lints, renders, installs, upgrades and
 #                  uninstalls the chart in deploy/helm/gangkeeper in the Helm tests
 #   cert-manager/  cert-manager's CRDs only (its controller and cainjector are nested
@@ -39,7 +42,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache_root=${GANGKEEPER_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gangkeeper}
-all=(k8s kwok jobset lws scheduler-plugins trainer kueue helm cert-manager karpenter provisioning-request)
+all=(k8s kwok jobset lws scheduler-plugins trainer kueue kuberay helm cert-manager karpenter provisioning-request)
 wanted=("$@")
 [[ ${#wanted[@]} -gt 0 ]] || wanted=("${all[@]}")
 
@@ -183,6 +186,14 @@ build_kueue() {
   copy_module_dirs kueue sigs.k8s.io/kueue "$kueue_dir" config/components/crd config/components/webhook
 }
 
+kuberay_version=$(required kuberay github.com/ray-project/kuberay/ray-operator)
+kuberay_dir="$cache_root/kuberay-$kuberay_version"
+build_kuberay() {
+  progress "building KubeRay's ray-operator $kuberay_version"
+  build_go kuberay github.com/ray-project/kuberay/ray-operator "$kuberay_dir/bin/ray-operator"
+  copy_module_dirs kuberay github.com/ray-project/kuberay/ray-operator "$kuberay_dir" config/crd/bases
+}
+
 karpenter_version=$(required karpenter sigs.k8s.io/karpenter)
 karpenter_dir="$cache_root/karpenter-$karpenter_version"
 # The toolchain Karpenter's go.mod asks for (>= 1.26.9) is newer than the machine's
@@ -247,6 +258,7 @@ for c in "${wanted[@]}"; do
       ;;
     trainer) with_lock trainer "$trainer_dir/.complete" build_trainer ;;
     kueue) with_lock kueue "$kueue_dir/.complete" build_kueue ;;
+    kuberay) with_lock kuberay "$kuberay_dir/.complete" build_kuberay ;;
     karpenter) with_lock karpenter "$karpenter_dir/.complete" build_karpenter ;;
     helm) with_lock helm "$helm_dir/.complete" build_helm ;;
     cert-manager) with_lock cert-manager "$cm_dir/.complete" build_cert_manager ;;

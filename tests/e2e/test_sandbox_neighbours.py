@@ -24,6 +24,7 @@ from gangkeeper.webhook.sandbox import (
     neighbours,
 )
 from gangkeeper.webhook.sandbox.karpenter import KARPENTER_VERSION
+from gangkeeper.webhook.sandbox.kuberay import KUBERAY_VERSION
 from gangkeeper.webhook.sandbox.kueue import KUEUE_VERSION
 from gangkeeper.webhook.sandbox.neighbours import (
     JOBSET_CONTROLLER,
@@ -38,7 +39,8 @@ from gangkeeper.webhook.sandbox.neighbours import (
 )
 
 WRAPPERS = Path(__file__).resolve().parents[2] / "deploy" / "sandbox"
-NEIGHBOURS = ("kwok", "jobset", "lws", "trainer", "scheduler-plugins", "karpenter", "kueue")
+NEIGHBOURS = ("kwok", "jobset", "lws", "trainer", "scheduler-plugins", "karpenter", "kueue",
+              "kuberay")
 
 
 def _pinned(wrapper: str, module: str) -> str:
@@ -58,6 +60,7 @@ def _pinned(wrapper: str, module: str) -> str:
         ("scheduler-plugins", "sigs.k8s.io/scheduler-plugins", SCHEDULER_PLUGINS_VERSION),
         ("karpenter", "sigs.k8s.io/karpenter", KARPENTER_VERSION),
         ("kueue", "sigs.k8s.io/kueue", KUEUE_VERSION),
+        ("kuberay", "github.com/ray-project/kuberay/ray-operator", KUBERAY_VERSION),
         ("helm", "helm.sh/helm/v3", HELM_VERSION),
         ("cert-manager", "github.com/cert-manager/cert-manager", CERT_MANAGER_VERSION),
         ("provisioning-request", "k8s.io/autoscaler/cluster-autoscaler/apis",
@@ -85,6 +88,7 @@ def test_each_neighbour_has_its_own_wrapper_module() -> None:
         ("none", ()),
         ("karpenter,kwok", ("kwok", "karpenter")),
         ("kueue,kwok", ("kwok", "kueue")),
+        ("kuberay,kwok", ("kwok", "kuberay")),
     ],
 )
 def test_components_are_taken_by_name_in_start_order(text: str, expected: tuple[str, ...]) -> None:
@@ -98,6 +102,7 @@ def test_components_are_taken_by_name_in_start_order(text: str, expected: tuple[
         ("jobset", "need kwok"),
         ("kwok,trainer", "trainer needs jobset"),
         ("karpenter", "karpenter needs kwok"),
+        ("kuberay", "kuberay needs kwok"),
     ],
 )
 def test_a_bad_component_list_is_refused_with_the_reason(text: str, message: str) -> None:
@@ -298,3 +303,18 @@ def test_karpenter_instance_types_offer_eight_gpu_nodes_in_its_file_format() -> 
     for t in types:  # the fields kwok/cloudprovider/helpers.go reads
         assert set(t) == {"name", "offerings", "architecture", "operatingSystems", "resources"}
         assert all({"Price", "Available", "Requirements"} <= set(o) for o in t["offerings"])
+
+
+def test_kuberay_runs_without_its_webhook_and_its_dashboard_calls_stay_on_loopback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gangkeeper.webhook.sandbox.kuberay import operator_env
+
+    # ray-operator's main.go sets up its RayCluster webhook only for ENABLE_WEBHOOKS=true.
+    monkeypatch.setenv("ENABLE_WEBHOOKS", "true")
+    monkeypatch.setenv("https_proxy", "http://proxy.example:3128")
+    env = operator_env(Path("/sandbox/admin.kubeconfig"), "http://127.0.0.1:1")
+    assert "ENABLE_WEBHOOKS" not in env
+    assert env["KUBECONFIG"] == "/sandbox/admin.kubeconfig"
+    assert (env["HTTP_PROXY"], env["HTTPS_PROXY"]) == ("http://127.0.0.1:1",) * 2
+    assert "https_proxy" not in env

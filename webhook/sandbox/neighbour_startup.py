@@ -1,6 +1,6 @@
 """Bringing the neighbours up in order: kwok, the scheduler-plugins scheduler and
 controller, then each controller manager with its webhooks registered and answering,
-then Karpenter and Kueue (each when asked for) once their CRDs are served.
+then Karpenter, Kueue and KubeRay (each when asked for) once their CRDs are served.
 
 May touch: the processes it starts (through `Processes`), the sandbox directory, and
 the API server through the sandbox's kubectl. What each neighbour is and how it is
@@ -15,9 +15,10 @@ from pathlib import Path
 
 import yaml
 
-from . import karpenter, kueue, neighbours
+from . import karpenter, kuberay, kueue, neighbours
 from .karpenter import KARPENTER
 from .kubectl import Kubectl
+from .kuberay import KUBERAY
 from .kueue import KUEUE
 from .neighbours import CONTROLLERS, KWOK, SCHEDULER_PLUGINS
 from .pki import KeyPair
@@ -89,6 +90,9 @@ def start_neighbours(
     if KUEUE in components:
         log(f"starting the Kueue controller manager {kueue.KUEUE_VERSION}")
         kueue.start_kueue(processes, directory, kubectl, deadline=deadline)
+    if KUBERAY in components:
+        log(f"starting KubeRay's ray-operator {kuberay.KUBERAY_VERSION}")
+        kuberay.start_kuberay(processes, kubectl, deadline=deadline)
     if scheduler_port is not None:
         healthz = f"https://127.0.0.1:{scheduler_port}/healthz"
         wait_until(

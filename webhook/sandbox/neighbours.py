@@ -18,6 +18,10 @@
   Not in the default set: its pod and TrainJob webhooks would answer for every other
   test's objects (in every sandbox they broke tests/e2e/test_trainer_controller.py)
   and it costs CPU on two cores.
+- **KubeRay**'s ray-operator (`kuberay.py`), only when asked for: RayCluster, RayJob
+  and RayService become head and worker pods (and a RayJob's submitter Job), with
+  its own webhook off. Not in the default set: only the Ray tests need it, and it is
+  CPU on two cores.
 - the **scheduler-plugins** scheduler as a second scheduler,
   `scheduler-plugins-scheduler`, with the Coscheduling profile of the module's
   `manifests/coscheduling/scheduler-config.yaml`; it runs as the sandbox admin (no
@@ -50,9 +54,10 @@ from typing import Any
 
 import yaml
 
-from . import karpenter, kueue
+from . import karpenter, kuberay, kueue
 from .binaries import BUILD_COMMAND, BinariesMissing, cache_root
 from .karpenter import KARPENTER
+from .kuberay import KUBERAY
 from .kueue import KUEUE
 from .pki import KeyPair
 from .processes import Processes, free_port
@@ -85,7 +90,9 @@ ALL_COMPONENTS: tuple[str, ...] = (KWOK, JOBSET, LWS, TRAINER, SCHEDULER_PLUGINS
 #: e2e test would pay for on two cores, and only the autoscaling tests need it.
 #: Kueue neither: its webhooks answer for every TrainJob and every pod of a queue, which
 #: broke the Trainer tests when it ran in every sandbox, and it is CPU on two cores.
-KNOWN_COMPONENTS: tuple[str, ...] = (*ALL_COMPONENTS, KARPENTER, KUEUE)
+#: KubeRay neither: it reconciles and re-lists Ray objects on a timer, CPU on two cores
+#: that only the Ray tests (tests/e2e/test_kuberay.py, a sandbox of their own) use.
+KNOWN_COMPONENTS: tuple[str, ...] = (*ALL_COMPONENTS, KARPENTER, KUEUE, KUBERAY)
 #: The schedulerName gangkeeper's coscheduling backend writes (its config default).
 COSCHEDULING_SCHEDULER = "scheduler-plugins-scheduler"
 #: The module's own example configuration for a Coscheduling scheduler.
@@ -200,6 +207,10 @@ def parse_components(text: str) -> tuple[str, ...]:
         raise ValueError(
             "jobset, lws and trainer need kwok (their pods must start and become Ready)"
         )
+    if KUBERAY in names and KWOK not in names:
+        # Its Ready conditions (RayCluster state `ready`, a RayJob's submitter) need
+        # pods that start.
+        raise ValueError("kuberay needs kwok (its pods must start and become Ready)")
     if TRAINER in names and JOBSET not in names:
         # A TrainJob becomes a JobSet; without JobSet's controller no pod ever exists.
         raise ValueError("trainer needs jobset (a TrainJob runs as a JobSet)")
@@ -229,6 +240,8 @@ def require_built(components: Sequence[str]) -> None:
         missing += karpenter.missing()
     if KUEUE in components:
         missing += kueue.missing()
+    if KUBERAY in components:
+        missing += kuberay.missing()
     for name in components:
         controller = CONTROLLERS.get(name)
         if controller is not None and not os.access(
@@ -242,6 +255,8 @@ def require_built(components: Sequence[str]) -> None:
             command += f"` and `{BUILD_COMMAND} {KARPENTER}"
         elif KUEUE in components:
             command += f" {KUEUE}"
+        elif KUBERAY in components:
+            command += f" {KUBERAY}"
         raise BinariesMissing(
             f"sandbox components not built: {', '.join(sorted(set(missing)))}; build them "
             f"with `{command}` (needs Go; cached, a second run does nothing)"
