@@ -5,8 +5,10 @@ Indexed or not, the Job controller keeps min(parallelism, completions) pods runn
 is still validated: it is about to be resumed. A Job Kueue may admit partially
 (annotation `kueue.x-k8s.io/job-min-parallelism`, kubernetes-sigs/kueue v0.17.0
 `pkg/controller/jobs/job/job_controller.go` minPodsCount) can run with that many
-pods: its gang minimum is that number, not parallelism. A Job that is part of a JobSet belongs
-to the JobSet's gang, so its pods are left to the JobSet recogniser.
+pods: until it runs, its gang minimum is that number, not parallelism. Once it runs
+(`spec.suspend: false`) Kueue has set `parallelism` to the count it admitted
+(`RunWithPodSetsInfo`), and those pods are the gang, all of them. A Job that is part
+of a JobSet belongs to the JobSet's gang, so its pods are left to the JobSet recogniser.
 
 Pure: reads dicts and calls the caller's lookup.
 """
@@ -81,7 +83,11 @@ class JobRecognizer:
         part = template_role(
             ROLE, job_pods(spec, "spec"), spec.get("template"), "spec.template", config
         )
-        gang = build_gang(meta, meta.name, [part], self.name, _kueue_minimum(meta.annotations))
+        # A running Job's parallelism is what Kueue admitted (or the user's, if Kueue
+        # does not manage it): none of those pods may start without the others.
+        running = spec.get("suspend") is False
+        minimum = None if running else _kueue_minimum(meta.annotations)
+        gang = build_gang(meta, meta.name, [part], self.name, minimum)
         return [gang] if gang is not None else []
 
     def may_claim(self, signals: PodSignals) -> bool:

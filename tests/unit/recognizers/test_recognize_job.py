@@ -170,6 +170,25 @@ def test_the_kueue_minimum_makes_a_gang_of_40_gpus_fit_32() -> None:
     assert partial.verdict.allowed
 
 
+@pytest.mark.parametrize("suspend", [True, None])
+def test_a_job_kueue_has_not_admitted_yet_needs_only_its_minimum(suspend: bool | None) -> None:
+    """Suspended (as Kueue's webhook creates it) or a manifest without the field."""
+    obj = _partial(5, "3")
+    if suspend is not None:
+        obj["spec"]["suspend"] = suspend
+    [gang] = recognize_object(obj, no_lookup, CONFIG)
+    assert (gang.min_member, gang.size) == (3, 5)
+
+
+def test_a_job_kueue_admitted_partially_is_one_gang_of_the_parallelism_it_admitted() -> None:
+    """Kueue admitted 4 of 5 and set parallelism 4 (RunWithPodSetsInfo): all 4 go together,
+    not 3 of them (found on the real Kueue: 2 of 3 admitted workers bound on 2 free nodes)."""
+    obj = _partial(4, "3")
+    obj["spec"]["suspend"] = False
+    [gang] = recognize_object(obj, no_lookup, CONFIG)
+    assert (gang.min_member, gang.size) == (4, 4)
+
+
 @pytest.mark.parametrize("bad", ["three", "0", "-1"])
 def test_a_bad_kueue_minimum_names_the_annotation(bad: str) -> None:
     with pytest.raises(InvalidObject) as error:
