@@ -12,14 +12,18 @@ Objects are `kueue.x-k8s.io/v1beta2`, the version v0.17.0 stores.
 Kueue admits by quota (the Job is unsuspended once its Workload fits the
 ClusterQueue); it does not look at nodes. gangkeeper holds the admitted Job's pods
 until all of them fit, and refuses at creation a Job that no node set could hold.
+Kueue's pod groups are left to Kueue (`onConflict: skip`, the default); a partially
+admitted Job is one gang of the pods Kueue admitted; a Job Kueue preempts loses all
+its pods and the preemptor binds whole.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -27,12 +31,23 @@ import yaml
 from builders.cluster import GPU, POOL_LABEL, gang_pod, indexed_job, unique
 from conftest import Cluster
 
+from gangkeeper.policies.names import GANG_LABEL, GATE
+from gangkeeper.policies.recognizers.job import KUEUE_MIN_PARALLELISM
+from gangkeeper.policies.recognizers.kueue import GROUP_LABEL, TOTAL_ANNOTATION
 from gangkeeper.webhook.sandbox import BinariesMissing, Sandbox
 from gangkeeper.webhook.sandbox.kueue import KUEUE
 
 pytestmark = pytest.mark.e2e
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+#: The gates Kueue v0.17.0's pod webhook puts on a pod it suspends
+#: (`pkg/controller/jobs/pod/pod_webhook.go` Default): its admission gate, and the
+#: topology gate too, as TopologyAwareScheduling is on by default (Beta since v0.14,
+#: `pkg/features/kube_features.go`). On admission without a topology request it lifts
+#: both (`pod_controller.go` prepare).
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 LOCAL_QUEUE = "training"
 FLAVOR = "default-flavor"
 NODES, GPUS_PER_NODE = 4, 8
@@ -64,7 +79,9 @@ def kueued(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         sandbox.down()
 
 
-def queue(cluster: Cluster, namespace: str, gpus: int) -> None:
+def queue(
+    cluster: Cluster, namespace: str, gpus: int, preemption: dict[str, str] | None = None
+) -> None:
     """A ClusterQueue with `gpus` GPUs of quota for `namespace` alone, and its
     LocalQueue `training`."""
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([
@@ -73,6 +90,7 @@ def queue(cluster: Cluster, namespace: str, gpus: int) -> None:
             "kind": "ClusterQueue",
             "metadata": {"name": namespace},
             "spec": {
+                **({"preemption": preemption} if preemption else {}),
                 "namespaceSelector": {
                     "matchLabels": {"kubernetes.io/metadata.name": namespace}
                 },
@@ -123,17 +141,26 @@ def job_pods(cluster: Cluster, namespace: str, name: str) -> list[Any]:
 
 
 def bound(cluster: Cluster, namespace: str, name: str) -> int:
-    return sum(1 for p in job_pods(cluster, namespace, name) if p.spec.node_name)
+    return bound_in(job_pods(cluster, namespace, name))
+
+
+def bound_in(pods: list[Any]) -> int:
+    return sum(1 for p in pods if p.spec.node_name)
+
+
+def samples_of(count: Callable[[], int]) -> list[int]:
+    """`count()` sampled for HOLD_SECONDS."""
+    out = []
+    end = time.monotonic() + HOLD_SECONDS
+    while time.monotonic() < end:
+        out.append(count())
+        time.sleep(0.5)
+    return out
 
 
 def samples(cluster: Cluster, namespace: str, name: str) -> list[int]:
     """The number of the Job's bound pods, sampled for HOLD_SECONDS."""
-    out = []
-    end = time.monotonic() + HOLD_SECONDS
-    while time.monotonic() < end:
-        out.append(bound(cluster, namespace, name))
-        time.sleep(0.5)
-    return out
+    return samples_of(lambda: bound(cluster, namespace, name))
 
 
 @pytest.fixture
@@ -254,3 +281,149 @@ def test_a_kueue_job_that_can_never_fit_the_fleet_is_refused_with_the_numbers(
     assert "NotFound" in got.stderr, "a refused Job was created"
     workloads = kueued.kubectl("get", "workloads.kueue.x-k8s.io", "-n", namespace, "-o", "name")
     assert workloads.stdout.strip() == "", f"Kueue holds a Workload for it: {workloads.stdout}"
+
+
+def group_pods(cluster: Cluster, namespace: str, group: str) -> list[Any]:
+    return list(
+        cluster.core.list_namespaced_pod(namespace, label_selector=f"{GROUP_LABEL}={group}").items
+    )
+
+
+def gates(pod: Any) -> list[str]:
+    return [g.name for g in pod.spec.scheduling_gates or []]
+
+
+def workload_conditions(cluster: Cluster, namespace: str) -> dict[str, dict[str, str]]:
+    """Each Workload's conditions in `namespace`: {workload: {type: status}}."""
+    done = cluster.kubectl("get", "workloads.kueue.x-k8s.io", "-n", namespace, "-o", "json")
+    return {
+        w["metadata"]["name"]: {
+            c["type"]: c["status"] for c in (w.get("status") or {}).get("conditions") or []
+        }
+        for w in json.loads(done.stdout)["items"]
+    }
+
+
+def test_a_kueue_pod_group_is_left_to_kueue_which_binds_it_whole_once_all_are_there_within_quota(
+    kueued: Cluster, fleet: tuple[str, list[str]], namespaces: list[str]
+) -> None:
+    # onConflict: skip (the default): gangkeeper neither gates nor labels the pods;
+    # Kueue's own gates hold them until the group is whole and its quota admits it.
+    pool, _ = fleet
+    namespace = kueued.new_namespace(opted_in=True)
+    namespaces.append(namespace)
+    queue(kueued, namespace, gpus=2 * GPUS_PER_NODE)  # 16 GPUs: less than the group's 24
+    group, total = unique("group"), 3
+    for i in range(total):
+        pod = gang_pod(
+            f"{group}-{i}", pool, gpus=GPUS_PER_NODE,
+            labels={QUEUE_LABEL: LOCAL_QUEUE, GROUP_LABEL: group},
+        )  # fmt: skip
+        pod["metadata"]["annotations"][TOTAL_ANNOTATION] = str(total)
+        kueued.core.create_namespaced_pod(namespace, pod)
+        if i == total - 2:
+            two_of_three = samples_of(lambda: bound_in(group_pods(kueued, namespace, group)))
+            assert set(two_of_three) == {0}, f"bound with 2 of {total} there: {two_of_three}"
+            assert workload_conditions(kueued, namespace) == {}, "a Workload before all came"
+
+    pods = group_pods(kueued, namespace, group)
+    assert {p.metadata.name: gates(p) for p in pods} == {
+        p.metadata.name: [ADMISSION_GATE, TOPOLOGY_GATE] for p in pods
+    }
+    assert not any(GANG_LABEL in (p.metadata.labels or {}) for p in pods), "gangkeeper labelled"
+    kueued.wait_for(
+        lambda: workload_conditions(kueued, namespace).get(group, {}).get("QuotaReserved")
+        == "False",
+        timeout=60, message="Kueue's Workload for the whole group, held for quota",
+    )
+    over_quota = samples_of(lambda: bound_in(group_pods(kueued, namespace, group)))
+    assert set(over_quota) == {0}, f"bound over quota: {over_quota}"
+
+    kueued.kubectl(
+        "patch", "clusterqueue", namespace, "--type=json", "-p", json.dumps([{
+            "op": "replace",
+            "path": "/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota",
+            "value": NODES * GPUS_PER_NODE,
+        }]),
+    )  # fmt: skip
+    kueued.wait_for(lambda: bound_in(group_pods(kueued, namespace, group)) == total,
+                    timeout=90, message="the whole group bound once the quota admits it")
+    pods = group_pods(kueued, namespace, group)
+    assert {p.metadata.name: gates(p) for p in pods} == {p.metadata.name: [] for p in pods}
+    assert all(GATE not in gates(p) for p in pods)
+    assert len({p.spec.node_name for p in pods}) == total
+
+
+def test_a_partially_admitted_job_is_one_gang_of_the_pods_kueue_admitted(
+    kueued: Cluster, fleet: tuple[str, list[str]], namespaces: list[str]
+) -> None:
+    # Kueue admits 3 of 4 workers (24 GPUs of quota, job-min-parallelism 2) and sets
+    # the Job's parallelism to 3; two nodes are free: gangkeeper binds none of the 3
+    # (its minimum is what Kueue admitted, not the annotation's 2) until all 3 fit.
+    pool, nodes = fleet
+    others, blockers = occupy(kueued, pool, nodes[:2])
+    namespaces.append(others)
+    namespace = kueued.new_namespace(opted_in=True)
+    namespaces.append(namespace)
+    queue(kueued, namespace, gpus=3 * GPUS_PER_NODE)
+    name = unique("partial")
+    job = queued_job(name, namespace, pool, workers=4)
+    job["metadata"]["annotations"] = {KUEUE_MIN_PARALLELISM: "2"}
+    kueued.batch.create_namespaced_job(namespace, job)
+
+    kueued.wait_for(lambda: admitted(kueued, namespace, name), timeout=60,
+                    message="Kueue admitting the Job partially")
+    assert kueued.batch.read_namespaced_job(name, namespace).spec.parallelism == 3
+    kueued.wait_for(lambda: len(job_pods(kueued, namespace, name)) == 3, timeout=60,
+                    message="the three admitted workers created")
+    counts = samples(kueued, namespace, name)
+
+    assert set(counts) == {0}, f"bound workers over {HOLD_SECONDS}s: {counts}"
+    for pod in blockers:
+        kueued.core.delete_namespaced_pod(pod, others, grace_period_seconds=0)
+    kueued.wait_for(lambda: bound(kueued, namespace, name) == 3, timeout=90,
+                    message="all three admitted workers bound once room freed")
+    assert len(job_pods(kueued, namespace, name)) == 3
+
+
+def test_kueue_preempting_an_admitted_job_takes_its_gang_whole_and_the_preemptor_binds_whole(
+    kueued: Cluster, fleet: tuple[str, list[str]], namespaces: list[str]
+) -> None:
+    pool, _ = fleet
+    kueued.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        for name, value in (("e2e-low", 100), ("e2e-high", 1000))
+    ]))  # fmt: skip
+    namespace = kueued.new_namespace(opted_in=True)
+    namespaces.append(namespace)
+    queue(kueued, namespace, gpus=NODES * GPUS_PER_NODE,
+          preemption={"withinClusterQueue": "LowerPriority"})
+    low, high = unique("low"), unique("high")
+    low_job = queued_job(low, namespace, pool, workers=3)
+    low_job["metadata"]["labels"][PRIORITY_LABEL] = "e2e-low"
+    kueued.batch.create_namespaced_job(namespace, low_job)
+    kueued.wait_for(lambda: bound(kueued, namespace, low) == 3, timeout=90,
+                    message="the low Job's three workers bound")
+
+    # 16 more GPUs than the 8 of quota left: Kueue evicts the low Workload.
+    high_job = queued_job(high, namespace, pool, workers=2)
+    high_job["metadata"]["labels"][PRIORITY_LABEL] = "e2e-high"
+    kueued.batch.create_namespaced_job(namespace, high_job)
+
+    kueued.wait_for(lambda: bound(kueued, namespace, high) == 2, timeout=120,
+                    message="the high Job's two workers bound")
+    kueued.wait_for(lambda: job_pods(kueued, namespace, low) == [], timeout=60,
+                    message="the low Job's pods gone")
+    assert not admitted(kueued, namespace, low), "the preempted Job is running again"
+    conditions = workload_conditions(kueued, namespace)
+    low_workload = next(v for k, v in conditions.items() if low in k)
+    assert low_workload.get("Preempted") == "True", conditions
+    pods = kueued.core.list_namespaced_pod(namespace).items
+    assert {p.metadata.name: gates(p) for p in pods} == {p.metadata.name: [] for p in pods}
+    assert all(p.spec.node_name for p in pods), [p.metadata.name for p in pods]
+    assert len({p.spec.node_name for p in job_pods(kueued, namespace, high)}) == 2
