@@ -34,6 +34,8 @@ from gangkeeper.policies.names import (
 from gangkeeper.webhook.cli.serve import NOOP_ENV
 
 POOL_LABEL = "bench.gangkeeper.io/pool"
+#: kwok's pod-complete stage: a pod with this annotation succeeds that long after it runs.
+RUN_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"
 LATENCY_POOL = "latency"
 #: The schedulerName gangkeeper's coscheduling backend writes (its config default).
 COSCHEDULING_SCHEDULER = "scheduler-plugins-scheduler"

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.cluster import RUN_FOR
 from bench.memory import process_memory_mb
 from bench.scheduling import percentile
 
@@ -63,7 +64,6 @@ PLAN_COUNT = "gangkeeper_controller_plan_seconds_count"
 GANG_LABEL = "gangkeeper.io/gang"
 JOB_NAME_LABEL = "job-name"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-RUN_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"
 
 
 @dataclass(frozen=True)

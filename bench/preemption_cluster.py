@@ -42,11 +42,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from bench.cluster import POOL_LABEL, BenchCluster, open_cluster, wait_for
+from bench.cluster import POOL_LABEL, RUN_FOR, BenchCluster, open_cluster, wait_for
 from gangkeeper.policies.names import GATE
 
 GPU = "nvidia.com/gpu"
-RUN_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"
 GPUS_PER_NODE = 8
 LOW, HIGH = 100, 1000
 CLASSES = {"bench-preempt-low": LOW, "bench-preempt-high": HIGH}

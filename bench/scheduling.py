@@ -39,6 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from bench.cluster import RUN_FOR
+
 if TYPE_CHECKING:
     from bench.cluster import BenchCluster
 
@@ -372,7 +374,6 @@ class RawRequests(Protocol):
 
 
 #: kwok completes a Ready pod this long after the annotation appears (its run time).
-RUN_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"
 #: Trace pods are Ready as soon as they run: the trace's durations are the whole run.
 READY_AFTER = "pod-ready.stage.kwok.x-k8s.io/delay"
 

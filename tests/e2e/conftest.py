@@ -246,6 +246,28 @@ class Cluster:
         self.api_client.close()
 
 
+@contextlib.contextmanager
+def own_sandbox(
+    directory: Path, components: Sequence[str], *, config: Path | None = None,
+    **options: Any,
+) -> Iterator[Cluster]:
+    """A sandbox of a test module's own, for neighbours the shared one does not run
+    (Kueue, KubeRay, Karpenter): no fleet, `components` started, stopped on exit
+    (also when the module's own set-up inside the `with` fails). `options` go to
+    `Sandbox`. Skipped without the built binaries, failed under GANGKEEPER_E2E=require."""
+    sandbox = Sandbox(directory / "sandbox", **options)
+    try:
+        sandbox.up(fleet=None, config=config, components=tuple(components), timeout=300)
+    except BinariesMissing as e:
+        _unavailable(str(e))
+    cluster = Cluster(sandbox.kubeconfig, sandbox)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+        sandbox.down()
+
+
 def _exists(read: Callable[[], object]) -> bool:
     try:
         read()

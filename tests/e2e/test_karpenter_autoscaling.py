@@ -18,7 +18,6 @@ demonstration in docs/autoscaling.md) no node ever comes.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -27,10 +26,9 @@ import pytest
 import yaml
 from builders.cluster import POOL_LABEL, indexed_job, unique
 from builders.controllers import RUN_FOR
-from conftest import Cluster
+from conftest import Cluster, own_sandbox
 
 from gangkeeper.policies.names import GATE, PLACEHOLDER_LABEL
-from gangkeeper.webhook.sandbox import BinariesMissing, Sandbox
 from gangkeeper.webhook.sandbox.karpenter import KARPENTER, NODE_CLASS
 
 pytestmark = pytest.mark.e2e
@@ -88,21 +86,11 @@ def autoscaled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     config = directory / "gangkeeper.yaml"
     config.write_text(yaml.safe_dump(CONFIG))
     # CapacityBuffer on: only the test that applies a CapacityBuffer is affected.
-    sandbox = Sandbox(directory / "sandbox", karpenter_feature_gates="CapacityBuffer=true")
-    try:
-        sandbox.up(fleet=None, config=config, components=("kwok", KARPENTER), timeout=300)
-    except BinariesMissing as e:
-        if os.environ.get("GANGKEEPER_E2E", "").lower() == "require":
-            pytest.fail(f"GANGKEEPER_E2E=require: {e}", pytrace=False)
-        pytest.skip(str(e))
-    cluster = Cluster(sandbox.kubeconfig, sandbox)
-    pools = [node_pool(p, gpus) for p, (_, gpus) in POOLS.items()]
-    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(pools))
-    try:
+    with own_sandbox(directory, ("kwok", KARPENTER), config=config,
+                     karpenter_feature_gates="CapacityBuffer=true") as cluster:
+        pools = [node_pool(p, gpus) for p, (_, gpus) in POOLS.items()]
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(pools))
         yield cluster
-    finally:
-        cluster.close()
-        sandbox.down()
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ Running and Ready; no Ray process, and no autoscaler sidecar, ever runs.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -22,10 +21,9 @@ from typing import Any
 import pytest
 import yaml
 from builders.cluster import GPU, POOL_LABEL, unique
-from conftest import Cluster
+from conftest import Cluster, own_sandbox
 
 from gangkeeper.policies.names import GATE
-from gangkeeper.webhook.sandbox import BinariesMissing, Sandbox
 from gangkeeper.webhook.sandbox.kuberay import KUBERAY
 
 pytestmark = pytest.mark.e2e
@@ -38,20 +36,8 @@ IMAGE = "registry.invalid/e2e/ray:2.46.0"
 @pytest.fixture(scope="module")
 def rayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A sandbox with kwok, KubeRay's operator and gangkeeper, no node."""
-    directory = tmp_path_factory.mktemp("kuberay")
-    sandbox = Sandbox(directory / "sandbox")
-    try:
-        sandbox.up(fleet=None, components=("kwok", KUBERAY), timeout=300)
-    except BinariesMissing as e:
-        if os.environ.get("GANGKEEPER_E2E", "").lower() == "require":
-            pytest.fail(f"GANGKEEPER_E2E=require: {e}", pytrace=False)
-        pytest.skip(str(e))
-    cluster = Cluster(sandbox.kubeconfig, sandbox)
-    try:
+    with own_sandbox(tmp_path_factory.mktemp("kuberay"), ("kwok", KUBERAY)) as cluster:
         yield cluster
-    finally:
-        cluster.close()
-        sandbox.down()
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ its pods and the preemptor binds whole.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -29,12 +28,11 @@ from typing import Any
 import pytest
 import yaml
 from builders.cluster import GPU, POOL_LABEL, gang_pod, indexed_job, unique
-from conftest import Cluster
+from conftest import Cluster, own_sandbox
 
 from gangkeeper.policies.names import GANG_LABEL, GATE
 from gangkeeper.policies.recognizers.job import KUEUE_MIN_PARALLELISM
 from gangkeeper.policies.recognizers.kueue import GROUP_LABEL, TOTAL_ANNOTATION
-from gangkeeper.webhook.sandbox import BinariesMissing, Sandbox
 from gangkeeper.webhook.sandbox.kueue import KUEUE
 
 pytestmark = pytest.mark.e2e
@@ -58,25 +56,13 @@ HOLD_SECONDS = 10
 @pytest.fixture(scope="module")
 def kueued(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A sandbox with kwok, Kueue and gangkeeper, no GPU node at the start."""
-    directory = tmp_path_factory.mktemp("kueue")
-    sandbox = Sandbox(directory / "sandbox")
-    try:
-        sandbox.up(fleet=None, components=("kwok", KUEUE), timeout=300)
-    except BinariesMissing as e:
-        if os.environ.get("GANGKEEPER_E2E", "").lower() == "require":
-            pytest.fail(f"GANGKEEPER_E2E=require: {e}", pytrace=False)
-        pytest.skip(str(e))
-    cluster = Cluster(sandbox.kubeconfig, sandbox)
-    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump({
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ResourceFlavor",
-        "metadata": {"name": FLAVOR},
-    }))
-    try:
+    with own_sandbox(tmp_path_factory.mktemp("kueue"), ("kwok", KUEUE)) as cluster:
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump({
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": FLAVOR},
+        }))
         yield cluster
-    finally:
-        cluster.close()
-        sandbox.down()
 
 
 def queue(
@@ -200,20 +186,29 @@ def namespaces(kueued: Cluster) -> Iterator[list[str]]:
         kueued.delete_namespace(name)
 
 
+def admitted_beside_others(
+    cluster: Cluster, fleet: tuple[str, list[str]], namespaces: list[str], *, opted_in: bool
+) -> tuple[str, str, str, list[str]]:
+    """Scenario 1's start: two of the four nodes half taken by pods Kueue does not
+    manage, a 3 x 8-GPU Job queued with 32 GPUs of quota, and Kueue admitting it.
+    (namespace, Job name, the other pods' namespace, their names)."""
+    pool, nodes = fleet
+    others, blockers = occupy(cluster, pool, nodes[:2])
+    namespaces.append(others)
+    namespace = cluster.new_namespace(opted_in=opted_in)
+    namespaces.append(namespace)
+    queue(cluster, namespace, gpus=NODES * GPUS_PER_NODE)
+    name = unique("gang" if opted_in else "quota")
+    cluster.batch.create_namespaced_job(namespace, queued_job(name, namespace, pool, workers=3))
+    cluster.wait_for(lambda: admitted(cluster, namespace, name), timeout=60,
+                     message="Kueue admitting the Job (24 of 32 GPUs of quota)")
+    return namespace, name, others, blockers
+
+
 def test_without_gangkeeper_kueue_admits_by_quota_and_two_of_three_workers_bind(
     kueued: Cluster, fleet: tuple[str, list[str]], namespaces: list[str]
 ) -> None:
-    pool, nodes = fleet
-    others, _ = occupy(kueued, pool, nodes[:2])
-    namespaces.append(others)
-    namespace = kueued.new_namespace(opted_in=False)
-    namespaces.append(namespace)
-    queue(kueued, namespace, gpus=NODES * GPUS_PER_NODE)
-    name = unique("quota")
-    kueued.batch.create_namespaced_job(namespace, queued_job(name, namespace, pool, workers=3))
-
-    kueued.wait_for(lambda: admitted(kueued, namespace, name), timeout=60,
-                    message="Kueue admitting the Job (24 of 32 GPUs of quota)")
+    namespace, name, _, _ = admitted_beside_others(kueued, fleet, namespaces, opted_in=False)
     kueued.wait_for(lambda: bound(kueued, namespace, name) == 2, timeout=60,
                     message="two workers bound on the two free nodes")
     counts = samples(kueued, namespace, name)
@@ -226,17 +221,8 @@ def test_without_gangkeeper_kueue_admits_by_quota_and_two_of_three_workers_bind(
 def test_with_gangkeeper_an_admitted_job_binds_none_until_all_fit_then_all(
     kueued: Cluster, fleet: tuple[str, list[str]], namespaces: list[str]
 ) -> None:
-    pool, nodes = fleet
-    others, blockers = occupy(kueued, pool, nodes[:2])
-    namespaces.append(others)
-    namespace = kueued.new_namespace(opted_in=True)
-    namespaces.append(namespace)
-    queue(kueued, namespace, gpus=NODES * GPUS_PER_NODE)
-    name = unique("gang")
-    kueued.batch.create_namespaced_job(namespace, queued_job(name, namespace, pool, workers=3))
-
-    kueued.wait_for(lambda: admitted(kueued, namespace, name), timeout=60,
-                    message="Kueue admitting the Job (24 of 32 GPUs of quota)")
+    namespace, name, others, blockers = admitted_beside_others(
+        kueued, fleet, namespaces, opted_in=True)
     kueued.wait_for(lambda: len(job_pods(kueued, namespace, name)) == 3, timeout=60,
                     message="the Job's three workers created")
     counts = samples(kueued, namespace, name)
