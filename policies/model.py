@@ -83,6 +83,20 @@ class Placement:
     required_terms: tuple[NodeSelectorTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
 
+    def __hash__(self) -> int:
+        # Placements key every eligibility cache, looked up thousands of times a
+        # planning pass, and a frozen dataclass hashes all its fields again on each
+        # lookup: computed once. (Equality stays the fields'; see __getstate__.)
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.node_selector, self.required_terms, self.tolerations))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict[str, object]:
+        # A string's hash differs from process to process: never carry it along.
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
 
 @dataclass(frozen=True)
 class Role:

@@ -32,17 +32,17 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..eligibility import uses_node_identity
 from ..memo import IdentityMemo
 from ..model import KubeObject, Placement, Verdict
-from ..podspec import as_mapping, as_str, pod_demand
 from ..settings.config import Config
-from .declared_pools import DeclaredPool, headrooms
+from .bound_use import bound_use
+from .declared_pools import declare_pools, headrooms
 from .node_facts import NodeFacts, read_node
-from .node_resources import OtherResources, other_vector, pool_vector
+from .node_resources import OtherResources, other_vector
 from .node_shapes import Bin, GpuVector, NodeShape, gpu_vector
 from .shape_eligibility import CACHE_LIMIT, ShapeEligibility, node_answer
 
@@ -76,12 +76,9 @@ class Capacity:
         self._pods: dict[str, tuple[str, dict[str, int]]] = {}
         self._used: dict[str, dict[str, int]] = {}  # node name → GPUs of bound pods
         self._free: dict[int, Counter[GpuVector]] = {}  # shape id → free vector → nodes
-        self._pools: list[DeclaredPool] = []
         #: Nodes without GPUs: name → entry, and shape id → node names.
         self._plain: dict[str, _Node] = {}
         self._plain_members: dict[int, dict[str, None]] = {}
-        #: Shape ids of declared pools without GPUs (counted at maxCount: see __init__).
-        self._plain_pools: list[int] = []
         self._eligible = ShapeEligibility()
         self._groups_cache: dict[str, tuple[tuple[int, int], list[_Group]]] = {}
         # Two change counters: node/pool changes alter both views, bound-pod changes
@@ -97,26 +94,10 @@ class Capacity:
         self.verdicts = IdentityMemo(2048)
         #: Non-GPU allocatable per shape, for the cpu/memory checks of `resource_fit`.
         self.other = OtherResources()
-        self._pool_other: list[tuple[tuple[str, int], ...]] = []
-        for pool in self._config.pools:
-            shape = NodeShape(
-                gpus=self._gpu_vector(pool.allocatable),
-                labels=tuple(sorted(pool.labels.items())),
-                taints=tuple(pool.taints),
-            )
-            if shape.gpus:
-                sid = self._intern(shape)
-                self._pools.append(
-                    DeclaredPool(sid, pool.max_count, pool.labels, shape.gpus, pool.max_count)
-                )
-                self._pool_other.append(pool_vector(pool, self._config))
-                self.other.add_pool(sid, self._pool_other[-1], pool.max_count)
-            else:
-                # A pool without GPUs is room for members without GPUs only. Its live
-                # nodes are not charged to it: counting them twice can only admit more.
-                sid = self._intern(shape)
-                self._plain_pools.append(sid)
-                self.other.add_pool(sid, pool_vector(pool, self._config), pool.max_count)
+        #: The GPU pools, their other resources, the shape ids of pools without GPUs.
+        self._pools, self._pool_other, self._plain_pools = declare_pools(
+            self._config, self._intern, self._gpu_vector, self.other
+        )
 
     # -- construction -------------------------------------------------------------
 
@@ -127,6 +108,27 @@ class Capacity:
         for node in nodes:
             capacity.upsert_node(node)
         return capacity
+
+    def copy(self) -> Capacity:
+        """An independent capacity with the same nodes, pools and bound pods, far cheaper
+        than building it node by node (a planning pass starts from the planner's). Node
+        entries and shapes are shared (never changed once stored); caches start empty."""
+        new = object.__new__(Capacity)
+        new.__dict__.update(self.__dict__)
+        with self._lock:
+            new._lock = threading.RLock()
+            new._shape_ids, new._shapes = dict(self._shape_ids), dict(self._shapes)
+            new._nodes, new._plain = dict(self._nodes), dict(self._plain)
+            new._members = {sid: dict(names) for sid, names in self._members.items()}
+            new._plain_members = {s: dict(n) for s, n in self._plain_members.items()}
+            new._plain_pools, new._pods = list(self._plain_pools), dict(self._pods)
+            new._used = {name: dict(used) for name, used in self._used.items()}
+            new._free = {sid: Counter(free) for sid, free in self._free.items()}
+            new._pools = [replace(pool) for pool in self._pools]
+            new._pool_other, new.other = list(self._pool_other), self.other.copy()
+            new._eligible, new._groups_cache, new._bins_cache = ShapeEligibility(), {}, {}
+            new.verdicts = IdentityMemo(self.verdicts.size)
+        return new
 
     @property
     def config(self) -> Config:
@@ -273,20 +275,13 @@ class Capacity:
                 self._move(node_name, gpus, +1)
 
     def add_pod_object(self, pod: KubeObject) -> None:
-        """`add_pod` for a Pod dict: its uid, spec.nodeName and effective GPU demand.
-
-        A pod not bound to a node, or finished (Succeeded/Failed), holds no GPUs and is
-        removed instead. Raises InvalidObject for a malformed spec.
-        """
-        meta = as_mapping(pod.get("metadata"), "Pod.metadata", required=True)
-        uid = as_str(meta.get("uid"), "Pod.metadata.uid")
-        spec = as_mapping(pod.get("spec"), "Pod.spec", required=True)
-        node_name = as_str(spec.get("nodeName"), "Pod.spec.nodeName", default="")
-        status = as_mapping(pod.get("status"), "Pod.status")
-        if not node_name or status.get("phase") in ("Succeeded", "Failed"):
+        """`add_pod` for a Pod dict (`bound_use`); an unbound or finished pod is removed.
+        Raises InvalidObject for a malformed spec."""
+        uid, node_name, demand = bound_use(pod, self._config)
+        if node_name:
+            self.add_pod(uid, node_name, demand)
+        else:
             self.remove_pod(uid)
-            return
-        self.add_pod(uid, node_name, pod_demand(spec, self._config, "Pod.spec"))
 
     def remove_pod(self, uid: str) -> None:
         """Stop counting a pod (deleted, finished or rebound); unknown uids are ignored."""

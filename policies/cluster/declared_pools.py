@@ -16,8 +16,12 @@ bookkeeping of its other-resource vectors.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+
+from ..settings.config import Config
+from .node_resources import OtherResources, OtherVector, pool_vector
+from .node_shapes import NodeShape
 
 GpuVector = tuple[tuple[str, int], ...]
 
@@ -56,3 +60,34 @@ def headrooms(
                 left[i] -= count
                 break
     return [max(0, n) for n in left]
+
+
+def declare_pools(
+    config: Config,
+    intern: Callable[[NodeShape], int],
+    gpus_of: Callable[[Mapping[str, int]], GpuVector],
+    other: OtherResources,
+) -> tuple[list[DeclaredPool], list[OtherVector], list[int]]:
+    """The config's pools as a new `Capacity` holds them: each pool's shape interned
+    (`intern`) and its other resources counted at maxCount in `other`. Returns the GPU
+    pools, their other-resource vectors, and the shape ids of pools without GPUs."""
+    pools: list[DeclaredPool] = []
+    vectors: list[OtherVector] = []
+    plain: list[int] = []
+    for pool in config.pools:
+        shape = NodeShape(
+            gpus=gpus_of(pool.allocatable),
+            labels=tuple(sorted(pool.labels.items())),
+            taints=tuple(pool.taints),
+        )
+        sid = intern(shape)
+        if shape.gpus:
+            pools.append(DeclaredPool(sid, pool.max_count, pool.labels, shape.gpus, pool.max_count))
+            vectors.append(pool_vector(pool, config))
+            other.add_pool(sid, vectors[-1], pool.max_count)
+        else:
+            # A pool without GPUs is room for members without GPUs only. Its live
+            # nodes are not charged to it: counting them twice can only admit more.
+            plain.append(sid)
+            other.add_pool(sid, pool_vector(pool, config), pool.max_count)
+    return pools, vectors, plain

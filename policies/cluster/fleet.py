@@ -63,10 +63,13 @@ class Fleet:
         pods: Iterable[PodInfo],
         config: Config,
         reader: NodeReader | None = None,
+        capacity: Capacity | None = None,
     ) -> None:
+        """`capacity`: the GPU nodes of `nodes` with no pod counted, this fleet's to
+        fill (a `KeptCapacity.fleet_copy()`); built here from `nodes` when None."""
         self._config = config
         self.nodes: dict[str, NodeFacts] = {}
-        self.capacity = Capacity(config)
+        self.capacity = Capacity(config) if capacity is None else capacity
         read = reader or (lambda raw: read_node(raw, config))
         for raw in nodes:
             try:
@@ -74,7 +77,7 @@ class Fleet:
             except PolicyError:
                 continue  # a node that cannot be read is no place for a gang
             self.nodes[facts.name] = facts
-            if facts.gpus:
+            if facts.gpus and capacity is None:
                 # `fits_now` counts GPUs: a node without them is nothing to it.
                 self.capacity.upsert_facts(facts)
         self._used: dict[str, dict[str, int]] = {}

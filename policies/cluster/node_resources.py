@@ -59,6 +59,11 @@ class OtherResources:
 
     add_pool = add
 
+    def copy(self) -> OtherResources:
+        new = OtherResources()
+        new._vectors = {sid: Counter(counts) for sid, counts in self._vectors.items()}
+        return new
+
     def remove(self, shape_id: int, vector: OtherVector) -> None:
         counts = self._vectors.get(shape_id)
         if counts is None:

@@ -155,7 +155,8 @@ class Pass:
         return self._by_host.get(host, host)
 
     def ever(self) -> Capacity:
-        """The empty cluster of the nodes the fleet knows (built once per pass)."""
+        """The empty cluster of the nodes the fleet knows (built once per pass unless
+        the planner gave its kept one); read only."""
         if self._ever is None:
             self._ever = Capacity(self.config)
             for facts in self.fleet.nodes.values():

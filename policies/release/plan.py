@@ -69,6 +69,7 @@ from ..assigner.assign import NoRoom, Unpinned
 from ..autoscaling.asking import Asking, Backoff
 from ..autoscaling.provisioning import RequestInfo, unseen_nodes
 from ..cluster.fleet import Fleet, NodeReader
+from ..cluster.kept_capacity import KeptCapacity
 from ..cluster.later_members import LaterMembers
 from ..cluster.observed_gangs import GangObservation, PodInfo, observe_gangs
 from ..fit.feasibility import check_gang, fits_now
@@ -362,6 +363,7 @@ def plan(
     leaving: frozenset[str] = frozenset(),
     budgets: Sequence[Budget] = (),
     on_release: Callable[[Release], None] | None = None,
+    kept: KeptCapacity | None = None,
 ) -> Plan:
     """Decide one pass; `pods` are the live pods of the whole cluster; `backoff`: gangs'
     timed-out asks (kept by the controller); `requests`: gangkeeper's ProvisioningRequests
@@ -370,9 +372,11 @@ def plan(
     by an earlier pass and not gone yet (kept by the controller); `budgets`: the
     cluster's PodDisruptionBudgets; `on_release`: called with each release as soon as
     it is decided, before the pass goes on to the next gang (a release is never taken
-    back later in the pass), so its patches need not wait for the other gangs."""
+    back later in the pass), so its patches need not wait for the other gangs; `kept`:
+    the capacities of exactly these `nodes` (as `reader` reads them), kept by a
+    planner between passes, instead of building them here."""
     live = list(pods)
-    fleet = Fleet(nodes, live, config, reader)
+    fleet = Fleet(nodes, live, config, reader, None if kept is None else kept.fleet_copy())
     asking = Asking.of(live, config, now, backoff or {}, requests)
     in_flight = sorted((p for p in live if p.in_flight), key=lambda p: (p.created, p.name))
     for pod, node in fleet.place_in_flight(in_flight):
@@ -383,7 +387,8 @@ def plan(
             # Released (at least in part): its later members' room is taken already.
             hold_later(gang, fleet)
     preempting = Preempting(fleet, config, gangs, live, leaving=leaving, budgets=budgets)
-    run = Pass(fleet, config, asking, preempting, now=now, on_release=on_release)
+    run = Pass(fleet, config, asking, preempting, now=now, on_release=on_release,
+               _ever=None if kept is None else kept.every)
     outcomes = [_decide(gang, run) for gang in gangs]
     queue = run.queue()
     reports: list[GangReport] = []

@@ -24,14 +24,16 @@ controller; not thread-safe (one reconciler thread plans).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ..autoscaling.asking import Backoff
 from ..autoscaling.provisioning import RequestInfo
+from ..cluster.kept_capacity import KeptCapacity
 from ..cluster.node_facts import NodeFacts, read_node
 from ..cluster.observed_gangs import PodInfo
+from ..errors import PolicyError
 from ..settings.config import Config
 from .budgets import Budget
 from .plan import plan
@@ -79,16 +81,27 @@ class Planner:
         self._last: tuple[Plan, float, Hashable, tuple[Any, ...]] | None = None
         #: The last pass was the plan before it, aged (nothing changed).
         self.reused = False
+        #: The nodes' capacities of the last pass, moved node by node to the next.
+        self._kept = KeptCapacity(config)
 
     def _read(self, raw: Mapping[str, Any]) -> NodeFacts:
         meta = raw.get("metadata")
         version = str(meta.get("resourceVersion", "")) if isinstance(meta, Mapping) else ""
-        entry = self._facts.get(id(raw))
+        # This pass's reads first: `plan` reads each Node again after `_kept` did.
+        entry = self._seen.get(id(raw)) or self._facts.get(id(raw))
         if entry is None or entry[0] is not raw or entry[1] != version:
             self.nodes_read += 1
             entry = (raw, version, read_node(raw, self.config))
         self._seen[id(raw)] = entry
         return entry[2]
+
+    def _readable(self, nodes: Iterable[Mapping[str, Any]]) -> Iterator[NodeFacts]:
+        """The facts of the Nodes that can be read, as `Fleet` keeps them."""
+        for raw in nodes:
+            try:
+                yield self._read(raw)
+            except PolicyError:
+                continue  # the fleet leaves it out too
 
     def plan(
         self,
@@ -122,9 +135,11 @@ class Planner:
             self._last = (result, now, version, others)
             return result
         self._seen, self.nodes_read, self.reused = {}, 0, False
-        result = plan(pods, nodes, self.config, now, backoff, requests=others[1],
+        listed = list(nodes)
+        self._kept.update(self._readable(listed))
+        result = plan(pods, listed, self.config, now, backoff, requests=others[1],
                       reader=self._read, leaving=leaving, budgets=budgets,
-                      on_release=on_release)
+                      on_release=on_release, kept=self._kept)
         # Only the Nodes of this pass stay: a deleted Node's entry goes with the pass.
         self._facts = self._seen
         self._last = (result, now, version, others)

@@ -73,8 +73,8 @@ def member(
 
 events = st.lists(
     st.tuples(
-        st.sampled_from(["add", "delete", "cordon", "relabel", "resize", "gang", "bind",
-                         "drop", "release", "ready"]),
+        st.sampled_from(["add", "delete", "cordon", "relabel", "resize", "strip", "gang",
+                         "bind", "drop", "release", "ready"]),
         st.integers(0, 7), st.integers(1, 4), st.sampled_from([1, 2, 4, 8]),
     ),
     min_size=1, max_size=12,
@@ -98,7 +98,7 @@ class Cluster:
             nodes[name] = gpu_node(name, gpus, labels={"pool": "a"})
         elif event == "delete":
             nodes.pop(name, None)
-        elif name in nodes and event in ("cordon", "relabel", "resize"):
+        elif name in nodes and event in ("cordon", "relabel", "resize", "strip"):
             old = nodes[name]
             if event == "cordon":
                 nodes[name] = {**old, "spec": {"unschedulable": True}}
@@ -106,7 +106,10 @@ class Cluster:
                 labels = {**old["metadata"]["labels"], "pool": "b"}
                 nodes[name] = {**old, "metadata": {**old["metadata"], "labels": labels}}
             else:
-                nodes[name] = gpu_node(name, gpus, labels=old["metadata"]["labels"])
+                # "strip": its GPUs gone (a node without GPUs is kept apart).
+                nodes[name] = gpu_node(
+                    name, gpus if event == "resize" else 0, labels=old["metadata"]["labels"]
+                )
         elif event == "gang":
             for index in range(size):
                 pod = member(which, index, size, gpus, created=at)
