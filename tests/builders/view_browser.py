@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -58,6 +59,7 @@ class ViewCommand:
         )
         self.url = ""
         self._proc: subprocess.Popen[str] | None = None
+        self._stderr: Any = None
 
     def page(self, path: str = "/") -> str:
         """The URL of a page, with the printed token."""
@@ -66,21 +68,24 @@ class ViewCommand:
 
     def __enter__(self) -> ViewCommand:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        # stderr to a file, not a pipe: nobody reads it while the test runs, and a full
+        # pipe would block the server (it logs each failed read of the cluster).
+        self._stderr = tempfile.TemporaryFile(mode="w+")
         self._proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, env=env)
+                                      stderr=self._stderr, text=True, env=env)
         assert self._proc.stdout is not None
         line = self._proc.stdout.readline()
         found = re.search(r"serving (http://127\.0\.0\.1:\d+/\?token=[\w-]+)", line)
         if found is None:
-            self.__exit__(None, None, None)
-            raise AssertionError(f"gangkeeper view printed no URL: {line!r}")
+            raise AssertionError(f"gangkeeper view printed no URL: {line!r}; "
+                                 f"stderr: {self._stop()}")
         self.url = found.group(1)
 
         def served() -> bool:
             assert self._proc is not None
             if self._proc.poll() is not None:
-                raise AssertionError(f"gangkeeper view exited {self._proc.returncode}: "
-                                     f"{self._proc.communicate()[1]}")
+                code = self._proc.returncode
+                raise AssertionError(f"gangkeeper view exited {code}: {self._stop()}")
             try:
                 answer = httpx.get(self.url, timeout=5)
             except httpx.TransportError as exc:
@@ -93,12 +98,16 @@ class ViewCommand:
         try:
             wait_for(served, 60, 0.2, message=f"{self.url} serving a first snapshot")
         except AssertionError as exc:
-            self.__exit__(None, None, None)
-            raise AssertionError(f"{exc}; its last answer: {last[0]}") from None
+            raise AssertionError(f"{exc}; its last answer: {last[0]}; "
+                                 f"stderr: {self._stop()}") from None
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        self._stop()
+
+    def _stop(self) -> str:
+        """Stop the command (once); what it wrote to stderr."""
         if self._proc is not None:
             self._proc.terminate()
             try:
@@ -106,3 +115,11 @@ class ViewCommand:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.communicate()
+            self._proc = None
+        err = ""
+        if self._stderr is not None:
+            self._stderr.seek(0)
+            err = self._stderr.read()
+            self._stderr.close()
+            self._stderr = None
+        return err
