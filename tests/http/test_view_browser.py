@@ -6,26 +6,20 @@ fake cluster binds the gang, without a reload (the page's own script polls
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from builders.gangs import T0
+from builders.view_browser import cell, require_chromium
 from builders.view_cluster import bind, queue_cluster
 
-from bench.view_screenshots import PODS, LoopbackView, chrome, fake_api, missing
+from bench.view_screenshots import PODS, LoopbackView, chrome, fake_api
 
 
 @pytest.fixture(autouse=True)
 def _chromium() -> None:
-    """Skip without Chromium, saying what installs it; in CI (GANGKEEPER_E2E=require,
-    which `.ci/run` sets after running tests/support/chromium.sh) a missing browser fails."""
-    reason = missing()
-    if reason and os.environ.get("GANGKEEPER_E2E", "").lower() == "require":
-        pytest.fail(f"GANGKEEPER_E2E=require: {reason}", pytrace=False)
-    if reason:
-        pytest.skip(reason)
+    require_chromium()
 
 
 NOW = T0 + 60
@@ -38,14 +32,6 @@ def browser() -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
-
-
-def cell(driver: Any, gang: str, column: str) -> str:
-    """The cell's text, read in one step: the script replaces rows while we look."""
-    return str(driver.execute_script(
-        "const c = document.querySelector(arguments[0]); return c ? c.textContent : null;",
-        f'tr[data-gang="{gang}"] td[data-col="{column}"]',
-    ))
 
 
 def test_the_queue_page_shows_a_gang_released_without_a_reload(browser: Any) -> None:

@@ -76,7 +76,7 @@ def state_json(state: ViewState | None, token: str, namespace: str = "", which: 
     """What `/api/state` answers: the filtered queue (rows with their cells) and the
     fleet's totals; `error` says why the last read of the cluster failed."""
     if state is None:
-        return {"generated": None, "rows": [], "fleet": {}, "error": error}
+        return {"generated": None, "rows": [], "fleet": {}, "error": error, "notes": []}
     rows = [
         {**r.as_dict(), "cells": queue_cells(r), "href": link(gang_path(r.key), token)}
         for r in state.rows_where(namespace, which)
@@ -87,6 +87,7 @@ def state_json(state: ViewState | None, token: str, namespace: str = "", which: 
         "rows": rows,
         "fleet": {"nodes": len({n.name for n in state.fleet.nodes}), **state.fleet.totals()},
         "error": error,
+        "notes": list(state.notes),
     }
 
 
@@ -94,11 +95,16 @@ def state_json(state: ViewState | None, token: str, namespace: str = "", which: 
 
 
 def _layout(title: str, body: str, token: str, *, updated: str, error: str,
-            refresh_ms: int, api: str = "") -> str:
+            refresh_ms: int, api: str = "", notes: Sequence[str] = ()) -> str:
     banner = (
         f'<p class="error" role="alert">Cannot read the cluster: {_e(error)} '
         "(showing the last snapshot).</p>" if error else ""
     )
+    # What this kubeconfig may not read, on every page: a gang missing from the queue
+    # must not look like no gang at all.
+    said = "".join(f"<li>{_e(n)}</li>" for n in notes)
+    banner += f'<ul id="notes" class="error" role="status"{"" if notes else " hidden"}>' \
+        f"{said}</ul>"
     nav = " ".join(
         f'<a href="{_e(link(path, token))}">{name}</a>'
         for path, name in (("/", "Queue"), ("/fleet", "Fleet"))
@@ -169,7 +175,7 @@ Ready, or stuck.</p>
 </table>
 {empty}"""
     return _layout("Gang queue", content, token, updated=_clock(state.generated), error=error,
-                   refresh_ms=refresh_ms, api=api)
+                   refresh_ms=refresh_ms, api=api, notes=state.notes)
 
 
 def _queue_row(row: QueueRow, token: str) -> str:
@@ -252,7 +258,8 @@ def gang_page(state: ViewState, key: GangKey, token: str, *, context: str = "",
 <h2>gangkeeper explain</h2>
 <pre class="explain">{_e(explain_text(state, key))}</pre>"""
     return _layout(f"Gang {key[0]}/{row.name}", content, token,
-                   updated=_clock(state.generated), error=error, refresh_ms=refresh_ms)
+                   updated=_clock(state.generated), error=error, refresh_ms=refresh_ms,
+                   notes=state.notes)
 
 
 def _event_cells(event: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -307,7 +314,7 @@ def fleet_page(state: ViewState, token: str, *, error: str = "",
     )
     grid = _shape_table(fleet) if fleet.aggregated else _node_tables(fleet, symbols)
     return _layout("Fleet", summary + legend + grid, token, updated=_clock(state.generated),
-                   error=error, refresh_ms=refresh_ms)
+                   error=error, refresh_ms=refresh_ms, notes=state.notes)
 
 
 def _marks(cordoned: bool, taints: Sequence[str], ready: bool) -> str:

@@ -212,6 +212,9 @@ class ViewState:
     budgets: Sequence[Mapping[str, Any]] = ()
     #: Why Events are missing ("" when they were listed).
     events_note: str = ""
+    #: What the user may not read that the snapshot lacks (pods of some namespaces),
+    #: said on every page.
+    notes: tuple[str, ...] = ()
     _explained: dict[GangKey, str] = field(default_factory=dict, compare=False, repr=False)
 
     def rows_where(self, namespace: str = "", state: str = "all") -> list[QueueRow]:
@@ -247,6 +250,7 @@ def build(
     events_note: str = "",
     aggregate_above: int = 200,
     budgets: Sequence[Mapping[str, Any]] = (),
+    notes: Sequence[str] = (),
 ) -> ViewState:
     """The snapshot of every gang (or those of `namespace`) and of the whole fleet.
 
@@ -275,7 +279,7 @@ def build(
     return ViewState(
         generated=now, rows=tuple(rows), details=details, fleet=view, pods=pod_list,
         nodes=node_list, events=events, config=config, requests=requests,
-        budgets=budgets, events_note=events_note,
+        budgets=budgets, events_note=events_note, notes=tuple(notes),
     )
 
 

@@ -45,6 +45,15 @@
       if (caption) caption.textContent = state.rows.length + " gangs" + (caption.dataset.suffix || "");
       const empty = document.getElementById("empty");
       if (empty) empty.hidden = state.rows.length > 0;
+      const notes = document.getElementById("notes");
+      if (notes) {
+        notes.replaceChildren(...(state.notes || []).map(function (text) {
+          const li = document.createElement("li");
+          li.textContent = text;
+          return li;
+        }));
+        notes.hidden = !notes.children.length;
+      }
       const updated = document.getElementById("updated");
       if (updated && state.updated) {
         updated.textContent = "Updated " + state.updated + (state.error ? " (read failed: " + state.error + ")" : "");
