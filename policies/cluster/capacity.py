@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..eligibility import uses_node_identity
-from ..memo import IdentityMemo
+from ..memo import BoundedMemo, IdentityMemo
 from ..model import KubeObject, Placement, Verdict
 from ..settings.config import Config
 from .bound_use import bound_use
@@ -92,6 +92,10 @@ class Capacity:
         #: changes of a view are far fewer, and an answer dropped is only recomputed.
         self.verdicts: IdentityMemo[tuple[str, tuple[int, int]], Verdict | None]
         self.verdicts = IdentityMemo(2048)
+        #: "ever" answers by (version, the gang's value): a planner's kept capacity
+        #: answers the waiting gangs of pass after pass, each pass's models new objects.
+        self.ever_verdicts: BoundedMemo[tuple[tuple[int, int], Hashable], Verdict | None]
+        self.ever_verdicts = BoundedMemo(2048)
         #: Non-GPU allocatable per shape, for the cpu/memory checks of `resource_fit`.
         self.other = OtherResources()
         #: The GPU pools, their other resources, the shape ids of pools without GPUs.
@@ -128,6 +132,7 @@ class Capacity:
             new._pool_other, new.other = list(self._pool_other), self.other.copy()
             new._eligible, new._groups_cache, new._bins_cache = ShapeEligibility(), {}, {}
             new.verdicts = IdentityMemo(self.verdicts.size)
+            new.ever_verdicts = BoundedMemo(self.ever_verdicts.size)
         return new
 
     @property

@@ -43,7 +43,7 @@ Pure: works on `Gang` and `Capacity`; no I/O. The search itself is `packing`'s.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from itertools import combinations, pairwise
 
@@ -370,6 +370,18 @@ def _check_free(gang: Gang, capacity: Capacity, roles: tuple[list[Item], int]) -
     return Verdict(allowed=True)
 
 
+def gang_value(gang: Gang) -> Hashable:
+    """Everything of `gang` a verdict depends on, hashable (its roles' mappings as
+    sorted items): equal for equal gangs, whatever object each is."""
+    roles = tuple(
+        (r.name, r.count, tuple(sorted(r.demand.items())), r.placement, r.later,
+         tuple(sorted(r.requests.items())))
+        for r in gang.roles
+    )
+    return (gang.namespace, gang.name, gang.min_member, roles, gang.source,
+            gang.recognizer, gang.topology, gang.keyed_by)
+
+
 def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
     """Admit unless the gang is proven unable to run even on the empty cluster.
 
@@ -377,7 +389,8 @@ def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
     memo (`Capacity.verdicts`): every pod of a gang asks about the same `Gang` object
     (the recognisers remember an owner's gangs), and nothing the answer depends on
     changes until the view does (the "ever" view with nodes and pools only, the
-    "free" view also with bound pods). The versions are read before computing, so an
+    "free" view also with bound pods); "ever" answers are also kept by the gang's
+    value (`gang_value`, `Capacity.ever_verdicts`). The versions are read before computing, so an
     update racing with the computation only makes the remembered answer unreachable,
     never stale.
     """
@@ -385,8 +398,14 @@ def check_gang(gang: Gang, capacity: Capacity) -> Verdict:
     ever = capacity.verdicts.lookup(("ever", ever_version), gang)
     roles: tuple[list[Item], int] | None = None
     if ever is MISSING:
-        roles = _gpu_roles(gang, capacity)
-        ever = _check_ever(gang, capacity, roles)
+        # Another object of equal value (a planning pass builds each waiting gang's
+        # model afresh) has the same answer on the same view.
+        by_value = (ever_version, gang_value(gang))
+        ever = capacity.ever_verdicts.lookup(by_value)
+        if ever is MISSING:
+            roles = _gpu_roles(gang, capacity)
+            ever = _check_ever(gang, capacity, roles)
+            capacity.ever_verdicts.put(by_value, ever)
         capacity.verdicts.put(("ever", ever_version), gang, ever)
     if ever is not None:
         return ever

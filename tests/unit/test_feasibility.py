@@ -319,3 +319,35 @@ def test_search_time_is_bounded_on_an_adversarial_gang() -> None:
     g = gang(role(4, 1, "a"), role(23, 4, "b"), role(13, 2, "c"))
     verdict = check_gang(g, cluster(*sizes))
     assert verdict.allowed or verdict.code == "packing"
+
+
+def test_an_equal_gang_built_again_gets_the_same_answer_without_a_new_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A planning pass builds every waiting gang's model afresh, pass after pass.
+    from gangkeeper.policies.fit import feasibility
+
+    searched: list[str] = []
+    real = feasibility._check_ever
+
+    def counted(g: Gang, *args: Any) -> Any:
+        searched.append(g.name)
+        return real(g, *args)
+
+    monkeypatch.setattr(feasibility, "_check_ever", counted)
+    capacity = cluster(8, 8)
+    first = check_gang(gang(role(3, 8)), capacity)
+    again = check_gang(gang(role(3, 8)), capacity)
+    assert not first.allowed and again == first
+    assert searched == ["llama-ft"]
+    # Another demand, or another name (the reason names it), is another answer.
+    assert check_gang(gang(role(2, 8)), capacity).allowed
+    assert "other" in check_gang(gang(role(3, 8), name="other"), capacity).reason
+    assert searched == ["llama-ft", "llama-ft", "other"]
+
+
+def test_an_answer_kept_by_value_is_not_given_once_the_nodes_change() -> None:
+    capacity = cluster(8, 8)
+    assert not check_gang(gang(role(3, 8)), capacity).allowed
+    capacity.upsert_node(node("n2", 8))
+    assert check_gang(gang(role(3, 8)), capacity).allowed
