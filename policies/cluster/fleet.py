@@ -44,6 +44,7 @@ from .node_facts import NodeFacts, read_node
 from .observed_gangs import PodInfo
 
 _Free = tuple[tuple[str, int], ...]
+_NONE: Mapping[str, int] = {}
 #: Node dict → its facts (`nodes.read_node` with the pass's config, or a cache of it).
 NodeReader = Callable[[Mapping[str, Any]], NodeFacts]
 #: What decides a node's eligibility for a pod that reads no node identity.
@@ -305,9 +306,11 @@ class Fleet:
         plain = not pod.demand
         if plain and not pinnable and PIN_LABEL not in dict(pod.placement.node_selector):
             return None
+        demand = pod.demand.items()
         for name in self.eligible(pod.placement, plain=plain):
-            free = self.free(name)
-            if not all(free.get(r, 0) >= a for r, a in pod.demand.items()):
+            # `free(name)` without building it: this runs for every pod in flight.
+            gpus, used = self.nodes[name].gpus, self._used.get(name, _NONE)
+            if not all(gpus.get(r, 0) - used.get(r, 0) >= a for r, a in demand):
                 continue
             if pinnable:
                 facts = self.nodes[name]
