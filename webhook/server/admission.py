@@ -28,7 +28,7 @@ import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, Protocol, TypedDict
 
 from gangkeeper.policies.admission.decision import (
     NEVER_NAMESPACES,
@@ -111,6 +111,13 @@ class Review:
         return kind["group"] == "" and kind["kind"] == "Pod" and not self.request.get("subResource")
 
 
+class ClaimDevices(Protocol):
+    """Pod templates' ResourceClaims as device limits (`device_view.DeviceView`)."""
+
+    def with_claims(self, obj: Mapping[str, Any], namespace: str
+                    ) -> tuple[Mapping[str, Any], tuple[str, ...]]: ...
+
+
 @dataclass(frozen=True)
 class Policy:
     """What a decision needs from the server: cluster state and config."""
@@ -129,6 +136,8 @@ class Policy:
     #: How a user gives gangkeeper an owner it could not read ("--owners FILE" when
     #: serving offline); "" where owners are watched.
     owners_hint: str = ""
+    #: Claims as device limits for the validating webhook (`device_view.DeviceView`).
+    devices: ClaimDevices | None = None
 
 
 @dataclass(frozen=True)
@@ -383,6 +392,9 @@ def _object_answer(review: Review, policy: Policy) -> Answer:
     obj = review.object
     assert obj is not None  # parse_review guarantees an object on CREATE/UPDATE
     obj = _with_namespace(obj, review.namespace)
+    device_notes: tuple[str, ...] = ()
+    if policy.devices is not None:
+        obj, device_notes = policy.devices.with_claims(obj, review.namespace)
     try:
         decisions = validate_object(
             obj, capacity=policy.capacity, lookup=policy.lookup, config=policy.config,
@@ -395,7 +407,7 @@ def _object_answer(review: Review, policy: Policy) -> Answer:
         return _unreadable(review, summary, policy.config, exc)
     summary["gangs"] = [f"{d.gang.namespace}/{d.gang.name}" for d in decisions]
     rejected = [d for d in decisions if not d.verdict.allowed]
-    warnings = _warnings([w for d in decisions for w in d.verdict.warnings])
+    warnings = _warnings([*device_notes, *(w for d in decisions for w in d.verdict.warnings)])
     if rejected:
         codes = sorted({d.verdict.code or "rejected" for d in rejected})
         summary["reason"] = ",".join(codes)

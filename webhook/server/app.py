@@ -91,6 +91,7 @@ class Server:
             capacity=view.capacity, lookup=lookup, config=self.config,
             memos=self.memos, skip_namespaces=self.skip_namespaces, siblings=view.siblings,
             owners_hint=getattr(view, "owners_hint", ""),
+            devices=getattr(view, "devices", None),
         )
 
     def not_ready(self) -> list[str]:

@@ -1,0 +1,190 @@
+"""What the admission server knows of Dynamic Resource Allocation (resource.k8s.io/v1).
+
+`DeviceView` follows ResourceSlices, DeviceClasses and ResourceClaimTemplates through the
+process's informers and gives the validating webhook the same view `gangkeeper check`
+has (`policies.dra.extended`): every Node passes on to the capacity with its classes'
+devices as allocatable `dra:<class>` (and the class's `extendedResourceName` where the
+Node lists none), and a workload's pod templates ask their claims' devices as limits of
+those names. So a gang whose members ask more devices than the fleet's slices offer is
+refused at creation and on `--dry-run=server`, with the numbers, as a GPU gang is.
+
+What it does not do (docs/policy.md, "Dynamic Resource Allocation"): devices allocated
+to claims are not subtracted (the refusal is about the empty fleet, where they count);
+the mutating webhook and the controller do not count devices, so DRA gangs are still
+released unpinned; shared ResourceClaims are not counted. A slice or class change
+recomputes every Node (O(nodes)): slices change when drivers start, not per pod.
+
+May read through the informers (list and watch); never writes to the cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from gangkeeper.policies.dra import (
+    DeviceClass,
+    DeviceDemand,
+    read_claim_template,
+    read_device_class,
+    read_resource_slice,
+)
+from gangkeeper.policies.dra.extended import PREFIX, nodes_with_devices, with_claim_limits
+from gangkeeper.policies.dra.slices import ResourceSlice
+from gangkeeper.policies.errors import InvalidObject, PolicyError
+from gangkeeper.policies.settings.config import Config
+
+from ..kube.informer import object_key
+from ..kube.resources import Resource
+
+log = logging.getLogger(__name__)
+
+SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False)
+CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False)
+CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates",
+                           "ResourceClaimTemplate")
+RESOURCES = (SLICES, CLASSES, CLAIM_TEMPLATES)
+#: Every class's devices are counted as GPUs (a class is an accelerator's class).
+DEVICE_PATTERN = PREFIX + "*"
+
+
+def with_device_names(config: Config) -> Config:
+    """The config also counting `dra:<class>` resources as GPUs."""
+    if config.is_gpu_resource(PREFIX + "any"):
+        return config
+    return dataclasses.replace(config, gpu_resources=(*config.gpu_resources, DEVICE_PATTERN))
+
+
+class NodeSink(Protocol):
+    """What receives Nodes: the capacity's subscriber (`cluster_view._NodeCapacity`)."""
+
+    def upsert(self, node: Mapping[str, Any]) -> None: ...
+
+    def delete(self, node: Mapping[str, Any]) -> None: ...
+
+    def relisted(self, keys: set[str]) -> None: ...
+
+
+Listed = Callable[[Resource], None]
+
+
+class _Store:
+    """Subscriber keeping one kind's objects, read by `read`, calling `changed`."""
+
+    def __init__(self, resource: Resource, read: Callable[[Mapping[str, Any]], Any],
+                 changed: Callable[[], None], on_listed: Listed) -> None:
+        self.resource, self._read, self._changed, self._on_listed = (
+            resource, read, changed, on_listed)
+        self.items: dict[str, Any] = {}
+        self.lock = threading.Lock()
+
+    def upsert(self, obj: Mapping[str, Any]) -> None:
+        try:
+            value = self._read(obj)
+        except PolicyError as exc:
+            # One bad object must not blind the view to the others; it counts as absent.
+            log.warning("ignored", extra={"kind": self.resource.kind,
+                                          "name": object_key(obj), "error": str(exc)})
+            self.delete(obj)
+            return
+        with self.lock:
+            self.items[object_key(obj)] = value
+        self._changed()
+
+    def delete(self, obj: Mapping[str, Any]) -> None:
+        with self.lock:
+            gone = self.items.pop(object_key(obj), None)
+        if gone is not None:
+            self._changed()
+
+    def relisted(self, keys: set[str]) -> None:
+        with self.lock:
+            stale = [k for k in self.items if k not in keys]
+            for key in stale:
+                del self.items[key]
+        if stale:
+            self._changed()
+        self._on_listed(self.resource)
+
+    def values(self) -> list[Any]:
+        with self.lock:
+            return list(self.items.values())
+
+
+def _template(obj: Mapping[str, Any]) -> tuple[str, tuple[str, DeviceDemand]]:
+    name, demand = read_claim_template(obj)
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    return namespace, (name, demand)
+
+
+class DeviceView:
+    """Nodes with their devices for the capacity, and claims as limits (module docstring)."""
+
+    def __init__(self, sink: NodeSink, on_listed: Listed) -> None:
+        self._sink = sink
+        self._nodes: dict[str, Mapping[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._fewest: dict[str, int] = {}
+        self.slices = _Store(SLICES, read_resource_slice, self._refresh, on_listed)
+        self.classes = _Store(CLASSES, read_device_class, self._refresh, on_listed)
+        self.templates = _Store(CLAIM_TEMPLATES, _template, lambda: None, on_listed)
+
+    # -- the Node subscriber, in front of the capacity's ----------------------------
+
+    def upsert(self, node: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._nodes[object_key(node)] = node
+        self._sink.upsert(self._with_devices([node])[0])
+
+    def delete(self, node: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._nodes.pop(object_key(node), None)
+        self._sink.delete(node)
+
+    def relisted(self, keys: set[str]) -> None:
+        with self._lock:
+            for key in [k for k in self._nodes if k not in keys]:
+                del self._nodes[key]
+        self._sink.relisted(keys)
+
+    def _with_devices(self, nodes: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        classes: list[DeviceClass] = self.classes.values()
+        if not classes:
+            return nodes
+        slices: list[ResourceSlice] = self.slices.values()
+        out, fewest = nodes_with_devices(nodes, slices, classes)
+        with self._lock:
+            for name, count in fewest.items():
+                self._fewest[name] = min(self._fewest.get(name, count), count)
+        return list(out)
+
+    def _refresh(self) -> None:
+        """A slice or class changed: every Node passes on again with its devices."""
+        with self._lock:
+            nodes = list(self._nodes.values())
+            self._fewest = {}
+        for node in self._with_devices(nodes):
+            self._sink.upsert(node)
+
+    # -- what the validating webhook asks --------------------------------------------
+
+    def with_claims(self, obj: Mapping[str, Any], namespace: str
+                    ) -> tuple[Mapping[str, Any], tuple[str, ...]]:
+        """`obj` with its pod templates' claims as device limits, and a warning when a
+        claim's template is not known (its devices are then not counted)."""
+        if not self.classes.values():
+            return obj, ()  # no DeviceClass: nothing a claim could be counted as
+        templates = dict(
+            entry for ns, entry in self.templates.values() if ns == namespace)
+        with self._lock:
+            fewest = dict(self._fewest)
+        try:
+            return with_claim_limits(obj, templates, fewest), ()
+        except InvalidObject as exc:
+            # The template may be created after its workload (the claim controller
+            # waits for it too): admit, and say that its devices were not counted.
+            return obj, (f"{exc}: its devices are not counted, so gangkeeper cannot "
+                         "tell whether the gang could ever fit",)
