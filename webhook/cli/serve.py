@@ -356,11 +356,11 @@ def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..kube.client import KubeconfigError, in_cluster, serve_client
+    from ..kube.device_view import with_device_names
     from ..kube.informer import Informers
     from ..kube.rest import Rest
     from ..server import logs
     from ..server.app import Server, create_app
-    from ..server.device_view import with_device_names
     from ..server.metrics import Metrics
 
     log_config = logs.configure(args.log_level, args.log_format or logs.default_format())
@@ -383,7 +383,7 @@ def _run(args: argparse.Namespace) -> int:
     # One list+watch per resource for the whole process: the cluster view and the
     # controller subscribe to the same informers.
     informers = Informers(Rest(api)) if api is not None else None
-    # Admission counts DRA devices as `dra:<class>` GPUs (server/device_view.py); the
+    # Admission counts DRA devices as `dra:<class>` GPUs (kube/device_view.py); the
     # controller is given the config as written.
     admission_config = with_device_names(config) if informers is not None else config
     view = _build_view(args, informers, admission_config, metrics)

@@ -112,7 +112,7 @@ class Review:
 
 
 class ClaimDevices(Protocol):
-    """Pod templates' ResourceClaims as device limits (`device_view.DeviceView`)."""
+    """Pods' and pod templates' ResourceClaims as device limits (`kube.device_view`)."""
 
     def with_claims(self, obj: Mapping[str, Any], namespace: str
                     ) -> tuple[Mapping[str, Any], tuple[str, ...]]: ...
@@ -136,7 +136,8 @@ class Policy:
     #: How a user gives gangkeeper an owner it could not read ("--owners FILE" when
     #: serving offline); "" where owners are watched.
     owners_hint: str = ""
-    #: Claims as device limits for the validating webhook (`device_view.DeviceView`).
+    #: Claims as device limits for both webhooks (`kube.device_view.DeviceView`); the
+    #: lookup's owners already ask theirs (`DeviceView.owners`).
     devices: ClaimDevices | None = None
 
 
@@ -315,6 +316,11 @@ def _pod_answer(review: Review, policy: Policy) -> Answer:
     summary = _summary(review, "mutate")
     pod = review.object
     assert pod is not None  # parse_review guarantees an object on CREATE
+    device_notes: tuple[str, ...] = ()
+    if policy.devices is not None:
+        # Safe to plan against: the patch is built from the plan's own keys (labels,
+        # annotations, gates), never from a diff that would carry these limits.
+        pod, device_notes = policy.devices.with_claims(pod, review.namespace)
     try:
         decision = decide_pod(
             pod,
@@ -336,7 +342,8 @@ def _pod_answer(review: Review, policy: Policy) -> Answer:
     if decision.skipped:
         summary["skipped"] = decision.skipped
     verdict: Verdict = decision.verdict
-    warnings = _warnings((*verdict.warnings, _unread_warning(decision, pod, policy)))
+    warnings = _warnings(
+        (*device_notes, *verdict.warnings, _unread_warning(decision, pod, policy)))
     if not verdict.allowed:
         summary["reason"] = verdict.code
         return Answer(

@@ -44,9 +44,9 @@ from gangkeeper.policies.recognizers.pod_gangs import siblings_among
 from gangkeeper.policies.recognizers.registry import default_registry
 from gangkeeper.policies.settings.config import Config
 
+from ..kube.device_view import DeviceView
 from ..kube.informer import Informer, Informers, object_key
 from ..kube.resources import NODES, PODS, Resource
-from .device_view import DeviceView
 
 log = logging.getLogger(__name__)
 

@@ -1,18 +1,25 @@
-"""What the admission server knows of Dynamic Resource Allocation (resource.k8s.io/v1).
+"""What a gangkeeper process knows of Dynamic Resource Allocation (resource.k8s.io/v1).
 
 `DeviceView` follows ResourceSlices, DeviceClasses and ResourceClaimTemplates through the
-process's informers and gives the validating webhook the same view `gangkeeper check`
-has (`policies.dra.extended`): every Node passes on to the capacity with its classes'
-devices as allocatable `dra:<class>` (and the class's `extendedResourceName` where the
-Node lists none), and a workload's pod templates ask their claims' devices as limits of
-those names. So a gang whose members ask more devices than the fleet's slices offer is
-refused at creation and on `--dry-run=server`, with the numbers, as a GPU gang is.
+process's informers and gives the webhooks and the controller the same view `gangkeeper
+check` has (`policies.dra.extended`): every Node passes on to its subscriber (the
+admission capacity, the controller's node store) with its classes' devices as
+allocatable `dra:<class>` (and the class's `extendedResourceName` where the Node lists
+none), and pods, pod templates and owners ask their claims' devices as limits of those
+names (`with_claims`, `owners`). So a gang whose members ask more devices than the
+fleet's slices offer is refused at creation and on `--dry-run=server`, with the
+numbers, and the controller releases a DRA gang only when all its devices are free.
+
+It lives under `kube` (beside the informers it subscribes to) because both the server
+and the controller use it, and neither may import the other.
 
 What it does not do (docs/policy.md, "Dynamic Resource Allocation"): devices allocated
-to claims are not subtracted (the refusal is about the empty fleet, where they count);
-the mutating webhook and the controller do not count devices, so DRA gangs are still
-released unpinned; shared ResourceClaims are not counted. A slice or class change
-recomputes every Node (O(nodes)): slices change when drivers start, not per pod.
+to claims are not read from ResourceClaim status; a device is used while a bound pod
+whose claim asks it is counted (the controller counts bound pods' limits), so a claim
+allocated without a pod is not seen; shared ResourceClaims are not counted; DRA gangs
+are still released unpinned (`policies.assigner.constraints`). Slices and classes
+change when drivers start, not per pod: a change recomputes every Node (O(nodes)),
+and during the first list only once, when it ends.
 
 May read through the informers (list and watch); never writes to the cluster.
 """
@@ -37,8 +44,8 @@ from gangkeeper.policies.dra.slices import ResourceSlice
 from gangkeeper.policies.errors import InvalidObject, PolicyError
 from gangkeeper.policies.settings.config import Config
 
-from ..kube.informer import object_key
-from ..kube.resources import Resource
+from .informer import object_key
+from .resources import Resource
 
 log = logging.getLogger(__name__)
 
@@ -80,24 +87,28 @@ class _Store:
             resource, read, changed, on_listed)
         self.items: dict[str, Any] = {}
         self.lock = threading.Lock()
+        #: Until the first list ends, changes are not passed on: one recompute, at its end.
+        self.listed = False
 
     def upsert(self, obj: Mapping[str, Any]) -> None:
         try:
             value = self._read(obj)
         except PolicyError as exc:
             # One bad object must not blind the view to the others; it counts as absent.
+            # ("name" is a LogRecord attribute: as an `extra` key it raises KeyError.)
             log.warning("ignored", extra={"kind": self.resource.kind,
-                                          "name": object_key(obj), "error": str(exc)})
+                                          "object": object_key(obj), "error": str(exc)})
             self.delete(obj)
             return
         with self.lock:
             self.items[object_key(obj)] = value
-        self._changed()
+        if self.listed:
+            self._changed()
 
     def delete(self, obj: Mapping[str, Any]) -> None:
         with self.lock:
             gone = self.items.pop(object_key(obj), None)
-        if gone is not None:
+        if gone is not None and self.listed:
             self._changed()
 
     def relisted(self, keys: set[str]) -> None:
@@ -105,7 +116,8 @@ class _Store:
             stale = [k for k in self.items if k not in keys]
             for key in stale:
                 del self.items[key]
-        if stale:
+        first, self.listed = not self.listed, True
+        if stale or first:
             self._changed()
         self._on_listed(self.resource)
 
@@ -123,7 +135,7 @@ def _template(obj: Mapping[str, Any]) -> tuple[str, tuple[str, DeviceDemand]]:
 class DeviceView:
     """Nodes with their devices for the capacity, and claims as limits (module docstring)."""
 
-    def __init__(self, sink: NodeSink, on_listed: Listed) -> None:
+    def __init__(self, sink: NodeSink, on_listed: Listed = lambda resource: None) -> None:
         self._sink = sink
         self._nodes: dict[str, Mapping[str, Any]] = {}
         self._lock = threading.Lock()
@@ -169,14 +181,20 @@ class DeviceView:
         for node in self._with_devices(nodes):
             self._sink.upsert(node)
 
-    # -- what the validating webhook asks --------------------------------------------
+    def subscribe(self, informers: Any) -> None:
+        """Subscribe the three stores to `informers` (`kube.informer.Informers`); the
+        Nodes are the caller's to subscribe (this view in front of its sink)."""
+        for store in (self.slices, self.classes, self.templates):
+            informers.subscribe(store.resource, store)
+
+    # -- what the webhooks and the controller ask ------------------------------------
 
     def with_claims(self, obj: Mapping[str, Any], namespace: str
                     ) -> tuple[Mapping[str, Any], tuple[str, ...]]:
-        """`obj` with its pod templates' claims as device limits, and a warning when a
+        """`obj` with its pod specs' claims as device limits, and a warning when a
         claim's template is not known (its devices are then not counted)."""
-        if not self.classes.values():
-            return obj, ()  # no DeviceClass: nothing a claim could be counted as
+        if not _has_claims(obj) or not self.classes.values():
+            return obj, ()  # no claim, or no DeviceClass a claim could be counted as
         templates = dict(
             entry for ns, entry in self.templates.values() if ns == namespace)
         with self._lock:
@@ -186,5 +204,34 @@ class DeviceView:
         except InvalidObject as exc:
             # The template may be created after its workload (the claim controller
             # waits for it too): admit, and say that its devices were not counted.
-            return obj, (f"{exc}: its devices are not counted, so gangkeeper cannot "
-                         "tell whether the gang could ever fit",)
+            # What and why first: the API server may show only a warning's start.
+            return obj, (f"devices not counted ({exc.message}): gangkeeper cannot tell "
+                         f"whether the gang could ever fit; at {exc.path}",)
+
+    def owners(self, lookup: Callable[[str, str, str, str], Any]
+               ) -> Callable[[str, str, str, str], Any]:
+        """`lookup` (an owner lookup: apiVersion, kind, namespace, name) whose owners'
+        pod templates ask their claims' devices as limits, so a pod's gang is sized
+        with them (the pod webhook reads the gang from the owner)."""
+
+        def with_devices(api_version: str, kind: str, namespace: str, name: str) -> Any:
+            owner = lookup(api_version, kind, namespace, name)
+            if not isinstance(owner, Mapping):
+                return owner
+            return self.with_claims(owner, namespace)[0]
+
+        return with_devices
+
+
+def _has_claims(value: Any, depth: int = 0) -> bool:
+    """Whether a pod spec in `value` names a claim (cheap: most objects have none)."""
+    if depth > 12:
+        return False
+    if isinstance(value, Mapping):
+        if value.get("resourceClaims") and "containers" in value:
+            return True
+        return any(_has_claims(v, depth + 1) for v in value.values()
+                   if isinstance(v, Mapping | list))
+    if isinstance(value, list):
+        return any(_has_claims(v, depth + 1) for v in value if isinstance(v, Mapping | list))
+    return False
