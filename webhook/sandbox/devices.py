@@ -26,7 +26,7 @@ kubernetes `ApiClient` it is given (no files, no processes).
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .errors import SandboxError
@@ -147,13 +147,18 @@ def split_fleet(
     return nodes, [*classes.values(), *slices]
 
 
-def publish(api: Any, objects: Iterable[Mapping[str, Any]], node_uids: Mapping[str, str]
-            ) -> list[str]:
+def publish(api: Any, objects: Sequence[Mapping[str, Any]],
+            log: Callable[[str], None] = lambda line: None) -> list[str]:
     """Create the DeviceClasses and ResourceSlices (`split_fleet`'s second list) through
-    the kubernetes `ApiClient` `api`; a slice of a node in `node_uids` is owned by it.
+    the kubernetes `ApiClient` `api`; a slice of an existing Node is owned by it.
     Returns `kind/name` of each."""
     from kubernetes import client
 
+    if not objects:
+        return []
+    log(f"publishing {len(objects)} DeviceClasses and ResourceSlices")
+    node_uids = {n.metadata.name: n.metadata.uid
+                 for n in client.CoreV1Api(api).list_node().items if n.metadata is not None}
     custom = client.CustomObjectsApi(api)
     made = []
     for obj in objects:

@@ -303,11 +303,8 @@ class Sandbox:
             node_entries, device_objects = split_fleet(fleet_nodes)
             self._log(f"creating {len(node_entries)} nodes")
             nodes = create_nodes(core, node_entries, kwok=KWOK in components)
-            if device_objects:
-                # What a DRA driver would publish for these nodes (`devices`).
-                uids = {n.metadata.name: n.metadata.uid for n in core.list_node().items}
-                self._log(f"publishing {len(device_objects)} DeviceClasses and ResourceSlices")
-                publish(api, device_objects, uids)
+            # What a DRA driver would publish for these nodes (`devices`).
+            publish(api, device_objects, log=self._log)
             if KWOK in components:
                 self._wait("kwok (nodes Ready)", lambda: not nodes_ready(core, nodes), deadline)
             # Pods are refused until the namespace's default ServiceAccount exists.

@@ -8,8 +8,12 @@ from typing import Any
 
 import pytest
 
-from gangkeeper.policies.dra import class_capacity, node_devices, read_device_class
-from gangkeeper.policies.dra import read_resource_slice
+from gangkeeper.policies.dra import (
+    class_capacity,
+    node_devices,
+    read_device_class,
+    read_resource_slice,
+)
 from gangkeeper.webhook.sandbox.devices import device_class, split_fleet
 from gangkeeper.webhook.sandbox.errors import SandboxError
 
