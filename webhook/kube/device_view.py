@@ -140,6 +140,8 @@ class DeviceView:
         self._nodes: dict[str, Mapping[str, Any]] = {}
         self._lock = threading.Lock()
         self._fewest: dict[str, int] = {}
+        #: Counts slice and class changes (`_with_devices`: the Nodes' versions).
+        self._generation = 0
         self.slices = _Store(SLICES, read_resource_slice, self._refresh, on_listed)
         self.classes = _Store(CLASSES, read_device_class, self._refresh, on_listed)
         self.templates = _Store(CLAIM_TEMPLATES, _template, lambda: None, on_listed)
@@ -164,13 +166,23 @@ class DeviceView:
 
     def _with_devices(self, nodes: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         classes: list[DeviceClass] = self.classes.values()
-        if not classes:
-            return nodes
         slices: list[ResourceSlice] = self.slices.values()
-        out, fewest = nodes_with_devices(nodes, slices, classes)
+        if classes:
+            out, fewest = nodes_with_devices(nodes, slices, classes)
+        else:  # nothing to add: a shallow copy, for the version below
+            out = [{**n, "metadata": dict(n.get("metadata") or {})} for n in nodes]
+            fewest = {}
         with self._lock:
+            generation = self._generation
             for name, count in fewest.items():
                 self._fewest[name] = min(self._fewest.get(name, count), count)
+        for node in out:
+            # A sink that skips versions it holds (`informer.Store`, the controller's)
+            # must take a Node whose devices changed though the Node did not: its
+            # version gets the devices' generation (opaque versions that differ are
+            # newer; the same Node and devices give the same version).
+            meta = node.setdefault("metadata", {})
+            meta["resourceVersion"] = f"{meta.get('resourceVersion') or ''}+dra{generation}"
         return list(out)
 
     def _refresh(self) -> None:
@@ -178,6 +190,7 @@ class DeviceView:
         with self._lock:
             nodes = list(self._nodes.values())
             self._fewest = {}
+            self._generation += 1
         for node in self._with_devices(nodes):
             self._sink.upsert(node)
 
