@@ -214,7 +214,8 @@ def _controller_service(api: Any, config: Any, namespace: str, informers: Any) -
         return None
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
     return GangController(
-        api, config, namespace=namespace, identity=identity, informers=informers
+        api, config, namespace=namespace, identity=identity, informers=informers,
+        devices=informers is not None,
     )
 
 
