@@ -1,0 +1,174 @@
+"""GPUs through Dynamic Resource Allocation on the real control plane (issue 27).
+
+The module's own 4 kwok nodes list no GPU in their allocatable; their 8 devices each
+are in ResourceSlices the test publishes as a DRA driver's kubelet plugin would
+(webhook/sandbox/devices.py: driver of this module's own, one complete pool per
+node, `nodeName`, owned by the Node), selected by a DeviceClass of the module's own.
+Workers ask 8 devices each through a ResourceClaimTemplate. kube-controller-manager's
+resourceclaim-controller makes each pod's claim, kube-scheduler's DynamicResources
+plugin allocates it, and kwok runs the pod: no driver prepares anything.
+
+- 5 x 8 devices on 4 x 8 is refused at creation and on `--dry-run=server`, naming 40
+  and 32 (the admission view counts the slices' devices and the claims' demand);
+- 4 x 8 waits gated, none bound, while one node's devices are allocated to another
+  pod's claim, and binds whole (four nodes, four allocated claims) once that pod goes
+  (the controller counts devices: nodes from the slices, bound pods' claims as used).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from builders.cluster import POOL_LABEL, unique
+from kubernetes.client.exceptions import ApiException
+
+from gangkeeper.policies.names import GATE
+from gangkeeper.webhook.sandbox.devices import device_class, publish, resource_slice
+
+pytestmark = pytest.mark.e2e
+
+NODES, DEVICES = 4, 8
+#: How long a gang that must wait is watched for a wrong release.
+WAIT_SECONDS = 10.0
+
+
+class Fleet:
+    """This module's DRA nodes, driver, class and pool label."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.pool = unique("dra")
+        self.driver = f"{self.pool}.example.com"
+        self.device_class = self.pool
+        capacity = {"cpu": "128", "memory": "1Ti", "pods": "110"}
+        self.nodes = cluster.create_gpu_nodes(
+            self.pool, NODES, 0, labels={POOL_LABEL: self.pool}, capacity=capacity
+        )
+        publish(cluster.api_client, [
+            device_class(self.device_class, driver=self.driver),
+            *(resource_slice(name, DEVICES, driver=self.driver,
+                             attributes={"productName": "A100"}) for name in self.nodes),
+        ])
+
+    def template(self, namespace: str) -> dict[str, Any]:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": "eight-gpus", "namespace": namespace},
+                "spec": {"spec": {"devices": {"requests": [
+                    {"name": "gpus", "exactly": {"deviceClassName": self.device_class,
+                                                 "count": DEVICES}}]}}}}  # fmt: skip
+
+    def pod_spec(self) -> dict[str, Any]:
+        return {"restartPolicy": "Never", "nodeSelector": {POOL_LABEL: self.pool},
+                "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}],
+                "containers": [{"name": "trainer", "image": "registry.invalid/e2e/trainer:1",
+                                "resources": {"claims": [{"name": "gpus"}]}}]}  # fmt: skip
+
+    def job(self, name: str, namespace: str, workers: int) -> dict[str, Any]:
+        return {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"completionMode": "Indexed", "completions": workers,
+                         "parallelism": workers, "backoffLimit": 0,
+                         "template": {"spec": self.pod_spec()}}}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def fleet(cluster: Any) -> Iterator[Fleet]:
+    made = Fleet(cluster)
+    yield made
+    # The slices go with their Nodes (ownerReferences) at the session's end.
+    with contextlib.suppress(ApiException):
+        cluster.custom.delete_cluster_custom_object(
+            "resource.k8s.io", "v1", "deviceclasses", made.device_class)
+
+
+def apply(cluster: Any, obj: dict[str, Any], *extra: str, check: bool = True) -> Any:
+    return cluster.kubectl("apply", *extra, "-f", "-", input=yaml.safe_dump(obj), check=check)
+
+
+def pods_of(cluster: Any, namespace: str, job: str) -> list[Any]:
+    return cluster.core.list_namespaced_pod(
+        namespace, label_selector=f"batch.kubernetes.io/job-name={job}").items
+
+
+def gated(pod: Any) -> bool:
+    return any(g.name == GATE for g in pod.spec.scheduling_gates or ())
+
+
+def refused_with_numbers(done: Any) -> str:
+    assert done.returncode != 0, f"admitted a gang that can never fit:\n{done.stdout}"
+    message = done.stderr
+    assert "denied the request" in message, message
+    assert re.search(r"\b40\b", message) and re.search(r"\b32\b", message), message
+    return str(message)
+
+
+def test_five_workers_of_eight_devices_on_four_nodes_of_eight_are_refused_with_the_numbers(
+    cluster: Any, gang_namespace: str, fleet: Fleet
+) -> None:
+    apply(cluster, fleet.template(gang_namespace))
+    huge = fleet.job(unique("huge"), gang_namespace, NODES + 1)
+
+    # The webhook's view learns the slices, class and template from its watches.
+    cluster.wait_for(
+        lambda: apply(cluster, huge, "--dry-run=server", check=False).returncode != 0,
+        timeout=30.0, message="the webhook counting the DRA devices",
+    )
+    refused_with_numbers(apply(cluster, huge, "--dry-run=server", check=False))
+    message = refused_with_numbers(cluster.kubectl(
+        "create", "-f", "-", input=yaml.safe_dump(huge), check=False))
+    assert f"dra:{fleet.device_class}" in message, message
+    got = cluster.kubectl("get", "job", huge["metadata"]["name"], "-n", gang_namespace,
+                          check=False)
+    assert "NotFound" in got.stderr, "a refused Job was created"
+
+
+def test_four_workers_wait_gated_while_a_node_s_devices_are_claimed_then_bind_whole(
+    cluster: Any, gang_namespace: str, plain_namespace: str, fleet: Fleet
+) -> None:
+    # Another pod, of no gang, holds node 0's 8 devices through its own claim.
+    apply(cluster, fleet.template(plain_namespace))
+    other = {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": "other", "namespace": plain_namespace},
+             "spec": {**fleet.pod_spec(),
+                      "nodeSelector": {"kubernetes.io/hostname": fleet.nodes[0]}}}  # fmt: skip
+    apply(cluster, other)
+    cluster.wait_for(
+        lambda: cluster.core.read_namespaced_pod("other", plain_namespace).status.phase
+        == "Running",
+        timeout=60.0, message="the other pod bound with its claim allocated and running",
+    )
+
+    apply(cluster, fleet.template(gang_namespace))
+    name = unique("fits")
+    assert apply(cluster, fleet.job(name, gang_namespace, NODES)).returncode == 0
+    cluster.wait_for(lambda: len(pods_of(cluster, gang_namespace, name)) == NODES,
+                     timeout=60.0, message=f"the Job's {NODES} pods")
+    assert all(gated(p) for p in pods_of(cluster, gang_namespace, name))
+    # Three nodes are free, the gang needs four: nothing may go meanwhile.
+    with contextlib.suppress(AssertionError):
+        cluster.wait_for(
+            lambda: any(not gated(p) or p.spec.node_name
+                        for p in pods_of(cluster, gang_namespace, name)),
+            timeout=WAIT_SECONDS, message="(expected to time out)",
+        )
+    early = [p.metadata.name for p in pods_of(cluster, gang_namespace, name)
+             if not gated(p) or p.spec.node_name]
+    assert early == [], f"released or bound while a node's devices were claimed: {early}"
+
+    cluster.core.delete_namespaced_pod("other", plain_namespace, grace_period_seconds=0)
+
+    def all_bound() -> bool:
+        pods = pods_of(cluster, gang_namespace, name)
+        return len(pods) == NODES and all(p.spec.node_name for p in pods)
+
+    cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
+    pods = pods_of(cluster, gang_namespace, name)
+    assert sorted(p.spec.node_name for p in pods) == sorted(fleet.nodes)
+    claims = cluster.custom.list_namespaced_custom_object(
+        "resource.k8s.io", "v1", gang_namespace, "resourceclaims")["items"]
+    allocated = [c for c in claims if (c.get("status") or {}).get("allocation")]
+    assert len(allocated) == NODES, [c["metadata"]["name"] for c in claims]
