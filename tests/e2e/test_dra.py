@@ -12,7 +12,9 @@ plugin allocates it, and kwok runs the pod: no driver prepares anything.
   and 32 (the admission view counts the slices' devices and the claims' demand);
 - 4 x 8 waits gated, none bound, while one node's devices are allocated to another
   pod's claim, and binds whole (four nodes, four allocated claims) once that pod goes
-  (the controller counts devices: nodes from the slices, bound pods' claims as used).
+  (the controller counts devices: nodes from the slices, bound pods' claims as used);
+- a class selecting `productName == "H100"` (CEL, on two of four nodes) refuses 3 x 8
+  naming 24 and 16, and admits 2 x 8; 3 x 8 of the driver's class passes.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
-from builders.cluster import POOL_LABEL, unique
+from builders.cluster import POOL_LABEL, indexed_job, unique
 from kubernetes.client.exceptions import ApiException
 
 from gangkeeper.policies.names import GATE
@@ -40,49 +42,85 @@ WAIT_SECONDS = 10.0
 class Fleet:
     """This module's DRA nodes, driver, class and pool label."""
 
-    def __init__(self, cluster: Any) -> None:
+    def __init__(self, cluster: Any, products: tuple[str, ...] = ("A100",) * NODES) -> None:
         self.pool = unique("dra")
         self.driver = f"{self.pool}.example.com"
         self.device_class = self.pool
         capacity = {"cpu": "128", "memory": "1Ti", "pods": "110"}
         self.nodes = cluster.create_gpu_nodes(
-            self.pool, NODES, 0, labels={POOL_LABEL: self.pool}, capacity=capacity
+            self.pool, len(products), 0, labels={POOL_LABEL: self.pool}, capacity=capacity
         )
         publish(cluster.api_client, [
             device_class(self.device_class, driver=self.driver),
             *(resource_slice(name, DEVICES, driver=self.driver,
-                             attributes={"productName": "A100"}) for name in self.nodes),
+                             attributes={"productName": product})
+              for name, product in zip(self.nodes, products, strict=True)),
         ])
+        self.classes = [self.device_class]
 
-    def template(self, namespace: str) -> dict[str, Any]:
+    def add_class(self, cluster: Any, name: str, expression: str) -> str:
+        """A second DeviceClass of the driver's devices that `expression` accepts."""
+        publish(cluster.api_client, [device_class(name, driver=self.driver,
+                                                  expression=expression)])
+        self.classes.append(name)
+        return name
+
+    def template(self, namespace: str, device_class: str = "",
+                 name: str = "eight-gpus") -> dict[str, Any]:
         return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                "metadata": {"name": "eight-gpus", "namespace": namespace},
+                "metadata": {"name": name, "namespace": namespace},
                 "spec": {"spec": {"devices": {"requests": [
-                    {"name": "gpus", "exactly": {"deviceClassName": self.device_class,
-                                                 "count": DEVICES}}]}}}}  # fmt: skip
+                    {"name": "gpus", "exactly": {
+                        "deviceClassName": device_class or self.device_class,
+                        "count": DEVICES}}]}}}}  # fmt: skip
 
-    def pod_spec(self) -> dict[str, Any]:
+    def pod_spec(self, template: str = "eight-gpus") -> dict[str, Any]:
         return {"restartPolicy": "Never", "nodeSelector": {POOL_LABEL: self.pool},
-                "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}],
+                "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": template}],
                 "containers": [{"name": "trainer", "image": "registry.invalid/e2e/trainer:1",
                                 "resources": {"claims": [{"name": "gpus"}]}}]}  # fmt: skip
 
-    def job(self, name: str, namespace: str, workers: int) -> dict[str, Any]:
+    def job(self, name: str, namespace: str, workers: int,
+            template: str = "eight-gpus") -> dict[str, Any]:
         return {"apiVersion": "batch/v1", "kind": "Job",
                 "metadata": {"name": name, "namespace": namespace},
                 "spec": {"completionMode": "Indexed", "completions": workers,
                          "parallelism": workers, "backoffLimit": 0,
-                         "template": {"spec": self.pod_spec()}}}  # fmt: skip
+                         "template": {"spec": self.pod_spec(template)}}}  # fmt: skip
+
+    def delete_classes(self, cluster: Any) -> None:
+        # The slices go with their Nodes (ownerReferences) at the session's end.
+        for name in self.classes:
+            with contextlib.suppress(ApiException):
+                cluster.custom.delete_cluster_custom_object(
+                    "resource.k8s.io", "v1", "deviceclasses", name)
 
 
 @pytest.fixture(scope="module")
 def fleet(cluster: Any) -> Iterator[Fleet]:
     made = Fleet(cluster)
     yield made
-    # The slices go with their Nodes (ownerReferences) at the session's end.
-    with contextlib.suppress(ApiException):
-        cluster.custom.delete_cluster_custom_object(
-            "resource.k8s.io", "v1", "deviceclasses", made.device_class)
+    made.delete_classes(cluster)
+
+
+@pytest.fixture(scope="module")
+def serving_nvidia_gpus(cluster: Any) -> Iterator[Fleet]:
+    """Four nodes of 8 devices whose class serves `nvidia.com/gpu` (extendedResourceName):
+    the nodes list no `nvidia.com/gpu`, so kube-scheduler serves it from the devices."""
+    made = Fleet(cluster)
+    made.delete_classes(cluster)
+    publish(cluster.api_client, [device_class(made.device_class, driver=made.driver,
+                                              extended_resource_name="nvidia.com/gpu")])
+    yield made
+    made.delete_classes(cluster)
+
+
+@pytest.fixture(scope="module")
+def mixed_products(cluster: Any) -> Iterator[Fleet]:
+    """Two nodes of 8 H100s, two of 8 A100s, one driver."""
+    made = Fleet(cluster, ("H100", "H100", "A100", "A100"))
+    yield made
+    made.delete_classes(cluster)
 
 
 def apply(cluster: Any, obj: dict[str, Any], *extra: str, check: bool = True) -> Any:
@@ -98,11 +136,12 @@ def gated(pod: Any) -> bool:
     return any(g.name == GATE for g in pod.spec.scheduling_gates or ())
 
 
-def refused_with_numbers(done: Any) -> str:
+def refused_with_numbers(done: Any, demand: int = 40, offered: int = 32) -> str:
     assert done.returncode != 0, f"admitted a gang that can never fit:\n{done.stdout}"
     message = done.stderr
     assert "denied the request" in message, message
-    assert re.search(r"\b40\b", message) and re.search(r"\b32\b", message), message
+    assert re.search(rf"\b{demand}\b", message), message
+    assert re.search(rf"\b{offered}\b", message), message
     return str(message)
 
 
@@ -172,3 +211,51 @@ def test_four_workers_wait_gated_while_a_node_s_devices_are_claimed_then_bind_wh
         "resource.k8s.io", "v1", gang_namespace, "resourceclaims")["items"]
     allocated = [c for c in claims if (c.get("status") or {}).get("allocation")]
     assert len(allocated) == NODES, [c["metadata"]["name"] for c in claims]
+
+
+def test_a_class_of_h100s_present_on_two_nodes_only_refuses_three_workers_of_eight(
+    cluster: Any, gang_namespace: str, mixed_products: Fleet
+) -> None:
+    fleet = mixed_products
+    h100 = fleet.add_class(
+        cluster, f"{fleet.pool}-h100",
+        f'device.attributes["{fleet.driver}"].productName == "H100"')
+    apply(cluster, fleet.template(gang_namespace, h100, name="eight-h100s"))
+    apply(cluster, fleet.template(gang_namespace))
+    three_h100 = fleet.job(unique("h100"), gang_namespace, 3, template="eight-h100s")
+    cluster.wait_for(
+        lambda: apply(cluster, three_h100, "--dry-run=server", check=False).returncode != 0,
+        timeout=30.0, message="the webhook counting the H100 class",
+    )
+    message = refused_with_numbers(
+        apply(cluster, three_h100, "--dry-run=server", check=False), demand=24, offered=16)
+    assert f"dra:{h100}" in message, message
+    # The same three workers of any of the driver's devices fit on the four nodes.
+    any_gpu = fleet.job(unique("any"), gang_namespace, 3)
+    assert apply(cluster, any_gpu, "--dry-run=server", check=False).returncode == 0
+    two_h100 = fleet.job(unique("h100"), gang_namespace, 2, template="eight-h100s")
+    assert apply(cluster, two_h100, "--dry-run=server", check=False).returncode == 0
+
+
+def test_plain_nvidia_gpu_workers_are_counted_on_devices_of_a_class_serving_that_resource(
+    cluster: Any, gang_namespace: str, serving_nvidia_gpus: Fleet
+) -> None:
+    fleet = serving_nvidia_gpus
+    huge = indexed_job(unique("huge"), gang_namespace, fleet.pool, workers=NODES + 1, gpus=8)
+    # Before: counted as nodes with no nvidia.com/gpu, every such Job was refused.
+    cluster.wait_for(
+        lambda: "32" in apply(cluster, huge, "--dry-run=server", check=False).stderr,
+        timeout=30.0, message="the webhook counting the class's devices as nvidia.com/gpu",
+    )
+    refused_with_numbers(apply(cluster, huge, "--dry-run=server", check=False))
+    name = unique("fits")
+    fits = indexed_job(name, gang_namespace, fleet.pool, workers=NODES, gpus=8)
+    assert apply(cluster, fits).returncode == 0
+
+    def all_bound() -> bool:
+        pods = pods_of(cluster, gang_namespace, name)
+        return len(pods) == NODES and all(p.spec.node_name for p in pods)
+
+    cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
+    assert sorted(p.spec.node_name for p in pods_of(cluster, gang_namespace, name)) == sorted(
+        fleet.nodes)
