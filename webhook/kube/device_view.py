@@ -139,6 +139,11 @@ class DeviceView:
         self._sink = sink
         self._nodes: dict[str, Mapping[str, Any]] = {}
         self._lock = threading.Lock()
+        #: Held from computing a Node's devices to handing it on: the Node informer's
+        #: thread and a slice or class one both deliver Nodes, and a Node computed
+        #: with the old devices must not reach the sink after the refresh did (it
+        #: would undo it until the Node next changes).
+        self._deliver = threading.Lock()
         self._fewest: dict[str, int] = {}
         #: Counts slice and class changes (`_with_devices`: the Nodes' versions).
         self._generation = 0
@@ -149,20 +154,23 @@ class DeviceView:
     # -- the Node subscriber, in front of the capacity's ----------------------------
 
     def upsert(self, node: Mapping[str, Any]) -> None:
-        with self._lock:
-            self._nodes[object_key(node)] = node
-        self._sink.upsert(self._with_devices([node])[0])
+        with self._deliver:
+            with self._lock:
+                self._nodes[object_key(node)] = node
+            self._sink.upsert(self._with_devices([node])[0])
 
     def delete(self, node: Mapping[str, Any]) -> None:
-        with self._lock:
-            self._nodes.pop(object_key(node), None)
-        self._sink.delete(node)
+        with self._deliver:
+            with self._lock:
+                self._nodes.pop(object_key(node), None)
+            self._sink.delete(node)
 
     def relisted(self, keys: set[str]) -> None:
-        with self._lock:
-            for key in [k for k in self._nodes if k not in keys]:
-                del self._nodes[key]
-        self._sink.relisted(keys)
+        with self._deliver:
+            with self._lock:
+                for key in [k for k in self._nodes if k not in keys]:
+                    del self._nodes[key]
+            self._sink.relisted(keys)
 
     def _with_devices(self, nodes: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         classes: list[DeviceClass] = self.classes.values()
@@ -187,12 +195,13 @@ class DeviceView:
 
     def _refresh(self) -> None:
         """A slice or class changed: every Node passes on again with its devices."""
-        with self._lock:
-            nodes = list(self._nodes.values())
-            self._fewest = {}
-            self._generation += 1
-        for node in self._with_devices(nodes):
-            self._sink.upsert(node)
+        with self._deliver:
+            with self._lock:
+                nodes = list(self._nodes.values())
+                self._fewest = {}
+                self._generation += 1
+            for node in self._with_devices(nodes):
+                self._sink.upsert(node)
 
     def subscribe(self, informers: Any) -> None:
         """Subscribe the three stores to `informers` (`kube.informer.Informers`); the

@@ -13,6 +13,8 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,6 +136,40 @@ def test_a_slice_that_changes_or_goes_changes_its_nodes_count() -> None:
     view.slices.delete(resource_slice("dra-node-2", 8))
     assert sink.gpus("dra-node-2") is None
     assert sink.gpus("dra-node-0") == "8"
+
+
+def test_a_node_computed_before_a_class_change_never_reaches_the_sink_after_it() -> None:
+    # The Node informer's thread delivers a heartbeat computed with the old classes;
+    # meanwhile the class informer's thread refreshes every Node. Seen on the sandbox:
+    # the stale Node arrived last and the controller saw no devices on it for good.
+    class Slow(Sink):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inside, self.go = threading.Event(), threading.Event()
+            self.armed = False
+
+        def upsert(self, obj: Mapping[str, Any]) -> None:
+            if self.armed and not self.inside.is_set() and obj["metadata"]["name"] == "dra-node-0":
+                self.inside.set()
+                self.go.wait(5)
+            super().upsert(obj)
+
+    sink = Slow()
+    view = DeviceView(sink)
+    listed(view, sink)
+    sink.armed = True
+    heartbeat = threading.Thread(target=view.upsert, args=(node("dra-node-0"),))
+    heartbeat.start()
+    assert sink.inside.wait(5)
+    serving = copy.deepcopy(DEVICE_CLASS)
+    serving["spec"]["extendedResourceName"] = "nvidia.com/gpu"
+    change = threading.Thread(target=view.classes.upsert, args=(serving,))
+    change.start()
+    time.sleep(0.2)  # the refresh, if unordered, hands dra-0 on now
+    sink.go.set()
+    heartbeat.join(5)
+    change.join(5)
+    assert sink.nodes["dra-node-0"]["status"]["allocatable"].get("nvidia.com/gpu") == "8"
 
 
 def test_a_bad_slice_is_ignored_and_the_others_still_count() -> None:
