@@ -132,6 +132,16 @@ def pods_of(cluster: Any, namespace: str, job: str) -> list[Any]:
         namespace, label_selector=f"batch.kubernetes.io/job-name={job}").items
 
 
+def described(cluster: Any, namespace: str, job: str) -> str:
+    """The Job's pods' gates, nodes, pins and scheduling conditions, and the Events."""
+    lines = [f"{p.metadata.name}: gates={[g.name for g in p.spec.scheduling_gates or ()]} "
+             f"node={p.spec.node_name} selector={p.spec.node_selector} "
+             f"conditions={[(c.type, c.reason, c.message) for c in p.status.conditions or ()]}"
+             for p in pods_of(cluster, namespace, job)]
+    events = cluster.kubectl("get", "events", "-n", namespace, check=False).stdout
+    return "\n".join([*lines, events])
+
+
 def gated(pod: Any) -> bool:
     return any(g.name == GATE for g in pod.spec.scheduling_gates or ())
 
@@ -256,6 +266,9 @@ def test_plain_nvidia_gpu_workers_are_counted_on_devices_of_a_class_serving_that
         pods = pods_of(cluster, gang_namespace, name)
         return len(pods) == NODES and all(p.spec.node_name for p in pods)
 
-    cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
+    try:
+        cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {described(cluster, gang_namespace, name)}") from None
     assert sorted(p.spec.node_name for p in pods_of(cluster, gang_namespace, name)) == sorted(
         fleet.nodes)
