@@ -14,7 +14,11 @@ plugin allocates it, and kwok runs the pod: no driver prepares anything.
   pod's claim, and binds whole (four nodes, four allocated claims) once that pod goes
   (the controller counts devices: nodes from the slices, bound pods' claims as used);
 - a class selecting `productName == "H100"` (CEL, on two of four nodes) refuses 3 x 8
-  naming 24 and 16, and admits 2 x 8; 3 x 8 of the driver's class passes.
+  naming 24 and 16, and admits 2 x 8; 3 x 8 of the driver's class passes;
+- a class with `extendedResourceName: nvidia.com/gpu` on nodes listing no such
+  resource: plain `nvidia.com/gpu: 8` workers count its devices, 5 x 8 refused with
+  40 and 32, 4 x 8 released pinned and bound one per node (kube-scheduler serves the
+  resource from the devices, DRAExtendedResource).
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ WAIT_SECONDS = 10.0
 class Fleet:
     """This module's DRA nodes, driver, class and pool label."""
 
-    def __init__(self, cluster: Any, products: tuple[str, ...] = ("A100",) * NODES) -> None:
+    def __init__(self, cluster: Any, products: tuple[str, ...] = ("A100",) * NODES,
+                 extended_resource_name: str = "") -> None:
         self.pool = unique("dra")
         self.driver = f"{self.pool}.example.com"
         self.device_class = self.pool
@@ -51,7 +56,8 @@ class Fleet:
             self.pool, len(products), 0, labels={POOL_LABEL: self.pool}, capacity=capacity
         )
         publish(cluster.api_client, [
-            device_class(self.device_class, driver=self.driver),
+            device_class(self.device_class, driver=self.driver,
+                         extended_resource_name=extended_resource_name),
             *(resource_slice(name, DEVICES, driver=self.driver,
                              attributes={"productName": product})
               for name, product in zip(self.nodes, products, strict=True)),
@@ -107,10 +113,7 @@ def fleet(cluster: Any) -> Iterator[Fleet]:
 def serving_nvidia_gpus(cluster: Any) -> Iterator[Fleet]:
     """Four nodes of 8 devices whose class serves `nvidia.com/gpu` (extendedResourceName):
     the nodes list no `nvidia.com/gpu`, so kube-scheduler serves it from the devices."""
-    made = Fleet(cluster)
-    made.delete_classes(cluster)
-    publish(cluster.api_client, [device_class(made.device_class, driver=made.driver,
-                                              extended_resource_name="nvidia.com/gpu")])
+    made = Fleet(cluster, extended_resource_name="nvidia.com/gpu")
     yield made
     made.delete_classes(cluster)
 
