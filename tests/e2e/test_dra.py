@@ -18,7 +18,9 @@ plugin allocates it, and kwok runs the pod: no driver prepares anything.
 - a class with `extendedResourceName: nvidia.com/gpu` on nodes listing no such
   resource: plain `nvidia.com/gpu: 8` workers count its devices, 5 x 8 refused with
   40 and 32, 4 x 8 released pinned and bound one per node (kube-scheduler serves the
-  resource from the devices, DRAExtendedResource).
+  resource from the devices, DRAExtendedResource);
+- a pool of two DRA and two device-plugin nodes counts each kind as its own (3 x 8
+  of either refused with 24 and 16), and a 2 x 8 gang of each binds on its kind.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class Fleet:
               for name, product in zip(self.nodes, products, strict=True)),
         ])
         self.classes = [self.device_class]
+        #: Device-plugin nodes of the same pool (`mixed_kinds`).
+        self.gpu_nodes: list[str] = []
 
     def add_class(self, cluster: Any, name: str, expression: str) -> str:
         """A second DeviceClass of the driver's devices that `expression` accepts."""
@@ -114,6 +118,17 @@ def serving_nvidia_gpus(cluster: Any) -> Iterator[Fleet]:
     """Four nodes of 8 devices whose class serves `nvidia.com/gpu` (extendedResourceName):
     the nodes list no `nvidia.com/gpu`, so kube-scheduler serves it from the devices."""
     made = Fleet(cluster, extended_resource_name="nvidia.com/gpu")
+    yield made
+    made.delete_classes(cluster)
+
+
+@pytest.fixture(scope="module")
+def mixed_kinds(cluster: Any) -> Iterator[Fleet]:
+    """One pool of two DRA nodes (8 devices each) and two device-plugin nodes (8
+    `nvidia.com/gpu` in their allocatable each); the class serves no extended name."""
+    made = Fleet(cluster, ("A100", "A100"))
+    made.gpu_nodes = cluster.create_gpu_nodes(f"{made.pool}-plugin", 2, 8,
+                                              labels={POOL_LABEL: made.pool})
     yield made
     made.delete_classes(cluster)
 
@@ -275,3 +290,35 @@ def test_plain_nvidia_gpu_workers_are_counted_on_devices_of_a_class_serving_that
         raise AssertionError(f"{exc}: {described(cluster, gang_namespace, name)}") from None
     assert sorted(p.spec.node_name for p in pods_of(cluster, gang_namespace, name)) == sorted(
         fleet.nodes)
+
+
+def test_a_mixed_fleet_counts_device_plugin_gpus_and_dra_devices_each_as_their_own(
+    cluster: Any, gang_namespace: str, mixed_kinds: Fleet
+) -> None:
+    fleet = mixed_kinds
+    apply(cluster, fleet.template(gang_namespace))
+    three_dra = fleet.job(unique("dra"), gang_namespace, 3)
+    cluster.wait_for(
+        lambda: apply(cluster, three_dra, "--dry-run=server", check=False).returncode != 0,
+        timeout=30.0, message="the webhook counting the mixed pool's devices",
+    )
+    # Neither kind is counted as the other: 2 nodes of each, 16 of each.
+    refused_with_numbers(apply(cluster, three_dra, "--dry-run=server", check=False),
+                         demand=24, offered=16)
+    three_gpu = indexed_job(unique("gpu"), gang_namespace, fleet.pool, workers=3, gpus=8)
+    message = refused_with_numbers(
+        apply(cluster, three_gpu, "--dry-run=server", check=False), demand=24, offered=16)
+    assert "nvidia.com/gpu" in message, message
+
+    dra_name, gpu_name = unique("dra"), unique("gpu")
+    apply(cluster, fleet.job(dra_name, gang_namespace, 2))
+    apply(cluster, indexed_job(gpu_name, gang_namespace, fleet.pool, workers=2, gpus=8))
+
+    def bound(job: str) -> list[str]:
+        return sorted(p.spec.node_name or "" for p in pods_of(cluster, gang_namespace, job))
+
+    cluster.wait_for(lambda: all(bound(dra_name)) and len(bound(dra_name)) == 2
+                     and all(bound(gpu_name)) and len(bound(gpu_name)) == 2,
+                     timeout=90.0, message="both gangs bound")
+    assert bound(dra_name) == sorted(fleet.nodes)
+    assert bound(gpu_name) == sorted(fleet.gpu_nodes)
