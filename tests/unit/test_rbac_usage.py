@@ -108,7 +108,7 @@ WAIT = 10.0
 def server_view_calls() -> set[Access]:
     api = FakeApi()
     informers = Informers(api)
-    view = WatchClusterView(informers, Config())
+    view = WatchClusterView(informers, Config(), devices=True)  # as `serve` builds it
     informers.start()
     try:
         assert view.wait_synced(10.0)

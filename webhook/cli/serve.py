@@ -214,7 +214,8 @@ def _controller_service(api: Any, config: Any, namespace: str, informers: Any) -
         return None
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
     return GangController(
-        api, config, namespace=namespace, identity=identity, informers=informers
+        api, config, namespace=namespace, identity=identity, informers=informers,
+        devices=informers is not None,
     )
 
 
@@ -266,7 +267,7 @@ def _build_view(
     if args.controller_only:
         # Only the controller watches; an empty, synced view keeps /readyz honest.
         return StaticClusterView([], config)
-    return WatchClusterView(informers, config, on_synced=metrics.set_synced)
+    return WatchClusterView(informers, config, on_synced=metrics.set_synced, devices=True)
 
 
 def _build_tls(args: argparse.Namespace, api: Any, services: list[Any]) -> Any:
@@ -356,6 +357,7 @@ def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..kube.client import KubeconfigError, in_cluster, serve_client
+    from ..kube.device_view import with_device_names
     from ..kube.informer import Informers
     from ..kube.rest import Rest
     from ..server import logs
@@ -382,7 +384,10 @@ def _run(args: argparse.Namespace) -> int:
     # One list+watch per resource for the whole process: the cluster view and the
     # controller subscribe to the same informers.
     informers = Informers(Rest(api)) if api is not None else None
-    view = _build_view(args, informers, config, metrics)
+    # Admission counts DRA devices as `dra:<class>` GPUs (kube/device_view.py); the
+    # controller is given the config as written.
+    admission_config = with_device_names(config) if informers is not None else config
+    view = _build_view(args, informers, admission_config, metrics)
     services: list[Any] = []
     if api is not None and not args.no_controller:
         controller = _controller_service(api, config, args.namespace, informers)
@@ -400,7 +405,7 @@ def _run(args: argparse.Namespace) -> int:
         # Last, so every subscriber is in before the first list; stopped first.
         services.append(informers)
     server = Server(
-        config=config,
+        config=admission_config,
         limits=limits,
         view=view,
         metrics=metrics,

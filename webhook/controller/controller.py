@@ -68,6 +68,7 @@ from gangkeeper.policies.release.results import GangReport, Plan, Release
 from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import Api, ApiError
+from ..kube.device_view import DeviceView, with_device_names
 from ..kube.informer import Informer, Informers, Store
 from ..kube.lease import LeaderElector
 from ..kube.resources import BUDGETS, NODES, PODS
@@ -115,12 +116,16 @@ class GangController:
         resync_seconds: float = 10.0,
         informers: Informers | None = None,
         api: Api | None = None,
+        devices: bool = False,
     ) -> None:
         """`informers`: the process's shared ones (the server's); None: the controller
         lists and watches Pods and Nodes on its own client, started and stopped with it.
         `api`: what every read and write goes through (a test's fake API server);
-        None: a client of its own on a copy of `api_client`'s configuration."""
-        self.config = config
+        None: a client of its own on a copy of `api_client`'s configuration.
+        `devices`: count DRA devices (`kube.device_view`): Nodes carry their
+        ResourceSlices' devices as `dra:<class>` allocatable and pods ask their
+        claims' devices as limits of those names, counted as GPUs."""
+        self.config = config = with_device_names(config) if devices else config
         self.namespace = namespace
         self.identity = identity or f"gangkeeper-{uuid.uuid4().hex[:8]}"
         self._settle = settle_seconds
@@ -185,10 +190,14 @@ class GangController:
             self.rest, config, pool=self._executor, emit=self._event, count=self.series.add,
             write_query=WRITE_QUERY, may_write=lambda: not self._fenced(),
         )
+        #: ResourceSlices, DeviceClasses and claim templates, in front of `nodes`.
+        self.devices = DeviceView(self.nodes) if devices else None
         self._watched: dict[str, Informer] = {
             "pods": self._informers.subscribe(PODS, self.pods),
-            "nodes": self._informers.subscribe(NODES, self.nodes),
+            "nodes": self._informers.subscribe(NODES, self.devices or self.nodes),
         }
+        if self.devices is not None:
+            self.devices.subscribe(self._informers)
         #: PodDisruptionBudgets, for preemption (not waited for: a cluster without any,
         #: or RBAC from before preemption, must not keep the controller from planning).
         self.budgets: Store[Budget] = Store(read_budget, self._dirty.set)
@@ -224,6 +233,11 @@ class GangController:
     def _pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
         if not is_live(raw):
             return None
+        if self.devices is not None:
+            # Its claims' devices as limits, so a bound pod uses them on its node and
+            # a gated member asks them (a claim whose template is unknown asks none).
+            raw = self.devices.with_claims(raw, str((raw.get("metadata") or {}).get(
+                "namespace") or ""))[0]
         info = pod_info(raw, self.config, self._shared)
         return info if matters(info) else None
 

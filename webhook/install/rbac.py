@@ -96,6 +96,19 @@ _NODE_RULES: tuple[RbacRule, ...] = (
 )
 
 
+_DEVICE_RULES: tuple[RbacRule, ...] = (
+    RbacRule(
+        "webhook and controller: devices published through Dynamic Resource Allocation "
+        "(ResourceSlices, DeviceClasses) and what claim templates ask, so a gang of DRA "
+        "devices that could never fit is refused and one waits until its devices are free, "
+        "like a GPU gang; read-only",
+        ["resource.k8s.io"],
+        ["resourceslices", "deviceclasses", "resourceclaimtemplates"],
+        ["list", "watch"],
+    ),
+)
+
+
 def suspend_rules() -> tuple[RbacRule, ...]:
     """Patch on every kind whose gangs are requeued by suspension (`Requeuing`), with
     the reason its recogniser gives."""
@@ -142,7 +155,7 @@ def controller_rules() -> tuple[RbacRule, ...]:
 
 
 def webhook_rules() -> tuple[RbacRule, ...]:
-    return (*_NODE_RULES, *followed_rules())
+    return (*_NODE_RULES, *_DEVICE_RULES, *followed_rules())
 
 
 _OWNER_REASON = (

@@ -39,6 +39,9 @@ KCM_CONTROLLERS = (
     # Keeps PodDisruptionBudgets' status (disruptionsAllowed), which the Eviction API
     # enforces and preemption reads.
     "disruption-controller",
+    # Makes each pod's ResourceClaims from its ResourceClaimTemplates (DRA); without it
+    # the scheduler waits for claims that never come (sandbox/devices.py).
+    "resourceclaim-controller",
 )
 
 

@@ -36,6 +36,7 @@ from gangkeeper.policies.names import APP_NAME, DEFAULT_NAMESPACE, ENABLED_LABEL
 from . import neighbours, registration
 from .binaries import Binaries, find_binaries
 from .control_plane import SERVICE_IP, ControlPlane, Ports, SchedulerClient
+from .devices import FLEET_KINDS, publish, split_fleet
 from .errors import SandboxError
 from .karpenter import KARPENTER
 from .kubeconfigs import Identities, write_identities
@@ -299,8 +300,11 @@ class Sandbox:
         api = kube_config.new_client_from_config(config_file=str(admin))  # type: ignore[no-untyped-call]
         try:
             core = client.CoreV1Api(api)
-            self._log(f"creating {len(fleet_nodes)} nodes")
-            nodes = create_nodes(core, fleet_nodes, kwok=KWOK in components)
+            node_entries, device_objects = split_fleet(fleet_nodes)
+            self._log(f"creating {len(node_entries)} nodes")
+            nodes = create_nodes(core, node_entries, kwok=KWOK in components)
+            # What a DRA driver would publish for these nodes (`devices`).
+            publish(api, device_objects, log=self._log)
             if KWOK in components:
                 self._wait("kwok (nodes Ready)", lambda: not nodes_ready(core, nodes), deadline)
             # Pods are refused until the namespace's default ServiceAccount exists.
@@ -505,12 +509,18 @@ class Sandbox:
 
 
 def _load_fleet(path: Path) -> list[Mapping[str, Any]]:
-    from gangkeeper.webhook.files.manifests import ManifestError, load_nodes
+    """Nodes, and the ResourceSlices and DeviceClasses beside them (`devices`)."""
+    from gangkeeper.webhook.files.manifests import ManifestError, load_documents
 
     try:
-        return load_nodes(path)
+        docs = load_documents(path)
     except ManifestError as e:
         raise SandboxError(f"fleet file: {e}") from e
+    for doc in docs:
+        if doc.obj.get("kind") not in FLEET_KINDS:
+            raise SandboxError(f"fleet file: {doc.where}: expected kind "
+                               f"{', '.join(FLEET_KINDS)}, got {doc.obj.get('kind')}")
+    return [doc.obj for doc in docs]
 
 
 def _has_default_sa(core: Any, namespace: str) -> bool:

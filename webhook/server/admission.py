@@ -28,7 +28,7 @@ import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, Protocol, TypedDict
 
 from gangkeeper.policies.admission.decision import (
     NEVER_NAMESPACES,
@@ -111,6 +111,13 @@ class Review:
         return kind["group"] == "" and kind["kind"] == "Pod" and not self.request.get("subResource")
 
 
+class ClaimDevices(Protocol):
+    """Pods' and pod templates' ResourceClaims as device limits (`kube.device_view`)."""
+
+    def with_claims(self, obj: Mapping[str, Any], namespace: str
+                    ) -> tuple[Mapping[str, Any], tuple[str, ...]]: ...
+
+
 @dataclass(frozen=True)
 class Policy:
     """What a decision needs from the server: cluster state and config."""
@@ -129,6 +136,9 @@ class Policy:
     #: How a user gives gangkeeper an owner it could not read ("--owners FILE" when
     #: serving offline); "" where owners are watched.
     owners_hint: str = ""
+    #: Claims as device limits for both webhooks (`kube.device_view.DeviceView`); the
+    #: lookup's owners already ask theirs (`DeviceView.owners`).
+    devices: ClaimDevices | None = None
 
 
 @dataclass(frozen=True)
@@ -306,6 +316,11 @@ def _pod_answer(review: Review, policy: Policy) -> Answer:
     summary = _summary(review, "mutate")
     pod = review.object
     assert pod is not None  # parse_review guarantees an object on CREATE
+    device_notes: tuple[str, ...] = ()
+    if policy.devices is not None:
+        # Safe to plan against: the patch is built from the plan's own keys (labels,
+        # annotations, gates), never from a diff that would carry these limits.
+        pod, device_notes = policy.devices.with_claims(pod, review.namespace)
     try:
         decision = decide_pod(
             pod,
@@ -327,7 +342,8 @@ def _pod_answer(review: Review, policy: Policy) -> Answer:
     if decision.skipped:
         summary["skipped"] = decision.skipped
     verdict: Verdict = decision.verdict
-    warnings = _warnings((*verdict.warnings, _unread_warning(decision, pod, policy)))
+    warnings = _warnings(
+        (*device_notes, *verdict.warnings, _unread_warning(decision, pod, policy)))
     if not verdict.allowed:
         summary["reason"] = verdict.code
         return Answer(
@@ -383,6 +399,9 @@ def _object_answer(review: Review, policy: Policy) -> Answer:
     obj = review.object
     assert obj is not None  # parse_review guarantees an object on CREATE/UPDATE
     obj = _with_namespace(obj, review.namespace)
+    device_notes: tuple[str, ...] = ()
+    if policy.devices is not None:
+        obj, device_notes = policy.devices.with_claims(obj, review.namespace)
     try:
         decisions = validate_object(
             obj, capacity=policy.capacity, lookup=policy.lookup, config=policy.config,
@@ -395,7 +414,7 @@ def _object_answer(review: Review, policy: Policy) -> Answer:
         return _unreadable(review, summary, policy.config, exc)
     summary["gangs"] = [f"{d.gang.namespace}/{d.gang.name}" for d in decisions]
     rejected = [d for d in decisions if not d.verdict.allowed]
-    warnings = _warnings([w for d in decisions for w in d.verdict.warnings])
+    warnings = _warnings([*device_notes, *(w for d in decisions for w in d.verdict.warnings)])
     if rejected:
         codes = sorted({d.verdict.code or "rejected" for d in rejected})
         summary["reason"] = ",".join(codes)

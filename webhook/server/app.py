@@ -87,10 +87,14 @@ class Server:
         lacks raises `OwnerNotCached` instead: see `_admit`)."""
         view = self.view
         lookup = view.lookup if fetch else getattr(view, "cached", view.lookup)
+        devices = getattr(view, "devices", None)
+        if devices is not None:
+            lookup = devices.owners(lookup)
         return Policy(
             capacity=view.capacity, lookup=lookup, config=self.config,
             memos=self.memos, skip_namespaces=self.skip_namespaces, siblings=view.siblings,
             owners_hint=getattr(view, "owners_hint", ""),
+            devices=devices,
         )
 
     def not_ready(self) -> list[str]:

@@ -44,6 +44,7 @@ from gangkeeper.policies.recognizers.pod_gangs import siblings_among
 from gangkeeper.policies.recognizers.registry import default_registry
 from gangkeeper.policies.settings.config import Config
 
+from ..kube.device_view import DeviceView
 from ..kube.informer import Informer, Informers, object_key
 from ..kube.resources import NODES, PODS, Resource
 
@@ -381,17 +382,26 @@ class WatchClusterView:
         *,
         owners: Sequence[Resource] | None = None,
         on_synced: Callable[[str, bool], None] | None = None,
+        devices: bool = False,
     ) -> None:
         self._api = informers.api
         self._capacity = Capacity(config)
         self._notify = on_synced
         self._members = _GangMembers(self._listed)
+        nodes: Any = _NodeCapacity(self._capacity, self._listed)
+        #: ResourceSlices, DeviceClasses and claim templates (`device_view`), or None.
+        self.devices: DeviceView | None = None
+        if devices:
+            nodes = self.devices = DeviceView(nodes, self._listed)
         self._informers: dict[Resource, Informer] = {
-            NODES: informers.subscribe(NODES, _NodeCapacity(self._capacity, self._listed)),
+            NODES: informers.subscribe(NODES, nodes),
             PODS: informers.subscribe(
                 PODS, _BoundPodCapacity(self._capacity, config, self._listed)
             ),
         }
+        if self.devices is not None:
+            for store in (self.devices.slices, self.devices.classes, self.devices.templates):
+                self._informers[store.resource] = informers.subscribe(store.resource, store)
         # The same Pod informer: the members of pod-based gangs need no watch of their own.
         informers.subscribe(PODS, self._members)
         self._owners: dict[tuple[str, str], list[_Owners]] = {}

@@ -1,0 +1,324 @@
+"""GPUs through Dynamic Resource Allocation on the real control plane (issue 27).
+
+The module's own 4 kwok nodes list no GPU in their allocatable; their 8 devices each
+are in ResourceSlices the test publishes as a DRA driver's kubelet plugin would
+(webhook/sandbox/devices.py: driver of this module's own, one complete pool per
+node, `nodeName`, owned by the Node), selected by a DeviceClass of the module's own.
+Workers ask 8 devices each through a ResourceClaimTemplate. kube-controller-manager's
+resourceclaim-controller makes each pod's claim, kube-scheduler's DynamicResources
+plugin allocates it, and kwok runs the pod: no driver prepares anything.
+
+- 5 x 8 devices on 4 x 8 is refused at creation and on `--dry-run=server`, naming 40
+  and 32 (the admission view counts the slices' devices and the claims' demand);
+- 4 x 8 waits gated, none bound, while one node's devices are allocated to another
+  pod's claim, and binds whole (four nodes, four allocated claims) once that pod goes
+  (the controller counts devices: nodes from the slices, bound pods' claims as used);
+- a class selecting `productName == "H100"` (CEL, on two of four nodes) refuses 3 x 8
+  naming 24 and 16, and admits 2 x 8; 3 x 8 of the driver's class passes;
+- a class with `extendedResourceName: nvidia.com/gpu` on nodes listing no such
+  resource: plain `nvidia.com/gpu: 8` workers count its devices, 5 x 8 refused with
+  40 and 32, 4 x 8 released pinned and bound one per node (kube-scheduler serves the
+  resource from the devices, DRAExtendedResource);
+- a pool of two DRA and two device-plugin nodes counts each kind as its own (3 x 8
+  of either refused with 24 and 16), and a 2 x 8 gang of each binds on its kind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from builders.cluster import POOL_LABEL, indexed_job, unique
+from kubernetes.client.exceptions import ApiException
+
+from gangkeeper.policies.names import GATE
+from gangkeeper.webhook.sandbox.devices import device_class, publish, resource_slice
+
+pytestmark = pytest.mark.e2e
+
+NODES, DEVICES = 4, 8
+#: How long a gang that must wait is watched for a wrong release.
+WAIT_SECONDS = 10.0
+
+
+class Fleet:
+    """This module's DRA nodes, driver, class and pool label."""
+
+    def __init__(self, cluster: Any, products: tuple[str, ...] = ("A100",) * NODES,
+                 extended_resource_name: str = "") -> None:
+        self.pool = unique("dra")
+        self.driver = f"{self.pool}.example.com"
+        self.device_class = self.pool
+        capacity = {"cpu": "128", "memory": "1Ti", "pods": "110"}
+        self.nodes = cluster.create_gpu_nodes(
+            self.pool, len(products), 0, labels={POOL_LABEL: self.pool}, capacity=capacity
+        )
+        publish(cluster.api_client, [
+            device_class(self.device_class, driver=self.driver,
+                         extended_resource_name=extended_resource_name),
+            *(resource_slice(name, DEVICES, driver=self.driver,
+                             attributes={"productName": product})
+              for name, product in zip(self.nodes, products, strict=True)),
+        ])
+        self.classes = [self.device_class]
+        #: Device-plugin nodes of the same pool (`mixed_kinds`).
+        self.gpu_nodes: list[str] = []
+
+    def add_class(self, cluster: Any, name: str, expression: str) -> str:
+        """A second DeviceClass of the driver's devices that `expression` accepts."""
+        publish(cluster.api_client, [device_class(name, driver=self.driver,
+                                                  expression=expression)])
+        self.classes.append(name)
+        return name
+
+    def template(self, namespace: str, device_class: str = "",
+                 name: str = "eight-gpus") -> dict[str, Any]:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"spec": {"devices": {"requests": [
+                    {"name": "gpus", "exactly": {
+                        "deviceClassName": device_class or self.device_class,
+                        "count": DEVICES}}]}}}}  # fmt: skip
+
+    def pod_spec(self, template: str = "eight-gpus") -> dict[str, Any]:
+        return {"restartPolicy": "Never", "nodeSelector": {POOL_LABEL: self.pool},
+                "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": template}],
+                "containers": [{"name": "trainer", "image": "registry.invalid/e2e/trainer:1",
+                                "resources": {"claims": [{"name": "gpus"}]}}]}  # fmt: skip
+
+    def job(self, name: str, namespace: str, workers: int,
+            template: str = "eight-gpus") -> dict[str, Any]:
+        return {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"completionMode": "Indexed", "completions": workers,
+                         "parallelism": workers, "backoffLimit": 0,
+                         "template": {"spec": self.pod_spec(template)}}}  # fmt: skip
+
+    def delete_classes(self, cluster: Any) -> None:
+        # The slices go with their Nodes (ownerReferences) at the session's end.
+        for name in self.classes:
+            with contextlib.suppress(ApiException):
+                cluster.custom.delete_cluster_custom_object(
+                    "resource.k8s.io", "v1", "deviceclasses", name)
+
+
+@pytest.fixture(scope="module")
+def fleet(cluster: Any) -> Iterator[Fleet]:
+    made = Fleet(cluster)
+    yield made
+    made.delete_classes(cluster)
+
+
+@pytest.fixture(scope="module")
+def serving_nvidia_gpus(cluster: Any) -> Iterator[Fleet]:
+    """Four nodes of 8 devices whose class serves `nvidia.com/gpu` (extendedResourceName):
+    the nodes list no `nvidia.com/gpu`, so kube-scheduler serves it from the devices."""
+    made = Fleet(cluster, extended_resource_name="nvidia.com/gpu")
+    yield made
+    made.delete_classes(cluster)
+
+
+@pytest.fixture(scope="module")
+def mixed_kinds(cluster: Any) -> Iterator[Fleet]:
+    """One pool of two DRA nodes (8 devices each) and two device-plugin nodes (8
+    `nvidia.com/gpu` in their allocatable each); the class serves no extended name."""
+    made = Fleet(cluster, ("A100", "A100"))
+    made.gpu_nodes = cluster.create_gpu_nodes(f"{made.pool}-plugin", 2, 8,
+                                              labels={POOL_LABEL: made.pool})
+    yield made
+    made.delete_classes(cluster)
+
+
+@pytest.fixture(scope="module")
+def mixed_products(cluster: Any) -> Iterator[Fleet]:
+    """Two nodes of 8 H100s, two of 8 A100s, one driver."""
+    made = Fleet(cluster, ("H100", "H100", "A100", "A100"))
+    yield made
+    made.delete_classes(cluster)
+
+
+def apply(cluster: Any, obj: dict[str, Any], *extra: str, check: bool = True) -> Any:
+    return cluster.kubectl("apply", *extra, "-f", "-", input=yaml.safe_dump(obj), check=check)
+
+
+def pods_of(cluster: Any, namespace: str, job: str) -> list[Any]:
+    return cluster.core.list_namespaced_pod(
+        namespace, label_selector=f"batch.kubernetes.io/job-name={job}").items
+
+
+def described(cluster: Any, namespace: str, job: str) -> str:
+    """The Job's pods' gates, nodes, pins and scheduling conditions, and the Events."""
+    lines = [f"{p.metadata.name}: gates={[g.name for g in p.spec.scheduling_gates or ()]} "
+             f"node={p.spec.node_name} selector={p.spec.node_selector} "
+             f"conditions={[(c.type, c.reason, c.message) for c in p.status.conditions or ()]}"
+             for p in pods_of(cluster, namespace, job)]
+    events = cluster.kubectl("get", "events", "-n", namespace, check=False).stdout
+    return "\n".join([*lines, events])
+
+
+def gated(pod: Any) -> bool:
+    return any(g.name == GATE for g in pod.spec.scheduling_gates or ())
+
+
+def refused_with_numbers(done: Any, demand: int = 40, offered: int = 32) -> str:
+    assert done.returncode != 0, f"admitted a gang that can never fit:\n{done.stdout}"
+    message = done.stderr
+    assert "denied the request" in message, message
+    assert re.search(rf"\b{demand}\b", message), message
+    assert re.search(rf"\b{offered}\b", message), message
+    return str(message)
+
+
+def test_five_workers_of_eight_devices_on_four_nodes_of_eight_are_refused_with_the_numbers(
+    cluster: Any, gang_namespace: str, fleet: Fleet
+) -> None:
+    apply(cluster, fleet.template(gang_namespace))
+    huge = fleet.job(unique("huge"), gang_namespace, NODES + 1)
+
+    # The webhook's view learns the slices, class and template from its watches.
+    cluster.wait_for(
+        lambda: apply(cluster, huge, "--dry-run=server", check=False).returncode != 0,
+        timeout=30.0, message="the webhook counting the DRA devices",
+    )
+    refused_with_numbers(apply(cluster, huge, "--dry-run=server", check=False))
+    message = refused_with_numbers(cluster.kubectl(
+        "create", "-f", "-", input=yaml.safe_dump(huge), check=False))
+    assert f"dra:{fleet.device_class}" in message, message
+    got = cluster.kubectl("get", "job", huge["metadata"]["name"], "-n", gang_namespace,
+                          check=False)
+    assert "NotFound" in got.stderr, "a refused Job was created"
+
+
+def test_four_workers_wait_gated_while_a_node_s_devices_are_claimed_then_bind_whole(
+    cluster: Any, gang_namespace: str, plain_namespace: str, fleet: Fleet
+) -> None:
+    # Another pod, of no gang, holds node 0's 8 devices through its own claim.
+    apply(cluster, fleet.template(plain_namespace))
+    other = {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": "other", "namespace": plain_namespace},
+             "spec": {**fleet.pod_spec(),
+                      "nodeSelector": {"kubernetes.io/hostname": fleet.nodes[0]}}}  # fmt: skip
+    apply(cluster, other)
+    cluster.wait_for(
+        lambda: cluster.core.read_namespaced_pod("other", plain_namespace).status.phase
+        == "Running",
+        timeout=60.0, message="the other pod bound with its claim allocated and running",
+    )
+
+    apply(cluster, fleet.template(gang_namespace))
+    name = unique("fits")
+    assert apply(cluster, fleet.job(name, gang_namespace, NODES)).returncode == 0
+    cluster.wait_for(lambda: len(pods_of(cluster, gang_namespace, name)) == NODES,
+                     timeout=60.0, message=f"the Job's {NODES} pods")
+    assert all(gated(p) for p in pods_of(cluster, gang_namespace, name))
+    # Three nodes are free, the gang needs four: nothing may go meanwhile.
+    with contextlib.suppress(AssertionError):
+        cluster.wait_for(
+            lambda: any(not gated(p) or p.spec.node_name
+                        for p in pods_of(cluster, gang_namespace, name)),
+            timeout=WAIT_SECONDS, message="(expected to time out)",
+        )
+    early = [p.metadata.name for p in pods_of(cluster, gang_namespace, name)
+             if not gated(p) or p.spec.node_name]
+    assert early == [], f"released or bound while a node's devices were claimed: {early}"
+
+    cluster.core.delete_namespaced_pod("other", plain_namespace, grace_period_seconds=0)
+
+    def all_bound() -> bool:
+        pods = pods_of(cluster, gang_namespace, name)
+        return len(pods) == NODES and all(p.spec.node_name for p in pods)
+
+    cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
+    pods = pods_of(cluster, gang_namespace, name)
+    assert sorted(p.spec.node_name for p in pods) == sorted(fleet.nodes)
+    claims = cluster.custom.list_namespaced_custom_object(
+        "resource.k8s.io", "v1", gang_namespace, "resourceclaims")["items"]
+    allocated = [c for c in claims if (c.get("status") or {}).get("allocation")]
+    assert len(allocated) == NODES, [c["metadata"]["name"] for c in claims]
+
+
+def test_a_class_of_h100s_present_on_two_nodes_only_refuses_three_workers_of_eight(
+    cluster: Any, gang_namespace: str, mixed_products: Fleet
+) -> None:
+    fleet = mixed_products
+    h100 = fleet.add_class(
+        cluster, f"{fleet.pool}-h100",
+        f'device.attributes["{fleet.driver}"].productName == "H100"')
+    apply(cluster, fleet.template(gang_namespace, h100, name="eight-h100s"))
+    apply(cluster, fleet.template(gang_namespace))
+    three_h100 = fleet.job(unique("h100"), gang_namespace, 3, template="eight-h100s")
+    cluster.wait_for(
+        lambda: apply(cluster, three_h100, "--dry-run=server", check=False).returncode != 0,
+        timeout=30.0, message="the webhook counting the H100 class",
+    )
+    message = refused_with_numbers(
+        apply(cluster, three_h100, "--dry-run=server", check=False), demand=24, offered=16)
+    assert f"dra:{h100}" in message, message
+    # The same three workers of any of the driver's devices fit on the four nodes.
+    any_gpu = fleet.job(unique("any"), gang_namespace, 3)
+    assert apply(cluster, any_gpu, "--dry-run=server", check=False).returncode == 0
+    two_h100 = fleet.job(unique("h100"), gang_namespace, 2, template="eight-h100s")
+    assert apply(cluster, two_h100, "--dry-run=server", check=False).returncode == 0
+
+
+def test_plain_nvidia_gpu_workers_are_counted_on_devices_of_a_class_serving_that_resource(
+    cluster: Any, gang_namespace: str, serving_nvidia_gpus: Fleet
+) -> None:
+    fleet = serving_nvidia_gpus
+    huge = indexed_job(unique("huge"), gang_namespace, fleet.pool, workers=NODES + 1, gpus=8)
+    # Before: counted as nodes with no nvidia.com/gpu, every such Job was refused.
+    cluster.wait_for(
+        lambda: "32" in apply(cluster, huge, "--dry-run=server", check=False).stderr,
+        timeout=30.0, message="the webhook counting the class's devices as nvidia.com/gpu",
+    )
+    refused_with_numbers(apply(cluster, huge, "--dry-run=server", check=False))
+    name = unique("fits")
+    fits = indexed_job(name, gang_namespace, fleet.pool, workers=NODES, gpus=8)
+    assert apply(cluster, fits).returncode == 0
+
+    def all_bound() -> bool:
+        pods = pods_of(cluster, gang_namespace, name)
+        return len(pods) == NODES and all(p.spec.node_name for p in pods)
+
+    try:
+        cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {described(cluster, gang_namespace, name)}") from None
+    assert sorted(p.spec.node_name for p in pods_of(cluster, gang_namespace, name)) == sorted(
+        fleet.nodes)
+
+
+def test_a_mixed_fleet_counts_device_plugin_gpus_and_dra_devices_each_as_their_own(
+    cluster: Any, gang_namespace: str, mixed_kinds: Fleet
+) -> None:
+    fleet = mixed_kinds
+    apply(cluster, fleet.template(gang_namespace))
+    three_dra = fleet.job(unique("dra"), gang_namespace, 3)
+    cluster.wait_for(
+        lambda: apply(cluster, three_dra, "--dry-run=server", check=False).returncode != 0,
+        timeout=30.0, message="the webhook counting the mixed pool's devices",
+    )
+    # Neither kind is counted as the other: 2 nodes of each, 16 of each.
+    refused_with_numbers(apply(cluster, three_dra, "--dry-run=server", check=False),
+                         demand=24, offered=16)
+    three_gpu = indexed_job(unique("gpu"), gang_namespace, fleet.pool, workers=3, gpus=8)
+    message = refused_with_numbers(
+        apply(cluster, three_gpu, "--dry-run=server", check=False), demand=24, offered=16)
+    assert "nvidia.com/gpu" in message, message
+
+    dra_name, gpu_name = unique("dra"), unique("gpu")
+    apply(cluster, fleet.job(dra_name, gang_namespace, 2))
+    apply(cluster, indexed_job(gpu_name, gang_namespace, fleet.pool, workers=2, gpus=8))
+
+    def bound(job: str) -> list[str]:
+        return sorted(p.spec.node_name or "" for p in pods_of(cluster, gang_namespace, job))
+
+    cluster.wait_for(lambda: all(bound(dra_name)) and len(bound(dra_name)) == 2
+                     and all(bound(gpu_name)) and len(bound(gpu_name)) == 2,
+                     timeout=90.0, message="both gangs bound")
+    assert bound(dra_name) == sorted(fleet.nodes)
+    assert bound(gpu_name) == sorted(fleet.gpu_nodes)

@@ -1,0 +1,301 @@
+"""The live path of DRA: `kube.device_view.DeviceView` fed informer events, and the
+admission decisions it makes possible (webhook/server/admission.py).
+
+Plain dicts shaped as `k8s.io/api/resource/v1/types.go`: a ResourceSlice per node
+(`spec.driver`, `spec.nodeName`, `spec.pool` with `generation` and
+`resourceSliceCount`, `spec.devices[].name` and `attributes`), a DeviceClass with a
+CEL selector, a ResourceClaimTemplate (`spec.spec.devices.requests[].exactly` with
+`deviceClassName` and `count`), and core/v1 `PodSpec.resourceClaims[]` naming it.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from gangkeeper.policies.cluster.capacity import Capacity
+from gangkeeper.policies.settings.config import Config
+from gangkeeper.webhook.kube.device_view import (
+    CLAIM_TEMPLATES,
+    CLASSES,
+    SLICES,
+    DeviceView,
+    with_device_names,
+)
+from gangkeeper.webhook.kube.informer import object_key as key
+from gangkeeper.webhook.server import admission
+from gangkeeper.webhook.server.admission import Policy, parse_review
+
+DRIVER = "gpu.example.com"
+CLASS = "gpu.example.com"
+NAMESPACE = "team"
+
+
+def node(name: str) -> dict[str, Any]:
+    """A Node that lists no GPU: its devices are in its ResourceSlice only."""
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"allocatable": {"cpu": "128", "memory": "1Ti", "pods": "110"}}}  # fmt: skip
+
+
+def resource_slice(node_name: str, devices: int, *, generation: int = 1,
+                   product: str = "A100") -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"{node_name}-{DRIVER}"},
+            "spec": {"driver": DRIVER, "nodeName": node_name,
+                     "pool": {"name": node_name, "generation": generation,
+                              "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{i}",
+                                  "attributes": {"productName": {"string": product}}}
+                                 for i in range(devices)]}}  # fmt: skip
+
+
+DEVICE_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                "metadata": {"name": CLASS},
+                "spec": {"selectors": [{"cel": {"expression":
+                                                f"device.driver == '{DRIVER}'"}}]}}  # fmt: skip
+
+TEMPLATE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "eight-gpus", "namespace": NAMESPACE},
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpus",
+                 "exactly": {"deviceClassName": CLASS, "count": 8}}]}}}}  # fmt: skip
+
+
+class Sink:
+    """What the capacity's Node subscriber receives, by name."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Mapping[str, Any]] = {}
+        self.upserts = 0
+
+    def upsert(self, obj: Mapping[str, Any]) -> None:
+        self.upserts += 1
+        self.nodes[obj["metadata"]["name"]] = obj
+
+    def delete(self, obj: Mapping[str, Any]) -> None:
+        self.nodes.pop(obj["metadata"]["name"], None)
+
+    def relisted(self, keys: set[str]) -> None:
+        self.nodes = {k: v for k, v in self.nodes.items() if f"/{k}" in keys}
+
+    def gpus(self, name: str) -> str | None:
+        return self.nodes[name]["status"]["allocatable"].get(f"dra:{CLASS}")
+
+
+def listed(view: DeviceView, sink: Sink, nodes: int = 4, per_node: int = 8) -> None:
+    """The informers' first lists, Nodes first (their order is not fixed)."""
+    names = [f"dra-node-{i}" for i in range(nodes)]
+    for name in names:
+        view.upsert(node(name))
+    view.relisted({key(node(name)) for name in names})
+    slices = [resource_slice(name, per_node) for name in names]
+    for obj in slices:
+        view.slices.upsert(obj)
+    view.slices.relisted({key(o) for o in slices})
+    view.classes.upsert(DEVICE_CLASS)
+    view.classes.relisted({key(DEVICE_CLASS)})
+    view.templates.upsert(TEMPLATE)
+    view.templates.relisted({key(TEMPLATE)})
+
+
+# --- the view ---------------------------------------------------------------------------
+
+
+def test_nodes_reach_the_capacity_with_their_slices_devices_once_slices_and_classes_are_listed(
+) -> None:
+    sink, seen = Sink(), []
+    view = DeviceView(sink, seen.append)
+    listed(view, sink)
+    assert {name: sink.gpus(name) for name in sink.nodes} == {
+        f"dra-node-{i}": "8" for i in range(4)
+    }
+    assert seen == [SLICES, CLASSES, CLAIM_TEMPLATES]  # each store says when it is listed
+
+
+def test_the_first_list_recomputes_the_nodes_once_not_once_per_slice() -> None:
+    sink = Sink()
+    view = DeviceView(sink)
+    listed(view, sink, nodes=50)
+    # 50 as the Nodes arrive, 50 when the slices' list ends, 50 when the classes' does;
+    # not 50 per slice (2,500 at 50 nodes, 25 million at 5,000).
+    assert sink.upserts == 150
+
+
+def test_a_slice_that_changes_or_goes_changes_its_nodes_count() -> None:
+    sink = Sink()
+    view = DeviceView(sink)
+    listed(view, sink)
+    view.slices.upsert(resource_slice("dra-node-1", 4, generation=2))
+    assert sink.gpus("dra-node-1") == "4"
+    view.slices.delete(resource_slice("dra-node-2", 8))
+    assert sink.gpus("dra-node-2") is None
+    assert sink.gpus("dra-node-0") == "8"
+
+
+def test_a_node_computed_before_a_class_change_never_reaches_the_sink_after_it() -> None:
+    # The Node informer's thread delivers a heartbeat computed with the old classes;
+    # meanwhile the class informer's thread refreshes every Node. Seen on the sandbox:
+    # the stale Node arrived last and the controller saw no devices on it for good.
+    class Slow(Sink):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inside, self.go = threading.Event(), threading.Event()
+            self.armed = False
+
+        def upsert(self, obj: Mapping[str, Any]) -> None:
+            if self.armed and not self.inside.is_set() and obj["metadata"]["name"] == "dra-node-0":
+                self.inside.set()
+                self.go.wait(5)
+            super().upsert(obj)
+
+    sink = Slow()
+    view = DeviceView(sink)
+    listed(view, sink)
+    sink.armed = True
+    heartbeat = threading.Thread(target=view.upsert, args=(node("dra-node-0"),))
+    heartbeat.start()
+    assert sink.inside.wait(5)
+    serving = copy.deepcopy(DEVICE_CLASS)
+    serving["spec"]["extendedResourceName"] = "nvidia.com/gpu"
+    change = threading.Thread(target=view.classes.upsert, args=(serving,))
+    change.start()
+    time.sleep(0.2)  # the refresh, if unordered, hands dra-0 on now
+    sink.go.set()
+    heartbeat.join(5)
+    change.join(5)
+    assert sink.nodes["dra-node-0"]["status"]["allocatable"].get("nvidia.com/gpu") == "8"
+
+
+def test_a_bad_slice_is_ignored_and_the_others_still_count() -> None:
+    sink = Sink()
+    view = DeviceView(sink)
+    listed(view, sink)
+    broken = resource_slice("dra-node-3", 8)
+    del broken["spec"]["driver"]
+    view.slices.upsert(broken)  # logged, counted as absent
+    assert sink.gpus("dra-node-3") is None
+    assert sink.gpus("dra-node-0") == "8"
+
+
+# --- admission with claims ----------------------------------------------------------------
+
+
+def job(name: str, workers: int) -> dict[str, Any]:
+    """An Indexed Job whose every worker claims 8 devices through TEMPLATE."""
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": NAMESPACE, "uid": f"uid-{name}"},
+            "spec": {"parallelism": workers, "completions": workers,
+                     "completionMode": "Indexed",
+                     "template": {"spec": {
+                         "restartPolicy": "Never",
+                         "resourceClaims": [{"name": "gpus",
+                                             "resourceClaimTemplateName": "eight-gpus"}],
+                         "containers": [{"name": "trainer", "image": "trainer:1",
+                                         "resources": {"claims": [{"name": "gpus"}]}}],
+                     }}}}  # fmt: skip
+
+
+def pod_of(owner: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod as the Job controller creates it."""
+    name = owner["metadata"]["name"]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": f"{name}-0-", "namespace": NAMESPACE,
+                         "labels": {"batch.kubernetes.io/job-name": name, "job-name": name,
+                                    "batch.kubernetes.io/job-completion-index": "0"},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                                              "name": name, "uid": owner["metadata"]["uid"],
+                                              "controller": True}]},
+            "spec": copy.deepcopy(owner["spec"]["template"]["spec"])}  # fmt: skip
+
+
+class Owners:
+    def __init__(self, *objects: Mapping[str, Any]) -> None:
+        self.objects = {(o["apiVersion"], o["kind"], o["metadata"]["namespace"],
+                         o["metadata"]["name"]): o for o in objects}  # fmt: skip
+
+    def __call__(self, api_version: str, kind: str, namespace: str, name: str) -> Any:
+        return self.objects.get((api_version, kind, namespace, name))
+
+
+def policy(*owners: Mapping[str, Any]) -> Policy:
+    """What serve builds: a capacity fed by the view, the config counting `dra:*` as
+    GPUs, owners asking their claims' devices (cli/serve.py, server/app.py)."""
+    sink = Sink()
+    view = DeviceView(sink)
+    listed(view, sink)
+    config = with_device_names(Config())
+    capacity = Capacity.from_nodes(list(sink.nodes.values()), config)
+    return Policy(capacity=capacity, lookup=view.owners(Owners(*owners)), config=config,
+                  devices=view)
+
+
+def review(obj: Mapping[str, Any], kind: tuple[str, str, str], *, dry_run: bool = False
+           ) -> admission.Review:
+    group, version, kind_name = kind
+    return parse_review(json.dumps({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u-1", "kind": {"group": group, "version": version, "kind": kind_name},
+                    "resource": {"group": group, "version": version,
+                                 "resource": kind_name.lower() + "s"},
+                    "namespace": NAMESPACE, "operation": "CREATE", "object": obj,
+                    "dryRun": dry_run, "userInfo": {"username": "alice"}}}).encode())  # fmt: skip
+
+
+JOB_KIND = ("batch", "v1", "Job")
+
+
+def test_five_workers_of_eight_claimed_gpus_on_four_nodes_of_eight_are_refused_with_the_numbers(
+) -> None:
+    for dry_run in (False, True):
+        answer = admission.validate(review(job("huge", 5), JOB_KIND, dry_run=dry_run), policy())
+        response = answer.review["response"]
+        assert response["allowed"] is False
+        message = response["status"]["message"]
+        assert "40" in message and "32" in message, message
+
+
+def test_a_job_of_four_workers_of_eight_claimed_gpus_on_four_nodes_of_eight_is_admitted() -> None:
+    answer = admission.validate(review(job("fits", 4), JOB_KIND), policy())
+    assert answer.review["response"]["allowed"] is True
+    assert answer.outcome == "allowed"  # judged as a gang, not ignored as asking nothing
+
+
+def test_a_pod_of_a_dra_job_that_can_never_fit_is_refused_by_the_pod_webhooks_too() -> None:
+    # The Job controller's pods reach the pod webhooks; their gang is read from the Job,
+    # whose template asks its devices only through the claim.
+    owner = job("huge", 5)
+    data = review(pod_of(owner), ("", "v1", "Pod"))
+    for answer in (admission.mutate(data, policy(owner)), admission.validate(data, policy(owner))):
+        response = answer.review["response"]
+        assert response["allowed"] is False, answer.summary
+        assert "40" in response["status"]["message"]
+
+
+def test_a_pod_of_a_dra_job_that_fits_is_gated_and_its_claims_are_not_patched_in() -> None:
+    owner = job("fits", 4)
+    pod = pod_of(owner)
+    answer = admission.mutate(review(pod, ("", "v1", "Pod")), policy(owner))
+    response = answer.review["response"]
+    assert response["allowed"] is True and answer.outcome == "patched", answer.summary
+    ops = json.loads(base64.b64decode(response["patch"]))
+    assert any(op["path"].startswith("/spec/schedulingGates") for op in ops), ops
+    # The devices counted as limits are the view's; the pod must not ask `dra:*`
+    # resources no node lists, or it would never schedule.
+    assert not any("containers" in op["path"] or "dra:" in json.dumps(op["value"])
+                   for op in ops), ops
+
+
+def test_a_claim_whose_template_is_unknown_is_admitted_with_a_warning_saying_it_was_not_counted(
+) -> None:
+    unknown = job("unknown", 5)
+    unknown["spec"]["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = "gone"
+    answer = admission.validate(review(unknown, JOB_KIND), policy())
+    response = answer.review["response"]
+    assert response["allowed"] is True
+    assert any("gone" in w and "not counted" in w for w in response["warnings"])

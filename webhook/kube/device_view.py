@@ -1,0 +1,259 @@
+"""What a gangkeeper process knows of Dynamic Resource Allocation (resource.k8s.io/v1).
+
+`DeviceView` follows ResourceSlices, DeviceClasses and ResourceClaimTemplates through the
+process's informers and gives the webhooks and the controller the same view `gangkeeper
+check` has (`policies.dra.extended`): every Node passes on to its subscriber (the
+admission capacity, the controller's node store) with its classes' devices as
+allocatable `dra:<class>` (and the class's `extendedResourceName` where the Node lists
+none), and pods, pod templates and owners ask their claims' devices as limits of those
+names (`with_claims`, `owners`). So a gang whose members ask more devices than the
+fleet's slices offer is refused at creation and on `--dry-run=server`, with the
+numbers, and the controller releases a DRA gang only when all its devices are free.
+
+It lives under `kube` (beside the informers it subscribes to) because both the server
+and the controller use it, and neither may import the other.
+
+What it does not do (docs/policy.md, "Dynamic Resource Allocation"): devices allocated
+to claims are not read from ResourceClaim status; a device is used while a bound pod
+whose claim asks it is counted (the controller counts bound pods' limits), so a claim
+allocated without a pod is not seen; shared ResourceClaims are not counted; DRA gangs
+are still released unpinned (`policies.assigner.constraints`). Slices and classes
+change when drivers start, not per pod: a change recomputes every Node (O(nodes)),
+and during the first list only once, when it ends.
+
+May read through the informers (list and watch); never writes to the cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from gangkeeper.policies.dra import (
+    DeviceClass,
+    DeviceDemand,
+    read_claim_template,
+    read_device_class,
+    read_resource_slice,
+)
+from gangkeeper.policies.dra.extended import PREFIX, nodes_with_devices, with_claim_limits
+from gangkeeper.policies.dra.slices import ResourceSlice
+from gangkeeper.policies.errors import InvalidObject, PolicyError
+from gangkeeper.policies.settings.config import Config
+
+from .informer import object_key
+from .resources import Resource
+
+log = logging.getLogger(__name__)
+
+SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False)
+CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False)
+CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates",
+                           "ResourceClaimTemplate")
+RESOURCES = (SLICES, CLASSES, CLAIM_TEMPLATES)
+#: Every class's devices are counted as GPUs (a class is an accelerator's class).
+DEVICE_PATTERN = PREFIX + "*"
+
+
+def with_device_names(config: Config) -> Config:
+    """The config also counting `dra:<class>` resources as GPUs."""
+    if config.is_gpu_resource(PREFIX + "any"):
+        return config
+    return dataclasses.replace(config, gpu_resources=(*config.gpu_resources, DEVICE_PATTERN))
+
+
+class NodeSink(Protocol):
+    """What receives Nodes: the capacity's subscriber (`cluster_view._NodeCapacity`)."""
+
+    def upsert(self, node: Mapping[str, Any]) -> None: ...
+
+    def delete(self, node: Mapping[str, Any]) -> None: ...
+
+    def relisted(self, keys: set[str]) -> None: ...
+
+
+Listed = Callable[[Resource], None]
+
+
+class _Store:
+    """Subscriber keeping one kind's objects, read by `read`, calling `changed`."""
+
+    def __init__(self, resource: Resource, read: Callable[[Mapping[str, Any]], Any],
+                 changed: Callable[[], None], on_listed: Listed) -> None:
+        self.resource, self._read, self._changed, self._on_listed = (
+            resource, read, changed, on_listed)
+        self.items: dict[str, Any] = {}
+        self.lock = threading.Lock()
+        #: Until the first list ends, changes are not passed on: one recompute, at its end.
+        self.listed = False
+
+    def upsert(self, obj: Mapping[str, Any]) -> None:
+        try:
+            value = self._read(obj)
+        except PolicyError as exc:
+            # One bad object must not blind the view to the others; it counts as absent.
+            # ("name" is a LogRecord attribute: as an `extra` key it raises KeyError.)
+            log.warning("ignored", extra={"kind": self.resource.kind,
+                                          "object": object_key(obj), "error": str(exc)})
+            self.delete(obj)
+            return
+        with self.lock:
+            self.items[object_key(obj)] = value
+        if self.listed:
+            self._changed()
+
+    def delete(self, obj: Mapping[str, Any]) -> None:
+        with self.lock:
+            gone = self.items.pop(object_key(obj), None)
+        if gone is not None and self.listed:
+            self._changed()
+
+    def relisted(self, keys: set[str]) -> None:
+        with self.lock:
+            stale = [k for k in self.items if k not in keys]
+            for key in stale:
+                del self.items[key]
+        first, self.listed = not self.listed, True
+        if stale or first:
+            self._changed()
+        self._on_listed(self.resource)
+
+    def values(self) -> list[Any]:
+        with self.lock:
+            return list(self.items.values())
+
+
+def _template(obj: Mapping[str, Any]) -> tuple[str, tuple[str, DeviceDemand]]:
+    name, demand = read_claim_template(obj)
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    return namespace, (name, demand)
+
+
+class DeviceView:
+    """Nodes with their devices for the capacity, and claims as limits (module docstring)."""
+
+    def __init__(self, sink: NodeSink, on_listed: Listed = lambda resource: None) -> None:
+        self._sink = sink
+        self._nodes: dict[str, Mapping[str, Any]] = {}
+        self._lock = threading.Lock()
+        #: Held from computing a Node's devices to handing it on: the Node informer's
+        #: thread and a slice or class one both deliver Nodes, and a Node computed
+        #: with the old devices must not reach the sink after the refresh did (it
+        #: would undo it until the Node next changes).
+        self._deliver = threading.Lock()
+        self._fewest: dict[str, int] = {}
+        #: Counts slice and class changes (`_with_devices`: the Nodes' versions).
+        self._generation = 0
+        self.slices = _Store(SLICES, read_resource_slice, self._refresh, on_listed)
+        self.classes = _Store(CLASSES, read_device_class, self._refresh, on_listed)
+        self.templates = _Store(CLAIM_TEMPLATES, _template, lambda: None, on_listed)
+
+    # -- the Node subscriber, in front of the capacity's ----------------------------
+
+    def upsert(self, node: Mapping[str, Any]) -> None:
+        with self._deliver:
+            with self._lock:
+                self._nodes[object_key(node)] = node
+            self._sink.upsert(self._with_devices([node])[0])
+
+    def delete(self, node: Mapping[str, Any]) -> None:
+        with self._deliver:
+            with self._lock:
+                self._nodes.pop(object_key(node), None)
+            self._sink.delete(node)
+
+    def relisted(self, keys: set[str]) -> None:
+        with self._deliver:
+            with self._lock:
+                for key in [k for k in self._nodes if k not in keys]:
+                    del self._nodes[key]
+            self._sink.relisted(keys)
+
+    def _with_devices(self, nodes: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        classes: list[DeviceClass] = self.classes.values()
+        slices: list[ResourceSlice] = self.slices.values()
+        if classes:
+            out, fewest = nodes_with_devices(nodes, slices, classes)
+        else:  # nothing to add: a shallow copy, for the version below
+            out = [{**n, "metadata": dict(n.get("metadata") or {})} for n in nodes]
+            fewest = {}
+        with self._lock:
+            generation = self._generation
+            for name, count in fewest.items():
+                self._fewest[name] = min(self._fewest.get(name, count), count)
+        for node in out:
+            # A sink that skips versions it holds (`informer.Store`, the controller's)
+            # must take a Node whose devices changed though the Node did not: its
+            # version gets the devices' generation (opaque versions that differ are
+            # newer; the same Node and devices give the same version).
+            meta = node.setdefault("metadata", {})
+            meta["resourceVersion"] = f"{meta.get('resourceVersion') or ''}+dra{generation}"
+        return list(out)
+
+    def _refresh(self) -> None:
+        """A slice or class changed: every Node passes on again with its devices."""
+        with self._deliver:
+            with self._lock:
+                nodes = list(self._nodes.values())
+                self._fewest = {}
+                self._generation += 1
+            for node in self._with_devices(nodes):
+                self._sink.upsert(node)
+
+    def subscribe(self, informers: Any) -> None:
+        """Subscribe the three stores to `informers` (`kube.informer.Informers`); the
+        Nodes are the caller's to subscribe (this view in front of its sink)."""
+        for store in (self.slices, self.classes, self.templates):
+            informers.subscribe(store.resource, store)
+
+    # -- what the webhooks and the controller ask ------------------------------------
+
+    def with_claims(self, obj: Mapping[str, Any], namespace: str
+                    ) -> tuple[Mapping[str, Any], tuple[str, ...]]:
+        """`obj` with its pod specs' claims as device limits, and a warning when a
+        claim's template is not known (its devices are then not counted)."""
+        if not _has_claims(obj) or not self.classes.values():
+            return obj, ()  # no claim, or no DeviceClass a claim could be counted as
+        templates = dict(
+            entry for ns, entry in self.templates.values() if ns == namespace)
+        with self._lock:
+            fewest = dict(self._fewest)
+        try:
+            return with_claim_limits(obj, templates, fewest), ()
+        except InvalidObject as exc:
+            # The template may be created after its workload (the claim controller
+            # waits for it too): admit, and say that its devices were not counted.
+            # What and why first: the API server may show only a warning's start.
+            return obj, (f"devices not counted ({exc.message}): gangkeeper cannot tell "
+                         f"whether the gang could ever fit; at {exc.path}",)
+
+    def owners(self, lookup: Callable[[str, str, str, str], Any]
+               ) -> Callable[[str, str, str, str], Any]:
+        """`lookup` (an owner lookup: apiVersion, kind, namespace, name) whose owners'
+        pod templates ask their claims' devices as limits, so a pod's gang is sized
+        with them (the pod webhook reads the gang from the owner)."""
+
+        def with_devices(api_version: str, kind: str, namespace: str, name: str) -> Any:
+            owner = lookup(api_version, kind, namespace, name)
+            if not isinstance(owner, Mapping):
+                return owner
+            return self.with_claims(owner, namespace)[0]
+
+        return with_devices
+
+
+def _has_claims(value: Any, depth: int = 0) -> bool:
+    """Whether a pod spec in `value` names a claim (cheap: most objects have none)."""
+    if depth > 12:
+        return False
+    if isinstance(value, Mapping):
+        if value.get("resourceClaims") and "containers" in value:
+            return True
+        return any(_has_claims(v, depth + 1) for v in value.values()
+                   if isinstance(v, Mapping | list))
+    if isinstance(value, list):
+        return any(_has_claims(v, depth + 1) for v in value if isinstance(v, Mapping | list))
+    return False
