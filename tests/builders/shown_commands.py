@@ -34,6 +34,8 @@ class Shown:
     line: int
     block: int
     text: str
+    #: The `# comment` after it on the page (`exit 1: reject`), without the `#`.
+    comment: str = ""
 
     @property
     def command(self) -> str:
@@ -47,10 +49,10 @@ def fences(page: str) -> list[tuple[str, str, int]]:
     return [(m[1], m[2], text.count("\n", 0, m.start(2)) + 1) for m in FENCE.finditer(text)]
 
 
-def block_commands(body: str, first_line: int) -> list[tuple[int, str]]:
-    """(line, command) of every command of one ```sh block."""
+def block_commands(body: str, first_line: int) -> list[tuple[int, str, str]]:
+    """(line, command, comment) of every command of one ```sh block."""
     lines = body.splitlines()
-    found: list[tuple[int, str]] = []
+    found: list[tuple[int, str, str]] = []
     i = 0
     while i < len(lines):
         start = i
@@ -68,9 +70,12 @@ def block_commands(body: str, first_line: int) -> list[tuple[int, str]]:
                 i += 1
                 body_lines.append(lines[i])
             i += 1  # the terminator
-            found.append((first_line + start, "\n".join([command, *body_lines, heredoc[1]])))
+            text = "\n".join([command, *body_lines, heredoc[1]])
+            found.append((first_line + start, text, ""))
         else:
-            found.append((first_line + start, COMMENT.sub("", command)))
+            said = COMMENT.search(command)
+            comment = said[0].strip().removeprefix("#").strip() if said else ""
+            found.append((first_line + start, COMMENT.sub("", command), comment))
         i += 1
     return found
 
@@ -80,7 +85,7 @@ def shown(page: str) -> list[Shown]:
     commands: list[Shown] = []
     sh_blocks = [(body, line) for language, body, line in fences(page) if language == "sh"]
     for index, (body, line) in enumerate(sh_blocks):
-        commands += [Shown(page, n, index, text) for n, text in block_commands(body, line)]
+        commands += [Shown(page, n, index, *found) for n, *found in block_commands(body, line)]
     return commands
 
 

@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from builders.shown_commands import ROOT, Shown, block
+from builders.docs_runs import SANDBOX_WALK_THROUGH as RUNS
+from builders.shown_commands import ROOT
 
 from gangkeeper.webhook.sandbox import (
     ALL_COMPONENTS,
@@ -29,9 +30,6 @@ from gangkeeper.webhook.sandbox import (
 )
 
 pytestmark = pytest.mark.e2e
-WALK_THROUGH = block("README.md", "gangkeeper sandbox up")
-#: What this test runs of the README (the build line is .ci/run's).
-RUNS: list[Shown] = [c for c in WALK_THROUGH if c.command != "deploy/sandbox/build.sh"]
 #: The pause before `sandbox down`: until the Job's pods are bound, at most 90 s.
 WAIT_BOUND = """\
 for _ in $(seq 90); do
