@@ -34,7 +34,7 @@ README_OWNERS = block("README.md", "--owners")
 #: server.md's serve lines that need a cluster (run by tests/e2e/test_docs_commands.py).
 SERVE_NEEDS_CLUSTER = (
     "gangkeeper serve --kubeconfig ~/.kube/config",
-    "gangkeeper serve --controller-only",
+    "gangkeeper serve --controller-only --kubeconfig ~/.kube/config",
 )
 SERVER_MD_OFFLINE = [
     c for c in shown("docs/server.md")

@@ -13,7 +13,7 @@ prod`), `kubectl`, the `kubectl-gangkeeper` plugin and `gangkeeper` on PATH, and
    minutes);
 3. `gangkeeper check --kubeconfig` of the README and docs/policy.md;
 4. docs/view.md's three `view` lines, each page fetched through the URL it prints;
-5. docs/server.md's `serve --kubeconfig ~/.kube/config` and `serve --controller-only`,
+5. docs/server.md's `serve --kubeconfig ~/.kube/config` and `serve --controller-only ...`,
    each answering its probe (their controllers stand by: the sandbox's holds the Lease);
 6. docs/install.md's `gangkeeper ungate --force`, which releases `w1` (the plain
    `ungate` lines are run by the operator guide's own sandbox).
@@ -26,6 +26,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -203,9 +204,18 @@ def page_of(reader: Reader, line: Shown, expect: str) -> None:
     process = reader.start(line)
     try:
         url = served_url(process)
-        with urllib.request.urlopen(url, timeout=30) as response:
-            assert response.status == 200
-            body = response.read().decode()
+        # The socket is bound before the URL is printed, but listens only once uvicorn runs.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=30) as response:
+                    assert response.status == 200
+                    body = response.read().decode()
+                break
+            except urllib.error.URLError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         assert expect in body, body[:2000]
     finally:
         stop(process)
@@ -218,9 +228,12 @@ def test_3_check_against_the_live_clusters_nodes(cluster: Cluster, reader: Reade
     for line in CHECK_LIVE:
         out = reader.run(line)
         assert out.returncode == 0, out.stdout + out.stderr
-        assert out.stdout.startswith("admit   TrainJob default/llama-finetune"), out.stdout
+        # The file's first document is the runtime it names (not a gang), the second the job.
+        assert "admit   TrainJob default/llama-finetune: gang llama-finetune minMember=2" in (
+            out.stdout
+        ), out.stdout
         assert "[examples/trainjob-fits.yaml document 2]" in out.stdout, out.stdout
-        assert out.stdout.splitlines()[-1] == "1 admitted, 0 rejected, 0 errors", out.stdout
+        assert out.stdout.splitlines()[-1] == "2 admitted, 0 rejected, 0 errors", out.stdout
 
 
 def test_4_the_view_pages_lines_serve_the_page(reader: Reader) -> None:
@@ -228,7 +241,7 @@ def test_4_the_view_pages_lines_serve_the_page(reader: Reader) -> None:
     page_of(reader, every, expect=NS)
     page_of(reader, one_namespace, expect=NS)
     assert options.command.startswith("gangkeeper view --port 8089")
-    page_of(reader, options, expect="prod")  # the context it reads, named on the page
+    page_of(reader, options, expect=NS)  # read through the kubeconfig's context `prod`
 
 
 def test_5_serve_against_the_cluster_answers_its_probes(reader: Reader) -> None:
