@@ -22,6 +22,7 @@ KUBECTL_FLAGS = {
     "explain": {"-n", "--namespace", "--context", "--kubeconfig"},
     "check": {"-n", "--namespace", "--context", "--kubeconfig"},
     "serve": {"-n", "--namespace", "--context", "--kubeconfig"},
+    "view": {"-n", "--namespace", "-A", "--all-namespaces", "--context", "--kubeconfig"},
 }
 KUBECONFIG = """\
 apiVersion: v1
@@ -41,16 +42,28 @@ current-context: here
 
 def gangkeeper(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gangkeeper.webhook.cli", *args],
+        [sys.executable, "-m", "gangkeeper.webhook.cli", *args], cwd=ROOT,
         capture_output=True, text=True, timeout=60, check=False,
     )
 
 
+def commands() -> dict[str, argparse.ArgumentParser]:
+    """Every command and sub-command (`sandbox up`) by its name as typed."""
+    found: dict[str, argparse.ArgumentParser] = {}
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    found[f"{prefix}{name}"] = child
+                    walk(child, f"{prefix}{name} ")
+
+    walk(build_parser(), "")
+    return found
+
+
 def options(command: str) -> set[str]:
-    sub = next(
-        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
-    )
-    return {s for a in sub.choices[command]._actions for s in a.option_strings}
+    return {s for a in commands()[command]._actions for s in a.option_strings}
 
 
 @pytest.mark.parametrize("command", sorted(KUBECTL_FLAGS))
@@ -58,7 +71,15 @@ def test_cluster_commands_take_kubectls_flags(command: str) -> None:
     assert KUBECTL_FLAGS[command] <= options(command)
 
 
-@pytest.mark.parametrize("command", ["status", "explain pod/x", "ungate --dry-run"])
+def test_every_command_that_reads_a_cluster_is_in_the_table() -> None:
+    # A new command with --kubeconfig must be held to kubectl's flags as well.
+    reading = {name for name in commands() if "--kubeconfig" in options(name)}
+    assert reading == set(KUBECTL_FLAGS)
+
+
+@pytest.mark.parametrize(
+    "command", ["status", "explain pod/x", "ungate --dry-run", "view", "check -f examples"]
+)
 def test_context_picks_a_context_of_the_kubeconfig(tmp_path: Path, command: str) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)

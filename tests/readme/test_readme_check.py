@@ -2,8 +2,8 @@
 each offline one (`--nodes examples/...`) exits as its `# exit N` comment says, and the
 output the page prints after them is exactly what one of them prints.
 
-(The `--kubeconfig` line needs a cluster and the `helm template ... | ...` line a
-chart; they are left to the e2e and CLI tests.)"""
+(The `--kubeconfig` line needs a cluster: tests/e2e/test_docs_commands.py runs it; the
+`helm template ... | ...` line a chart: tests/readme/test_docs_offline_commands.py.)"""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders.docs_runs import CHECK_PAGES, OFFLINE_CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", ROOT / "docs" / "policy.md"]
+PAGES = [ROOT / page for page in CHECK_PAGES]
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-OFFLINE = re.compile(r"^gangkeeper (check --nodes examples/\S+ .*?)\s*(?:#\s*(.*))?$")
 
 
 def blocks(page: Path) -> list[tuple[str, str]]:
@@ -29,13 +29,10 @@ def blocks(page: Path) -> list[tuple[str, str]]:
 
 def offline_commands(page: Path) -> list[tuple[list[str], str]]:
     """(argv after `gangkeeper`, the comment) of every offline check line of the page."""
-    found = []
-    for language, body in blocks(page):
-        if language == "sh":
-            for line in body.splitlines():
-                if (m := OFFLINE.match(line.strip())) and "|" not in m[1]:
-                    found.append((shlex.split(m[1]), m[2] or ""))
-    return found
+    name = str(page.relative_to(ROOT))
+    return [
+        (shlex.split(c.command)[1:], c.comment) for c in OFFLINE_CHECKS if c.page == name
+    ]
 
 
 def check(argv: list[str]) -> subprocess.CompletedProcess[str]:

@@ -1,21 +1,25 @@
-"""The README's sandbox walk-through, run as a user types it (separate sandbox dir).
+"""The README's sandbox walk-through, run as a user types it, in a directory of its own.
 
-`gangkeeper sandbox up` → `eval` its exports → `kubectl get nodes`, a server-side
+The block's lines are taken from README.md and run in one bash session, in order and
+unchanged: `eval "$(gangkeeper sandbox up)"` → `kubectl get nodes`, a server-side
 dry-run refused with the numbers, a fitting Job applied and bound by the real
-scheduler, `gangkeeper status` → `gangkeeper sandbox down`. Needs the control-plane
-binaries; skips (or fails under GANGKEEPER_E2E=require) without them.
+scheduler, `gangkeeper status` → `gangkeeper sandbox down`. Between the last two the
+test waits for the Job's four pods to be bound (the README's reader looks at
+`kubectl get pods -o wide` until they are). The build line is CI's (`.ci/run`). Needs
+the control-plane binaries; skips (or fails under GANGKEEPER_E2E=require) without them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from builders.docs_runs import SANDBOX_WALK_THROUGH as RUNS
+from builders.shown_commands import ROOT
 
 from gangkeeper.webhook.sandbox import (
     ALL_COMPONENTS,
@@ -25,85 +29,97 @@ from gangkeeper.webhook.sandbox import (
     find_binaries,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e
+#: The pause before `sandbox down`: until the Job's pods are bound, at most 90 s.
+WAIT_BOUND = """\
+for _ in $(seq 90); do
+  bound=$(kubectl get pods -l batch.kubernetes.io/job-name=resnet-ddp \\
+    -o jsonpath='{range .items[*]}{.spec.nodeName}{" "}{end}' | wc -w)
+  [ "$bound" -eq 4 ] && break
+  sleep 1
+done
+echo "bound: $bound"
+"""
+MARK = "@@@ "
 
 
-def _shell(
-    script: str, env: dict[str, str], timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", "-c", script],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+def script() -> str:
+    """The README's lines, each between markers (on stdout and stderr) and its exit code."""
+    parts = []
+    for i, shown in enumerate(RUNS):
+        if shown.command == "gangkeeper sandbox down":
+            parts.append(f'echo "{MARK}wait"\n{WAIT_BOUND}')
+        parts.append(
+            f'echo "{MARK}{i}"; echo "{MARK}{i}" >&2\n{shown.text}\necho "{MARK}rc $?"'
+        )
+    return "\n".join(parts) + "\n"
 
 
-@pytest.fixture(scope="module")
-def user_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def sections(output: str) -> dict[str, str]:
+    """Marker → the output after it."""
+    pieces = re.split(rf"^{MARK}(\S+)\n", output, flags=re.M)
+    return dict(zip(pieces[1::2], pieces[2::2], strict=True))
+
+
+def test_the_readme_walk_through_works_as_written(tmp_path: Path) -> None:
     try:
         find_binaries()
     except BinariesMissing as exc:
         if os.environ.get("GANGKEEPER_E2E", "").lower() == "require":
             pytest.fail(f"GANGKEEPER_E2E=require: {exc}", pytrace=False)
         pytest.skip(f"control plane not built: run {BUILD_COMMAND}")
-    state = tmp_path_factory.mktemp("readme-sandbox")
-    env = dict(os.environ)
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
     # The `gangkeeper` script of this interpreter, as the README's install puts it on PATH.
-    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
-    env["SANDBOX_DIR"] = str(state)
-    up = _shell('gangkeeper sandbox up --dir "$SANDBOX_DIR"', env)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     try:
-        # Inside the try: a sandbox that came up but failed a check below (or came up
-        # halfway) is still taken down, not left running for the rest of the suite.
-        assert up.returncode == 0, up.stderr[-3000:]
-        assert "export KUBECONFIG=" in up.stdout
-        # Not a terminal here: one plain progress line per step, numbered to the total.
-        total = Sandbox.up_steps(ALL_COMPONENTS)
-        steps = [line for line in up.stderr.splitlines() if line.startswith("sandbox [")]
-        expected = [f"sandbox [{i}/{total}" for i in range(1, total + 1)]
-        assert [s.split("]")[0] for s in steps] == expected, up.stderr
-        env["SANDBOX_UP"] = up.stdout
-        yield env
+        done = subprocess.run(
+            ["bash", "-c", script()], cwd=tmp_path, env=env,
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
     finally:
-        down = _shell('gangkeeper sandbox down --dir "$SANDBOX_DIR"', env, timeout=120)
-        assert down.returncode == 0, down.stderr[-2000:]
+        # Taken down whatever happened above (the README's own `down` is idempotent).
+        subprocess.run(
+            [sys.executable, "-m", "gangkeeper.webhook.cli", "sandbox", "down"],
+            cwd=tmp_path, capture_output=True, timeout=120, check=False,
+        )  # fmt: skip
+    out, err = sections(done.stdout), sections(done.stderr)
+    by_command = {shown.command: str(i) for i, shown in enumerate(RUNS)}
 
+    def output(command: str) -> tuple[str, str, str]:
+        """(stdout, stderr, exit code) of one README line."""
+        text = out[by_command[command]]
+        rc = re.search(rf"^{MARK}rc (\d+)", text, re.M)
+        assert rc, f"`{command}` did not finish:\n{done.stdout}\n{done.stderr[-3000:]}"
+        return text[: rc.start()], err[by_command[command]], rc[1]
 
-def test_the_readme_walk_through_works_as_written(user_env: dict[str, str]) -> None:
-    prelude = 'set -e; eval "$SANDBOX_UP"; '
-    nodes = _shell(prelude + "kubectl get nodes -o name", user_env)
-    assert nodes.returncode == 0, nodes.stderr
-    assert len(nodes.stdout.split()) >= 6  # the sample fleet: 4 A100 + 2 L4 nodes
+    _, up_err, up_rc = output('eval "$(gangkeeper sandbox up)"')
+    assert up_rc == "0", up_err[-3000:]
+    # Not a terminal here: one plain progress line per step, numbered to the total.
+    total = Sandbox.up_steps(ALL_COMPONENTS)
+    steps = [line.split("]")[0] for line in up_err.splitlines() if line.startswith("sandbox [")]
+    assert steps == [f"sandbox [{i}/{total}" for i in range(1, total + 1)], up_err
 
-    refused = _shell(
-        prelude + "kubectl apply --dry-run=server -f examples/job-too-big.yaml || true", user_env
+    nodes, _, rc = output("kubectl get nodes")
+    assert rc == "0"
+    assert len(nodes.splitlines()) >= 7  # a header and the sample fleet: 4 A100 + 2 L4 nodes
+
+    _, refused, rc = output("kubectl apply --dry-run=server -f examples/job-too-big.yaml")
+    assert rc == "1"
+    assert "needs 5 \N{MULTIPLICATION SIGN} 8 nvidia.com/gpu = 40" in refused, refused
+    assert "at most 32" in refused
+
+    applied, applied_err, rc = output(
+        "kubectl apply -f examples/job-fits.yaml && kubectl get pods -o wide"
     )
-    assert "needs 5 \N{MULTIPLICATION SIGN} 8 nvidia.com/gpu = 40" in refused.stderr, refused.stderr
-    assert "at most 32" in refused.stderr
-
-    applied = _shell(prelude + "kubectl apply -f examples/job-fits.yaml", user_env)
-    assert applied.returncode == 0, applied.stderr
+    assert rc == "0", applied_err
+    assert "job.batch/resnet-ddp created" in applied
 
     # The controller lifts the gates of the whole gang and the real scheduler binds it.
-    deadline = time.monotonic() + 90
-    bound: list[str] = []
-    while time.monotonic() < deadline:
-        out = _shell(
-            prelude + "kubectl get pods -l batch.kubernetes.io/job-name=resnet-ddp "
-            "-o jsonpath='{range .items[*]}{.spec.nodeName}{\"\\n\"}{end}'",
-            user_env,
-        )
-        bound = [line for line in out.stdout.splitlines() if line.strip()]
-        if len(bound) == 4:
-            break
-        time.sleep(1)
-    assert len(bound) == 4, f"bound pods: {bound}"
+    status, status_err, rc = output("gangkeeper status")
+    assert rc == "0", status_err
+    assert "resnet-ddp" in status
+    assert "bound: 4" in out["wait"], out["wait"]
 
-    status = _shell(prelude + "gangkeeper status -n default", user_env)
-    assert status.returncode == 0, status.stderr
-    assert "resnet-ddp" in status.stdout
+    _, down_err, rc = output("gangkeeper sandbox down")
+    assert rc == "0", down_err
+    assert not (tmp_path / ".sandbox").exists()
