@@ -186,7 +186,9 @@ def test_the_fleet_picture_shows_each_member_on_its_node(
     who = f"gang {gang_namespace}/placed"
 
     def gang_cells(driver: Any) -> dict[str, int] | None:
-        driver.get(view.page("/fleet"))  # the fleet page is a snapshot: read it again
+        # A fresh page each time: its first paint (server HTML) must show it too; the
+        # release test above checks the redraw without a reload.
+        driver.get(view.page("/fleet"))
         counts = {}
         for row in driver.find_elements(By.CSS_SELECTOR, "table.fleet tbody tr"):
             name = row.find_element(By.TAG_NAME, "th").text.split()[0]
