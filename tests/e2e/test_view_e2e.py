@@ -106,7 +106,7 @@ def test_a_waiting_gang_shows_its_place_and_reason_then_released_and_bound_witho
     assert set(member_rows(browser)) == set(members)
     assert all(node == "—" for node, _ in member_rows(browser).values())
     fleet_tab = open_tab(browser, view.page("/fleet"))
-    assert gang_cells(browser, f"gang {first}") == {}
+    assert cells_per_node(browser, f"gang {first}") == {}
 
     try:
         cluster.core.delete_namespaced_pod(blocker, plain_namespace)
@@ -130,7 +130,7 @@ def test_a_waiting_gang_shows_its_place_and_reason_then_released_and_bound_witho
         assert browser.execute_script("return window.sameDocument === true;")
         browser.switch_to.window(fleet_tab)
         on_nodes = {n: 4 for n in where.values()}
-        until(browser, lambda d: gang_cells(d, f"gang {first}") == on_nodes,
+        until(browser, lambda d: cells_per_node(d, f"gang {first}") == on_nodes,
               f"the fleet page, not reloaded, showing the gang's GPUs on {on_nodes}")
         assert set(on_nodes) <= set(nodes) and len(on_nodes) == 2
         assert browser.execute_script("return window.sameDocument === true;")
@@ -158,7 +158,7 @@ def member_rows(driver: Any) -> dict[str, tuple[str, str]]:
     return {pod: (node, status) for pod, node, status in rows or []}
 
 
-def gang_cells(driver: Any, title: str) -> dict[str, int]:
+def cells_per_node(driver: Any, title: str) -> dict[str, int]:
     """Per node row of the fleet page, how many GPU cells are bound to `title`'s gang
     (nodes with none left out), read in one step."""
     found = driver.execute_script(
