@@ -106,7 +106,7 @@ def test_a_waiting_gang_shows_its_place_and_reason_then_released_and_bound_witho
     assert set(member_rows(browser)) == set(members)
     assert all(node == "—" for node, _ in member_rows(browser).values())
     fleet_tab = open_tab(browser, view.page("/fleet"))
-    assert cells_per_node(browser, f"gang {first}") == {}
+    assert not any(cells_per_node(browser, f"gang {first}").values())
 
     try:
         cluster.core.delete_namespaced_pod(blocker, plain_namespace)
@@ -130,7 +130,8 @@ def test_a_waiting_gang_shows_its_place_and_reason_then_released_and_bound_witho
         assert browser.execute_script("return window.sameDocument === true;")
         browser.switch_to.window(fleet_tab)
         on_nodes = {n: 4 for n in where.values()}
-        until(browser, lambda d: cells_per_node(d, f"gang {first}") == on_nodes,
+        until(browser, lambda d: {n: c for n, c in cells_per_node(d, f"gang {first}").items()
+                                  if c} == on_nodes,
               f"the fleet page, not reloaded, showing the gang's GPUs on {on_nodes}")
         assert set(on_nodes) <= set(nodes) and len(on_nodes) == 2
         assert browser.execute_script("return window.sameDocument === true;")
@@ -159,13 +160,13 @@ def member_rows(driver: Any) -> dict[str, tuple[str, str]]:
 
 
 def cells_per_node(driver: Any, title: str) -> dict[str, int]:
-    """Per node row of the fleet page, how many GPU cells are bound to `title`'s gang
-    (nodes with none left out), read in one step."""
+    """Per node row of the fleet page, how many GPU cells are bound to `title`'s gang,
+    read in one step (the page's script replaces the tables while we look)."""
     found = driver.execute_script(
         "const out = {};"
         "for (const r of document.querySelectorAll('table.fleet tbody tr')) {"
         "  const n = r.querySelectorAll('span.k-gang[title=\"' + arguments[0] + '\"]').length;"
-        "  if (n) out[r.cells[0].textContent.split(' ')[0]] = n;"
+        "  out[r.cells[0].textContent.split(' ')[0]] = n;"
         "} return out;", title)
     return {str(k): int(v) for k, v in (found or {}).items()}
 
@@ -189,12 +190,7 @@ def test_the_fleet_picture_shows_each_member_on_its_node(
         # A fresh page each time: its first paint (server HTML) must show it too; the
         # release test above checks the redraw without a reload.
         driver.get(view.page("/fleet"))
-        counts = {}
-        for row in driver.find_elements(By.CSS_SELECTOR, "table.fleet tbody tr"):
-            name = row.find_element(By.TAG_NAME, "th").text.split()[0]
-            if name in nodes:
-                counts[name] = len(row.find_elements(By.CSS_SELECTOR,
-                                                     f'span.k-gang[title="{who}"]'))
+        counts = {n: c for n, c in cells_per_node(driver, who).items() if n in nodes}
         return counts if len(counts) == len(nodes) and sum(counts.values()) == 8 else None
 
     counts = until(browser, gang_cells, f"the fleet page listing {nodes} with the gang's GPUs")
