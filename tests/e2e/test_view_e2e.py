@@ -6,7 +6,9 @@ bind the gangs and kwok runs their pods.
 1. A gang waiting for room shows its place in the queue and the numbers of its reason;
    the gang behind it names it as ahead.
 2. Once room frees, the same page (no reload: its script polls /api/state) shows the
-   gang released, every member bound and Ready, and the one behind moved up.
+   gang released, every member bound and Ready, and the one behind moved up; the gang's
+   own page and the fleet page, opened before the release, show (no reload either:
+   they poll /api/gang/NS/LABEL and /api/fleet) each member bound on its node.
 3. The fleet picture shows each member's GPUs on the node it is bound to.
 4. A user (a ServiceAccount's token) who may list pods in one namespace and not in
    another sees the first's gangs, none of the second's, and a note naming it.
@@ -82,7 +84,7 @@ def test_a_waiting_gang_shows_its_place_and_reason_then_released_and_bound_witho
     cluster: Any, gang_namespace: str, plain_namespace: str, view: ViewCommand, browser: Any,
 ) -> None:
     pool = unique("view")
-    cluster.create_gpu_nodes(pool, 2, 4, labels={POOL_LABEL: pool})
+    nodes = cluster.create_gpu_nodes(pool, 2, 4, labels={POOL_LABEL: pool})
     blocker = run_blocker(cluster, plain_namespace, pool, 4)
     first, second = f"{gang_namespace}/first", f"{gang_namespace}/second"
     members = create_gang(cluster, gang_namespace, "first", pool, size=2, gpus=4)
@@ -98,17 +100,75 @@ def test_a_waiting_gang_shows_its_place_and_reason_then_released_and_bound_witho
     assert cell(browser, first, "members") == "2/2 (gated 2, bound 0, Ready 0)"
     # A mark on this document: a reload or a navigation would lose it.
     browser.execute_script("window.sameDocument = true;")
+    queue_tab = browser.current_window_handle
+    # The gang's page and the fleet page, each in a tab of its own, opened while it waits.
+    gang_tab = open_tab(browser, view.page(f"/gang/{gang_namespace}/first"))
+    assert set(member_rows(browser)) == set(members)
+    assert all(node == "—" for node, _ in member_rows(browser).values())
+    fleet_tab = open_tab(browser, view.page("/fleet"))
+    assert not any(cells_per_node(browser, f"gang {first}").values())
 
-    cluster.core.delete_namespaced_pod(blocker, plain_namespace)
-    until(browser, lambda d: cell(d, first, "members") == "2/2 (gated 0, bound 2, Ready 2)",
-          "the first gang released, bound and Ready on the page")
-    assert cell(browser, first, "state") == "released"
-    assert cell(browser, first, "position") == "—"
-    assert cell(browser, second, "position") == "1 of 1"
-    assert browser.execute_script("return window.sameDocument === true;")
-    # What the page says is what the cluster did.
-    bound = [cluster.core.read_namespaced_pod(m, gang_namespace) for m in members]
-    assert all(p.spec.node_name and is_ready(p) for p in bound)
+    try:
+        cluster.core.delete_namespaced_pod(blocker, plain_namespace)
+        browser.switch_to.window(queue_tab)
+        until(browser,
+              lambda d: cell(d, first, "members") == "2/2 (gated 0, bound 2, Ready 2)",
+              "the first gang released, bound and Ready on the page")
+        assert cell(browser, first, "state") == "released"
+        assert cell(browser, first, "position") == "—"
+        assert cell(browser, second, "position") == "1 of 1"
+        assert browser.execute_script("return window.sameDocument === true;")
+        # What the page says is what the cluster did.
+        bound = {m: cluster.core.read_namespaced_pod(m, gang_namespace) for m in members}
+        assert all(p.spec.node_name and is_ready(p) for p in bound.values())
+        where = {m: p.spec.node_name for m, p in bound.items()}
+
+        browser.switch_to.window(gang_tab)
+        until(browser, lambda d: member_rows(d) == {m: (n, "bound, Ready")
+                                                    for m, n in where.items()},
+              f"the gang's page, not reloaded, showing its members bound on {where}")
+        assert browser.execute_script("return window.sameDocument === true;")
+        browser.switch_to.window(fleet_tab)
+        on_nodes = {n: 4 for n in where.values()}
+        until(browser, lambda d: {n: c for n, c in cells_per_node(d, f"gang {first}").items()
+                                  if c} == on_nodes,
+              f"the fleet page, not reloaded, showing the gang's GPUs on {on_nodes}")
+        assert set(on_nodes) <= set(nodes) and len(on_nodes) == 2
+        assert browser.execute_script("return window.sameDocument === true;")
+    finally:
+        for tab in (gang_tab, fleet_tab):
+            browser.switch_to.window(tab)
+            browser.close()
+        browser.switch_to.window(queue_tab)
+
+
+def open_tab(driver: Any, url: str) -> str:
+    """`url` in a new tab, marked like the queue page (a reload would lose the mark)."""
+    driver.switch_to.new_window("tab")
+    driver.get(url)
+    driver.execute_script("window.sameDocument = true;")
+    return str(driver.current_window_handle)
+
+
+def member_rows(driver: Any) -> dict[str, tuple[str, str]]:
+    """The gang page's members table, pod -> (node, status), read in one step (the
+    page's script replaces rows while we look)."""
+    rows = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#members tbody tr'), "
+        "r => Array.from(r.cells, c => c.textContent));")
+    return {pod: (node, status) for pod, node, status in rows or []}
+
+
+def cells_per_node(driver: Any, title: str) -> dict[str, int]:
+    """Per node row of the fleet page, how many GPU cells are bound to `title`'s gang,
+    read in one step (the page's script replaces the tables while we look)."""
+    found = driver.execute_script(
+        "const out = {};"
+        "for (const r of document.querySelectorAll('table.fleet tbody tr')) {"
+        "  const n = r.querySelectorAll('span.k-gang[title=\"' + arguments[0] + '\"]').length;"
+        "  out[r.cells[0].textContent.split(' ')[0]] = n;"
+        "} return out;", title)
+    return {str(k): int(v) for k, v in (found or {}).items()}
 
 
 def test_the_fleet_picture_shows_each_member_on_its_node(
@@ -127,13 +187,10 @@ def test_the_fleet_picture_shows_each_member_on_its_node(
     who = f"gang {gang_namespace}/placed"
 
     def gang_cells(driver: Any) -> dict[str, int] | None:
-        driver.get(view.page("/fleet"))  # the fleet page is a snapshot: read it again
-        counts = {}
-        for row in driver.find_elements(By.CSS_SELECTOR, "table.fleet tbody tr"):
-            name = row.find_element(By.TAG_NAME, "th").text.split()[0]
-            if name in nodes:
-                counts[name] = len(row.find_elements(By.CSS_SELECTOR,
-                                                     f'span.k-gang[title="{who}"]'))
+        # A fresh page each time: its first paint (server HTML) must show it too; the
+        # release test above checks the redraw without a reload.
+        driver.get(view.page("/fleet"))
+        counts = {n: c for n, c in cells_per_node(driver, who).items() if n in nodes}
         return counts if len(counts) == len(nodes) and sum(counts.values()) == 8 else None
 
     counts = until(browser, gang_cells, f"the fleet page listing {nodes} with the gang's GPUs")

@@ -1,9 +1,11 @@
 """`gangkeeper view` over HTTP, fed by a `FakeApi` cluster: the token guards every
-request, the pages show the waiting gangs with their place and reason, the JSON the page
-polls follows the cluster, and the command serves loopback only."""
+request, the pages show the waiting gangs with their place and reason, the JSON each page
+polls (the queue's, a gang's, the fleet's) follows the cluster and says what the page's
+first HTML said, and the command serves loopback only."""
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import subprocess
@@ -11,6 +13,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +60,7 @@ def client(api: FakeApi) -> Iterator[TestClient]:
 
 
 @pytest.mark.parametrize("path", ["/", "/fleet", "/gang/team/first", "/api/state",
-                                  "/assets/view.js"])
+                                  "/api/gang/team/first", "/api/fleet", "/assets/view.js"])
 @pytest.mark.parametrize("query", ["", "?token=wrong", f"?token={TOKEN}x"])
 def test_every_path_needs_the_token(client: TestClient, path: str, query: str) -> None:
     answer = client.get(path + query)
@@ -116,6 +119,89 @@ def test_state_endpoint_follows_the_cluster_without_a_reload(
     assert rows["first"]["position"] == 1
 
 
+def released(client: TestClient, api: FakeApi, gang: str, node_name: str) -> None:
+    """Bind `gang` to `node_name` in the fake cluster and wait for the view to see it."""
+    pods = list(api.objects[PODS].values())
+    bind(pods, gang, node_name)
+    api.seed(PODS, *pods)
+    wait_for(lambda: gang in {r["gang"] for r in client.get(
+                 f"/api/state?token={TOKEN}&state=released").json()["rows"]},
+             10, 0.05, message=f"{gang} shown released")
+
+
+def test_gang_endpoint_follows_the_cluster_and_says_what_the_page_says(
+    client: TestClient, api: FakeApi,
+) -> None:
+    path = f"/api/gang/team/second?token={TOKEN}"
+    before = client.get(path).json()["gang"]
+    assert before["state"] == "waiting" and before["position"] == 3
+    assert {m["pod"]: m["cells"][1:] for m in before["members"]} == {
+        "second-0": ["—", "gated: the gang is waiting (held)"],
+        "second-1": ["—", "gated: the gang is waiting (held)"],
+    }
+    assert ["Position", "3 of 3"] in before["facts"]
+    assert "Name:         team/second" in before["explain"]
+    # What the first HTML shows, cell for cell: the page reads the same after a poll.
+    page = client.get(f"/gang/team/second?token={TOKEN}").text
+    for member in before["members"]:
+        pod, node_name, status = member["cells"]
+        assert f'<th scope="row">{pod}</th><td>{node_name}</td><td>{status}</td>' in page
+    assert html.escape(before["explain"]) in page
+
+    released(client, api, "second", "b")
+    after = client.get(path).json()["gang"]
+    assert after["state"] == "released" and after["position"] is None
+    assert {m["pod"]: m["cells"][1:] for m in after["members"]} == {
+        "second-0": ["b", "bound, Ready"], "second-1": ["b", "bound, Ready"]}
+    assert ["State", "released"] in after["facts"]
+    assert after["events"]["none"] == "No Events." and after["events"]["rows"] == []
+
+
+def test_gang_endpoint_of_a_gang_not_in_the_cluster_is_404(client: TestClient) -> None:
+    answer = client.get(f"/api/gang/team/nope?token={TOKEN}")
+    assert answer.status_code == 404
+    assert answer.json()["gang"] is None and answer.json()["generated"] == NOW
+
+
+def test_fleet_endpoint_follows_the_cluster_and_says_what_the_page_says(
+    client: TestClient, api: FakeApi,
+) -> None:
+    def titles() -> dict[str, list[str]]:
+        data = client.get(f"/api/fleet?token={TOKEN}").json()
+        assert not data["aggregated"] and data["columns"] == ["Node", "Resource", "GPUs"]
+        return {n["name"]: [c["title"] for c in n["cells"]]
+                for g in data["groups"] for n in g["nodes"]}
+
+    before = titles()
+    held = "free, held for a waiting gang: team/urgent"
+    assert before["b"] == ["gang team/done"] * 2 + [held] * 2
+    data = client.get(f"/api/fleet?token={TOKEN}").json()
+    page = client.get(f"/fleet?token={TOKEN}").text
+    assert f'<p id="fleet-summary">{data["summary"]}</p>' in page
+    assert data["legend"][0]["meaning"] == "held by gang team/done"
+
+    released(client, api, "second", "b")
+    after = titles()
+    assert after["b"] == ["gang team/done"] * 2 + ["gang team/second"] * 2
+    assert after["a"] == before["a"] and after["c"] == before["c"]
+    second = [e for e in client.get(f"/api/fleet?token={TOKEN}").json()["legend"]
+              if e["meaning"] == "held by gang team/second"]
+    assert len(second) == 1 and second[0]["cell"]["class"].startswith("cell k-gang g")
+
+
+def test_fleet_endpoint_of_a_large_fleet_sends_shapes_not_cells(api: FakeApi) -> None:
+    app = create_view_app(reader(api, Config(), clock=lambda: NOW), TOKEN)
+    with TestClient(app) as test_client:
+        from gangkeeper.webhook.view import live
+
+        state = test_client.app.state.snapshots.state  # type: ignore[attr-defined]
+        wide = replace(state, fleet=replace(state.fleet, aggregated=True))
+        data = live.fleet_json(wide)
+    assert data["groups"] == [] and data["columns"][0] == "Shape"
+    assert {s["cells"][0] for s in data["shapes"]} == {"4 x nvidia.com/gpu"}
+    assert sum(s["gpus"] for s in data["shapes"]) == 12
+
+
 def test_a_gang_named_script_is_escaped_on_every_page(api: FakeApi) -> None:
     evil = "<script>alert(1)</script>"
     pods = members("evil", 2)
@@ -131,6 +217,10 @@ def test_a_gang_named_script_is_escaped_on_every_page(api: FakeApi) -> None:
             assert evil not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
         rows = test_client.get(f"/api/state?token={TOKEN}").json()["rows"]
         assert evil in [r["gang"] for r in rows]  # JSON carries it as data, not markup
+        gang = test_client.get(f"/api/gang/team/evil?token={TOKEN}").json()["gang"]
+        assert gang["gang"] == evil
+        legend = test_client.get(f"/api/fleet?token={TOKEN}").json()["legend"]
+        assert f"held by gang team/{evil}" in [e["meaning"] for e in legend]
 
 
 def test_a_cluster_that_cannot_be_read_says_why(api: FakeApi) -> None:
@@ -140,6 +230,10 @@ def test_a_cluster_that_cannot_be_read_says_why(api: FakeApi) -> None:
         page = test_client.get(f"/?token={TOKEN}")
         assert page.status_code == 503 and "NotFound" in page.text
         assert "NotFound" in test_client.get(f"/api/state?token={TOKEN}").json()["error"]
+        for path in ("/api/gang/team/first", "/api/fleet"):
+            answer = test_client.get(f"{path}?token={TOKEN}")
+            assert answer.status_code == 503 and "NotFound" in answer.json()["error"]
+            assert answer.json()["generated"] is None
 
 
 KUBECONFIG = """\

@@ -6,13 +6,12 @@ not read, instead of answering nothing at all."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Collection
 
-from builders.gangs import T0, members, node
+from builders.gangs import T0
+from builders.rbac_api import NAMESPACES, rbac_cluster
 
 from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.kube.api import ApiError, Call
-from gangkeeper.webhook.kube.fake import FakeApi
 from gangkeeper.webhook.view.server import create_view_app
 from gangkeeper.webhook.view.source import reader
 
@@ -22,32 +21,6 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 NOW = T0 + 60
-PODS, NODES, NAMESPACES = "/api/v1/pods", "/api/v1/nodes", "/api/v1/namespaces"
-
-
-class RbacApi(FakeApi):
-    """A FakeApi answering 403, as the API server does, for lists of every namespace's
-    pods and Events and for the namespaces in `hidden`."""
-
-    def __init__(self, hidden: Collection[str]) -> None:
-        super().__init__()
-        self.hidden = set(hidden)
-
-    def send(self, call: Call) -> dict[str, object]:
-        parts = call.path.strip("/").split("/")
-        everywhere = call.path in (PODS, "/apis/events.k8s.io/v1/events")
-        namespaced = "namespaces" in parts[:-1] and parts[parts.index("namespaces") + 1]
-        if call.method == "GET" and (everywhere or namespaced in self.hidden):
-            raise ApiError(403, "Forbidden", f'{{"message": "{call.path} is forbidden"}}')
-        return super().send(call)
-
-
-def rbac_cluster(hidden: Collection[str] = ("b",)) -> RbacApi:
-    api = RbacApi(hidden)
-    api.seed(PODS, *members("mine", 2, namespace="a"), *members("theirs", 2, namespace="b"))
-    api.seed(NODES, node("n", 8))
-    api.seed(NAMESPACES, *({"metadata": {"name": ns}} for ns in ("a", "b")))
-    return api
 
 
 def test_a_user_who_may_list_pods_in_one_namespace_sees_its_gangs_and_no_others() -> None:

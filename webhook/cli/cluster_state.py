@@ -3,12 +3,16 @@ client for the cluster, and its live Pods and Nodes (all namespaces: pods anywhe
 use the GPUs a gang waits for), and, where the config asks through them and the cluster
 serves them, the ProvisioningRequests (so the answer is the controller's).
 
+A user who may list pods only in some namespaces gets those (`kube.live_pods`, as
+`gangkeeper view` reads them) and `notes` saying what was left out, not an error.
+
 May touch: the kubeconfig and config files it is given, and the API (lists only).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,14 +21,12 @@ from gangkeeper.policies.errors import ClusterStateError as ClusterStateError
 from gangkeeper.policies.settings.config import Config
 
 from ..files.config import ConfigFileError, load_config_file
-from ..kube.api import ApiError
+from ..kube.api import Api, ApiError
 from ..kube.client import KubeconfigError, api_client
 from ..kube.informer import list_all, list_readable
+from ..kube.live_pods import list_live_pods
 from ..kube.resources import BUDGETS
 from ..kube.rest import Rest
-
-#: Pods that hold or wait for capacity (finished ones hold none).
-LIVE_PODS = [("fieldSelector", "status.phase!=Succeeded,status.phase!=Failed")]
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,8 @@ class ClusterState:
     requests: list[Mapping[str, Any]] | None = None
     #: PodDisruptionBudgets (empty when they may not be read): what preemption spares.
     budgets: list[Mapping[str, Any]] = field(default_factory=list)
+    #: What the user may not read that the answer lacks (pods of some namespaces).
+    notes: tuple[str, ...] = ()
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,18 +80,39 @@ def read_cluster_state(args: argparse.Namespace) -> ClusterState:
     try:
         config = load_config_file(args.config)
         rest = Rest(api_client(args.kubeconfig, args.context))
-        pods = list_all(rest, "/api/v1/pods", LIVE_PODS)
-        nodes = list_all(rest, "/api/v1/nodes")
-        requests = _requests(rest) if config.autoscaling.uses_requests else None
-        budgets = list_readable(rest, BUDGETS.path)
     except (ConfigFileError, KubeconfigError) as exc:
         raise ClusterStateError(str(exc)) from exc
+    state = read_cluster(rest, config, args.namespace, args.command_prog)
+    return ClusterState(config, rest, state.pods, state.nodes, state.requests,
+                        state.budgets, state.notes)
+
+
+@dataclass(frozen=True)
+class Read:
+    """What `read_cluster` lists (`ClusterState` without the config and client)."""
+
+    pods: list[Mapping[str, Any]]
+    nodes: list[Mapping[str, Any]]
+    requests: list[Mapping[str, Any]] | None
+    budgets: list[Mapping[str, Any]]
+    notes: tuple[str, ...]
+
+
+def read_cluster(api: Api, config: Config, namespace: str | None, command: str) -> Read:
+    """The live Pods this user may list (of `namespace` alone where not of every one),
+    the Nodes, ProvisioningRequests and budgets; ClusterStateError when what the
+    answer rests on cannot be listed (`command` is named in the advice)."""
+    try:
+        listed = list_live_pods(api, namespace, command)
+        nodes = list_all(api, "/api/v1/nodes")
+        requests = _requests(api) if config.autoscaling.uses_requests else None
+        budgets = list_readable(api, BUDGETS.path)
     except ApiError as exc:
         raise ClusterStateError(f"cannot list pods and nodes: {exc}") from exc
-    return ClusterState(config, rest, pods, nodes, requests, budgets)
+    return Read(listed.pods, nodes, requests, budgets, listed.notes)
 
 
-def _requests(rest: Rest) -> list[Mapping[str, Any]] | None:
+def _requests(rest: Api) -> list[Mapping[str, Any]] | None:
     try:
         return list_all(rest, REQUESTS_PATH)
     except ApiError as exc:
@@ -98,3 +123,10 @@ def _requests(rest: Rest) -> list[Mapping[str, Any]] | None:
 
 #: cluster-autoscaler's ProvisioningRequests, every namespace.
 REQUESTS_PATH = "/apis/autoscaling.x-k8s.io/v1/provisioningrequests"
+
+
+def say_notes(args: argparse.Namespace, state: ClusterState) -> None:
+    """What the answer lacks (pods the user may not list), on stderr: an answer from
+    part of the cluster must not pass for the whole."""
+    for note in state.notes:
+        print(f"{args.command_prog}: note: {note}", file=sys.stderr)

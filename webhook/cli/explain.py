@@ -19,7 +19,12 @@ import sys
 import time
 from typing import Any
 
-from .cluster_state import ClusterStateError, add_cluster_arguments, read_cluster_state
+from .cluster_state import (
+    ClusterStateError,
+    add_cluster_arguments,
+    read_cluster_state,
+    say_notes,
+)
 from .exit_codes import EXIT_BAD_INPUT, EXIT_NOT_A_GANG, EXIT_OK
 
 
@@ -49,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         target = Target.parse(args.target, args.namespace)
         state = read_cluster_state(args)
+        say_notes(args, state)
         explained = explain(state.pods, state.nodes, state.config, time.time(), target,
                             requests=state.requests, budgets=state.budgets)
         events = list_all(

@@ -24,6 +24,7 @@ from .cluster_state import (
     add_cluster_arguments,
     add_namespace_arguments,
     read_cluster_state,
+    say_notes,
 )
 from .exit_codes import EXIT_BAD_INPUT, EXIT_OK
 
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     except ClusterStateError as exc:
         print(f"{args.command_prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    say_notes(args, state)
     reports = gang_status(state.pods, state.nodes, state.config, time.time(),
                           namespace=args.namespace, requests=state.requests,
                           budgets=state.budgets)

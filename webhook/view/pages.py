@@ -2,8 +2,10 @@
 
 Every value that comes from the cluster (names, reasons, Events) goes through `_e`
 (html.escape) before it reaches the page; the script fills cells with textContent
-only. The queue's cells are formatted once here (`queue_cells`), for the first HTML
-and for the JSON alike, so the page reads the same before and after a refresh.
+only. Every text a page shows is formatted once here (`queue_cells`, `gang_facts`,
+`member_cells`, `event_cells`, `cell_look`, ...), for the first HTML and for the JSON
+the pages poll (`live` builds the gang's and the fleet's) alike, so a page reads the
+same before and after a refresh.
 
 Pure: a `ViewState` in, strings and dicts out. No I/O, no HTTP.
 """
@@ -19,7 +21,18 @@ from urllib.parse import quote, urlencode
 
 from gangkeeper.policies.release.status import age
 
-from .state import STATES, Cell, FleetView, GangKey, QueueRow, ViewState, explain_text
+from .state import (
+    STATES,
+    Cell,
+    FleetView,
+    GangKey,
+    Member,
+    NodeRow,
+    QueueRow,
+    ShapeRow,
+    ViewState,
+    explain_text,
+)
 
 #: Colour classes gangs are spread over (view.css g0..g11); the symbol beside the
 #: colour tells gangs apart without it.
@@ -40,7 +53,7 @@ def gang_path(key: GangKey) -> str:
     return f"/gang/{quote(key[0], safe='')}/{quote(key[1], safe='')}"
 
 
-def _clock(epoch: float) -> str:
+def clock(epoch: float) -> str:
     return time.strftime("%H:%M:%S UTC", time.gmtime(epoch))
 
 
@@ -82,20 +95,23 @@ def state_json(state: ViewState | None, token: str, namespace: str = "", which: 
         for r in state.rows_where(namespace, which)
     ]
     return {
-        "generated": state.generated,
-        "updated": _clock(state.generated),
+        **snapshot_json(state, error),
         "rows": rows,
         "fleet": {"nodes": len({n.name for n in state.fleet.nodes}), **state.fleet.totals()},
-        "error": error,
-        "notes": list(state.notes),
     }
+
+
+def snapshot_json(state: ViewState, error: str) -> dict[str, Any]:
+    """What every JSON answer says about the snapshot it comes from."""
+    return {"generated": state.generated, "updated": clock(state.generated), "error": error,
+            "notes": list(state.notes)}
 
 
 # --- layout -------------------------------------------------------------------------
 
 
 def _layout(title: str, body: str, token: str, *, updated: str, error: str,
-            refresh_ms: int, api: str = "", notes: Sequence[str] = ()) -> str:
+            refresh_ms: int, page: str, api: str, notes: Sequence[str] = ()) -> str:
     banner = (
         f'<p class="error" role="alert">Cannot read the cluster: {_e(error)} '
         "(showing the last snapshot).</p>" if error else ""
@@ -109,7 +125,8 @@ def _layout(title: str, body: str, token: str, *, updated: str, error: str,
         f'<a href="{_e(link(path, token))}">{name}</a>'
         for path, name in (("/", "Queue"), ("/fleet", "Fleet"))
     )
-    data = f' data-api="{_e(api)}"' if api else ""
+    # The script polls `api` and redraws the parts of `page` it names (assets/view.js).
+    data = f' data-page="{page}" data-api="{_e(api)}"'
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -174,8 +191,8 @@ Ready, or stuck.</p>
 <tbody>{body}</tbody>
 </table>
 {empty}"""
-    return _layout("Gang queue", content, token, updated=_clock(state.generated), error=error,
-                   refresh_ms=refresh_ms, api=api, notes=state.notes)
+    return _layout("Gang queue", content, token, updated=clock(state.generated), error=error,
+                   refresh_ms=refresh_ms, page="queue", api=api, notes=state.notes)
 
 
 def _queue_row(row: QueueRow, token: str) -> str:
@@ -204,13 +221,8 @@ def gang_page(state: ViewState, key: GangKey, token: str, *, context: str = "",
     detail = state.details.get(key)
     if detail is None:
         return None
-    row, cells = detail.row, queue_cells(detail.row)
-    facts = [
-        ("State", cells["state"] + (f" — {cells['flags']}" if row.flags else "")),
-        ("Why", row.reason), ("Position", cells["position"]), ("Ahead of it", cells["ahead"]),
-        ("Members", cells["members"]), ("Age", cells["age"]),
-    ]
-    summary = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts)
+    row = detail.row
+    summary = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in gang_facts(row))
     ctx = f" --context {context}" if context else ""
     if detail.owner is not None:
         owner = detail.owner
@@ -223,26 +235,26 @@ def gang_page(state: ViewState, key: GangKey, token: str, *, context: str = "",
     explain = f"gangkeeper explain {detail.target} -n {key[0]}" + (
         f" --context {context}" if context else "")
     members = "".join(
-        f'<tr><th scope="row">{_e(m.name)}</th><td>{_e(m.node or "—")}</td>'
-        f"<td>{_e(m.status)}</td></tr>"
+        "<tr>" + "".join(
+            f'<th scope="row">{_e(v)}</th>' if i == 0 else f"<td>{_e(v)}</td>"
+            for i, v in enumerate(member_cells(m))
+        ) + "</tr>"
         for m in detail.members
     )
     events = state.events_of(key)
     event_rows = "".join(
-        "<tr>" + "".join(f"<td>{_e(v)}</td>" for v in _event_cells(e)) + "</tr>"
+        "<tr>" + "".join(f"<td>{_e(v)}</td>" for v in event_cells(e)) + "</tr>"
         for e in events
     )
     if events:
         events_html = (
-            '<table><caption>Events about its pods and owner</caption><thead><tr>'
-            + "".join(f'<th scope="col">{h}</th>' for h in ("Type", "Reason", "Object",
-                                                             "Message"))
+            f'<table><caption>{EVENTS_CAPTION}</caption><thead><tr>'
+            + "".join(f'<th scope="col">{h}</th>' for h in EVENT_COLUMNS)
             + f"</tr></thead><tbody>{event_rows}</tbody></table>"
         )
     else:
-        note = f": {state.events_note}" if state.events_note else ""
-        events_html = f"<p>No Events{_e(note)}.</p>"
-    content = f"""<dl class="facts">{summary}</dl>
+        events_html = f"<p>{_e(no_events(state))}</p>"
+    content = f"""<dl class="facts" id="facts">{summary}</dl>
 <h2>Owner</h2>
 {owner_html}
 <pre class="command"><code id="command">{_e(command)}</code></pre>
@@ -250,19 +262,43 @@ def gang_page(state: ViewState, key: GangKey, token: str, *, context: str = "",
 <pre class="command"><code id="explain-command">{_e(explain)}</code></pre>
 <button type="button" class="copy" data-copy="explain-command">Copy command</button>
 <h2>Members</h2>
-<table><caption>Members and their nodes</caption>
+<table id="members"><caption>Members and their nodes</caption>
 <thead><tr><th scope="col">Pod</th><th scope="col">Node</th><th scope="col">Status</th></tr>
 </thead><tbody>{members}</tbody></table>
 <h2>Events</h2>
-{events_html}
+<div id="events">{events_html}</div>
 <h2>gangkeeper explain</h2>
-<pre class="explain">{_e(explain_text(state, key))}</pre>"""
+<pre class="explain" id="explain">{_e(explain_text(state, key))}</pre>"""
     return _layout(f"Gang {key[0]}/{row.name}", content, token,
-                   updated=_clock(state.generated), error=error, refresh_ms=refresh_ms,
-                   notes=state.notes)
+                   updated=clock(state.generated), error=error, refresh_ms=refresh_ms,
+                   page="gang", api=link(f"/api{gang_path(key)}", token), notes=state.notes)
 
 
-def _event_cells(event: Mapping[str, Any]) -> tuple[str, str, str, str]:
+def gang_facts(row: QueueRow) -> list[tuple[str, str]]:
+    """The gang page's summary: (term, text) pairs."""
+    cells = queue_cells(row)
+    return [
+        ("State", cells["state"] + (f" — {cells['flags']}" if row.flags else "")),
+        ("Why", row.reason), ("Position", cells["position"]), ("Ahead of it", cells["ahead"]),
+        ("Members", cells["members"]), ("Age", cells["age"]),
+    ]
+
+
+def member_cells(member: Member) -> tuple[str, str, str]:
+    """A row of the gang page's members table: pod, node ("—" when none), status."""
+    return (member.name, member.node or "—", member.status)
+
+
+EVENTS_CAPTION = "Events about its pods and owner"
+EVENT_COLUMNS = ("Type", "Reason", "Object", "Message")
+
+
+def no_events(state: ViewState) -> str:
+    """What the gang page says when it has no Events (and why, when they were not read)."""
+    return f"No Events{f': {state.events_note}' if state.events_note else ''}."
+
+
+def event_cells(event: Mapping[str, Any]) -> tuple[str, str, str, str]:
     regarding = event.get("regarding") or {}
     return (
         str(event.get("type", "")), str(event.get("reason", "")),
@@ -288,97 +324,136 @@ def _colour(who: str) -> str:
 def fleet_page(state: ViewState, token: str, *, error: str = "",
                refresh_ms: int = 5000) -> str:
     fleet = state.fleet
-    gangs = sorted({c.who for n in fleet.nodes for c in n.cells if c.kind == "gang"})
-    symbols = {who: str(i + 1) for i, who in enumerate(gangs)}
-    legend_rows = [
-        f'<tr><td><span class="cell k-gang {_colour(w)}">{symbols[w]}</span></td>'
-        f"<td>held by gang {_e(w)}</td></tr>"
-        for w in gangs
-    ] + [
-        '<tr><td><span class="cell k-free coming">·</span></td>'
-        "<td>dashed border: taken by a pod not bound yet (where the plan places it)</td></tr>"
-    ] + [
-        f'<tr><td><span class="cell k-{k}">{_e(sym)}</span></td><td>{_e(text)}</td></tr>'
-        for k, (sym, text) in _KIND_TEXT.items()
-    ]
-    legend = (
-        '<table class="legend"><caption>Legend</caption><thead><tr><th scope="col">Cell</th>'
-        f'<th scope="col">Meaning</th></tr></thead><tbody>{"".join(legend_rows)}</tbody></table>'
+    symbols, legend = fleet_legend(fleet)
+    legend_rows = "".join(
+        f"<tr><td>{_span(look)}</td><td>{_e(meaning)}</td></tr>" for look, meaning in legend
     )
+    legend_html = (
+        '<table class="legend" id="legend"><caption>Legend</caption><thead><tr>'
+        '<th scope="col">Cell</th><th scope="col">Meaning</th></tr></thead>'
+        f"<tbody>{legend_rows}</tbody></table>"
+    )
+    summary = f'<p id="fleet-summary">{_e(fleet_summary(fleet))}</p>'
+    grid = _shape_table(fleet) if fleet.aggregated else _node_tables(fleet, symbols)
+    return _layout("Fleet", summary + legend_html + f'<div id="fleet">{grid}</div>', token,
+                   updated=clock(state.generated), error=error, refresh_ms=refresh_ms,
+                   page="fleet", api=link("/api/fleet", token), notes=state.notes)
+
+
+def fleet_summary(fleet: FleetView) -> str:
     totals = fleet.totals()
-    summary = (
-        f"<p>{len({n.name for n in fleet.nodes})} GPU nodes, {sum(totals.values())} GPUs: "
+    return (
+        f"{len({n.name for n in fleet.nodes})} GPU nodes, {sum(totals.values())} GPUs: "
         f"{totals['gang']} held by gangs, {totals['other']} by other pods, "
         f"{totals['placeholder']} by placeholders, {totals['held']} free but held for "
-        f"waiting gangs, {totals['free']} free.</p>"
+        f"waiting gangs, {totals['free']} free."
     )
-    grid = _shape_table(fleet) if fleet.aggregated else _node_tables(fleet, symbols)
-    return _layout("Fleet", summary + legend + grid, token, updated=_clock(state.generated),
-                   error=error, refresh_ms=refresh_ms, notes=state.notes)
 
 
-def _marks(cordoned: bool, taints: Sequence[str], ready: bool) -> str:
-    marks = (["cordoned"] if cordoned else []) + (["tainted"] if taints else []) + (
-        [] if ready else ["NotReady"])
-    title = _e("; ".join(taints))
-    return "".join(
-        f' <span class="mark" title="{title}">{m}</span>' if m == "tainted" else
-        f' <span class="mark">{m}</span>' for m in marks
-    )
+Look = dict[str, str]
+
+
+def fleet_legend(fleet: FleetView) -> tuple[dict[str, str], list[tuple[Look, str]]]:
+    """Each gang's symbol on the picture (its number), and the legend's rows: how a
+    cell looks (`cell_look`'s keys) and what it means."""
+    gangs = sorted({c.who for n in fleet.nodes for c in n.cells if c.kind == "gang"})
+    symbols = {who: str(i + 1) for i, who in enumerate(gangs)}
+    rows: list[tuple[Look, str]] = [
+        ({"class": f"cell k-gang {_colour(w)}", "text": symbols[w]}, f"held by gang {w}")
+        for w in gangs
+    ]
+    rows.append(({"class": "cell k-free coming", "text": "·"},
+                 "dashed border: taken by a pod not bound yet (where the plan places it)"))
+    rows += [({"class": f"cell k-{k}", "text": sym}, text) for k, (sym, text) in
+             _KIND_TEXT.items()]
+    return symbols, rows
+
+
+def _span(look: Look) -> str:
+    title = f' title="{_e(look["title"])}"' if look.get("title") else ""
+    return f'<span class="{_e(look["class"])}"{title}>{_e(look["text"])}</span>'
+
+
+def node_marks(node: NodeRow) -> list[Look]:
+    """The words beside a node's name: cordoned, tainted (its taints as the title),
+    NotReady."""
+    marks = ([{"text": "cordoned"}] if node.cordoned else []) + (
+        [{"text": "tainted", "title": "; ".join(node.taints)}] if node.taints else []) + (
+        [] if node.ready else [{"text": "NotReady"}])
+    return [{"class": "mark", **m} for m in marks]
+
+
+def fleet_groups(fleet: FleetView) -> list[tuple[str, list[NodeRow]]]:
+    """The node rows in a table per topology domain: (caption, rows)."""
+    by_domain: dict[str, list[NodeRow]] = {}
+    for node in fleet.nodes:
+        by_domain.setdefault(node.domain, []).append(node)
+    key = fleet.topology_key
+    return [
+        (f"{key}={domain}" if key and domain else "Nodes" if not key else f"no {key} label",
+         rows)
+        for domain, rows in sorted(by_domain.items())
+    ]
+
+
+#: The per-node tables' columns.
+NODE_COLUMNS = ("Node", "Resource", "GPUs")
 
 
 def _node_tables(fleet: FleetView, symbols: Mapping[str, str]) -> str:
-    by_domain: dict[str, list[str]] = {}
-    for node in fleet.nodes:
-        cells = "".join(_cell_html(c, symbols) for c in node.cells)
-        row = (
-            f'<tr><th scope="row">{_e(node.name)}'
-            f"{_marks(node.cordoned, node.taints, node.ready)}</th>"
-            f"<td>{_e(node.resource)}</td><td class=\"cells\">{cells}</td></tr>"
-        )
-        by_domain.setdefault(node.domain, []).append(row)
     out = []
-    for domain, rows in sorted(by_domain.items()):
-        caption = (
-            f"{_e(fleet.topology_key)}={_e(domain)}" if fleet.topology_key and domain
-            else "Nodes" if not fleet.topology_key else f"no {_e(fleet.topology_key)} label"
+    head = "".join(f'<th scope="col">{h}</th>' for h in NODE_COLUMNS)
+    for caption, nodes in fleet_groups(fleet):
+        rows = "".join(
+            f'<tr><th scope="row">{_e(node.name)}'
+            + "".join(f" {_span(m)}" for m in node_marks(node))
+            + f"</th><td>{_e(node.resource)}</td><td class=\"cells\">"
+            + "".join(_span(cell_look(c, symbols)) for c in node.cells) + "</td></tr>"
+            for node in nodes
         )
-        out.append(
-            f'<table class="fleet"><caption>{caption}</caption><thead><tr>'
-            '<th scope="col">Node</th><th scope="col">Resource</th><th scope="col">GPUs</th>'
-            f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        )
+        out.append(f'<table class="fleet"><caption>{_e(caption)}</caption><thead><tr>{head}'
+                   f"</tr></thead><tbody>{rows}</tbody></table>")
     return "".join(out) or "<p>No GPU nodes.</p>"
 
 
-def _cell_html(cell: Cell, symbols: Mapping[str, str]) -> str:
+def cell_look(cell: Cell, symbols: Mapping[str, str]) -> Look:
+    """One GPU cell of the picture: its classes, tooltip and symbol."""
     coming = " coming" if cell.coming else ""
     later = " (not bound yet)" if cell.coming else ""
     if cell.kind == "gang":
-        title = f"gang {cell.who}{later}"
-        return (f'<span class="cell k-gang {_colour(cell.who)}{coming}" title="{_e(title)}">'
-                f"{symbols[cell.who]}</span>")
+        return {"class": f"cell k-gang {_colour(cell.who)}{coming}",
+                "title": f"gang {cell.who}{later}", "text": symbols[cell.who]}
     sym, text = _KIND_TEXT[cell.kind]
-    title = (f"{text}: {cell.who}" if cell.who else text) + later
-    return f'<span class="cell k-{cell.kind}{coming}" title="{_e(title)}">{_e(sym)}</span>'
+    return {"class": f"cell k-{cell.kind}{coming}",
+            "title": (f"{text}: {cell.who}" if cell.who else text) + later, "text": sym}
+
+
+#: The kinds of cells, in the shape table's and the bars' order.
+KINDS = ("gang", "other", "placeholder", "held", "free")
+
+
+def shape_columns(fleet: FleetView) -> tuple[str, ...]:
+    return ("Shape", fleet.topology_key or "Domain", "Nodes", "GPUs", "Gangs", "Other pods",
+            "Placeholders", "Held", "Free", "Cordoned", "Tainted", "Use")
+
+
+def shape_cells(shape: ShapeRow) -> list[str]:
+    """A row of the shape table as text, but for its bar (the last column)."""
+    return [shape.shape, shape.domain or "—", str(shape.nodes), str(shape.gpus),
+            *(str(shape.counts.get(k, 0)) for k in KINDS), str(shape.cordoned),
+            str(shape.tainted)]
 
 
 def _shape_table(fleet: FleetView) -> str:
-    kinds = ("gang", "other", "placeholder", "held", "free")
     rows = []
     for shape in fleet.shapes:
-        counts = "".join(f"<td>{shape.counts.get(k, 0)}</td>" for k in kinds)
+        first, *rest = shape_cells(shape)
         rows.append(
-            f'<tr><th scope="row">{_e(shape.shape)}</th><td>{_e(shape.domain or "—")}</td>'
-            f"<td>{shape.nodes}</td><td>{shape.gpus}</td>{counts}"
-            f"<td>{shape.cordoned}</td><td>{shape.tainted}</td>"
-            f'<td class="bars">{_svg_bar(shape.counts, shape.gpus)}</td></tr>'
+            f'<tr><th scope="row">{_e(first)}</th>'
+            + "".join(f"<td>{_e(v)}</td>" for v in rest)
+            + f'<td class="bars">{_svg_bar(shape.counts, shape.gpus)}</td></tr>'
         )
-    head = "".join(
-        f'<th scope="col">{h}</th>' for h in (
-            "Shape", fleet.topology_key or "Domain", "Nodes", "GPUs", "Gangs", "Other pods",
-            "Placeholders", "Held", "Free", "Cordoned", "Tainted", "Use")
-    )
+    head = "".join(f'<th scope="col">{_e(h)}</th>' for h in shape_columns(fleet))
     return (
         '<p class="note">More nodes than the picture shows well: one row per node shape '
         "(and topology domain), GPUs summed.</p>"
@@ -392,7 +467,7 @@ def _svg_bar(counts: Mapping[str, int], total: int) -> str:
     if not total:
         return ""
     x, parts = 0.0, []
-    for kind in ("gang", "other", "placeholder", "held", "free"):
+    for kind in KINDS:
         width = 200 * counts.get(kind, 0) / total
         if width:
             parts.append(f'<rect class="k-{kind}" x="{x:.1f}" y="0" width="{width:.1f}" '

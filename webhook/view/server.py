@@ -1,14 +1,16 @@
 """The HTTP part of `gangkeeper view`: a FastAPI app over the latest snapshot.
 
 `create_view_app(read, token, refresh_seconds)` serves the queue (`/`), a gang
-(`/gang/NS/LABEL`), the fleet (`/fleet`), the JSON the page polls (`/api/state`) and its
-own stylesheet and script (`/assets/...`). Every request must carry `token` (in the
-query): anything else is 403, so another local user of the machine cannot read what
-the kubeconfig's owner may. The lifespan reads the cluster once, then again every
-`refresh_seconds` in a background task (in a thread: the read blocks); a failed read
-keeps the last snapshot and says why on the page.
+(`/gang/NS/LABEL`), the fleet (`/fleet`), the JSON each polls (`/api/state`,
+`/api/gang/NS/LABEL`, `/api/fleet`) and its own stylesheet and script
+(`/assets/...`). Every request must carry `token` (in the query): anything else is 403,
+so another local user of the machine cannot read what the kubeconfig's owner may. The
+lifespan reads the cluster once, then again every `refresh_seconds` in a background
+task (in a thread: the read blocks); a failed read keeps the last snapshot and says why
+on the page.
 
-HTTP only: the pages are `pages` (pure), the reading `source`.
+HTTP only: the pages are `pages` and their JSON `pages` and `live` (pure), the
+reading `source`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from importlib import resources
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
-from . import pages
+from . import live, pages
 from .state import STATES, ViewState
 
 log = logging.getLogger("gangkeeper.view")
@@ -152,6 +154,28 @@ def create_view_app(
             return JSONResponse({"error": f"state must be one of {', '.join(STATES)}"}, 400)
         return JSONResponse(pages.state_json(snapshots.state, token, namespace, which,
                                              snapshots.error))
+
+    def no_snapshot() -> Response:
+        return JSONResponse({"generated": None, "error": snapshots.error or "reading",
+                             "notes": []}, 503)
+
+    @app.get("/api/gang/{namespace}/{label}")
+    async def api_gang(namespace: str, label: str) -> Response:
+        if snapshots.state is None:
+            return no_snapshot()
+        # explain re-runs the plan (once per snapshot): off the event loop.
+        data = await asyncio.to_thread(live.gang_json, snapshots.state, (namespace, label),
+                                       snapshots.error)
+        if data is None:
+            return JSONResponse({**pages.snapshot_json(snapshots.state, snapshots.error),
+                                 "gang": None}, 404)
+        return JSONResponse(data)
+
+    @app.get("/api/fleet")
+    async def api_fleet() -> Response:
+        if snapshots.state is None:
+            return no_snapshot()
+        return JSONResponse(live.fleet_json(snapshots.state, snapshots.error))
 
     @app.get("/assets/{name}")
     async def asset(name: str) -> Response:
