@@ -31,11 +31,10 @@ from typing import Any
 
 from gangkeeper.policies.names import APP_NAME, DEFAULT_NAMESPACE, ENABLED_LABEL
 
-from . import gangkeeper_processes, neighbours, registration
+from . import neighbours, registration, serve_processes
 from .binaries import Binaries, find_binaries
 from .control_plane import SERVICE_IP, ControlPlane, Ports, SchedulerClient
 from .errors import SandboxError
-from .gangkeeper_processes import CONTROLLER_PROCESS as CONTROLLER_PROCESS
 from .karpenter import KARPENTER
 from .kubeconfigs import Identities, write_identities
 from .kubectl import Kubectl
@@ -44,6 +43,7 @@ from .neighbours import ALL_COMPONENTS, JOBSET, KWOK, LWS, SCHEDULER_PLUGINS, TR
 from .nodes import create_nodes, fleet_of, nodes_ready
 from .pki import create_pki
 from .processes import Processes
+from .serve_processes import CONTROLLER_PROCESS as CONTROLLER_PROCESS
 from .waiting import client_context, http_ok, wait_until
 
 _DATA = resources.files("gangkeeper.webhook.sandbox") / "data"
@@ -319,7 +319,7 @@ class Sandbox:
         }
         if gangkeeper:
             serve_config = registration.config_file(self.directory, backend, config)
-            state.update(gangkeeper_processes.serve_state(
+            state.update(serve_processes.serve_state(
                 ports, kubeconfig=self.gangkeeper_kubeconfig,
                 cert_dir=self.gangkeeper_cert_dir, config=serve_config,
                 single_process=single_process,
@@ -412,12 +412,12 @@ class Sandbox:
     def controller_process(self) -> str:
         """The name of the process that runs the gang controller (and holds the Lease
         when it leads): `gangkeeper-controller`, or `gangkeeper` in single-process mode."""
-        return gangkeeper_processes.controller_process(self.state())
+        return serve_processes.controller_process(self.state())
 
     @property
     def controller_url(self) -> str:
         """Where the gang controller's /metrics are."""
-        return gangkeeper_processes.controller_url(self.state())
+        return serve_processes.controller_url(self.state())
 
     def start_gangkeeper(
         self, *, deadline: float | None = None, extra_args: Sequence[str] = ()
@@ -425,7 +425,7 @@ class Sandbox:
         """(Re)start gangkeeper's processes (admission, then the controller unless
         single-process) with the recorded arguments (and `extra_args`, for this run
         only); wait for each one's /readyz."""
-        gangkeeper_processes.start(
+        serve_processes.start(
             self.processes, self.state(), cert_dir=self.gangkeeper_cert_dir,
             deadline=deadline, extra_args=extra_args, log=self._log,
             state_file=self.directory / STATE_FILE,
@@ -434,7 +434,7 @@ class Sandbox:
     def stop_gangkeeper(self, *, kill: bool = False) -> None:
         """SIGTERM (graceful) or, with `kill`, SIGKILL: a crash, nothing cleaned up.
         Admission and the controller together."""
-        gangkeeper_processes.stop(self.processes, kill=kill)
+        serve_processes.stop(self.processes, kill=kill)
 
     # -- helpers ---------------------------------------------------------------------
 
