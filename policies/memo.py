@@ -11,7 +11,10 @@ Each memo instance belongs to an object with a lifetime, which states its bound:
 server's `Memos` (admission/decision.py) for plans and owners' gangs, each `Capacity` for
 feasibility answers, the controller's `SharedParts` for the pod facts it shares, and
 one recogniser call (`recognizers.common.one_call`, `registry._memoised`) for what
-its recognisers read twice. Nothing here is a module-level cache.
+its recognisers read twice. One memo lives at module level, on purpose: the compiled
+CEL programs of DeviceClass selectors (`dra/classes.py`), keyed by the expression text
+alone, so every caller would get the same answer from its own. No `functools.cache`
+either: a test checks both.
 
 Pure memory: no I/O.
 """

@@ -1,6 +1,6 @@
 """`kubectl kustomize` over deploy/ and its overlays gives exactly what the renderer gives.
 
-The base is committed renderer output (tests/unit/test_manifests.py); the overlays are
+The base is committed renderer output (tests/unit/install/test_manifests.py); the overlays are
 hand-written patches, so this is where they are proven: the cert-manager overlay must
 equal `render_manifests(cert_mode="cert-manager")` and the coscheduling one
 `render_manifests(backend="coscheduling")`, object for object.

@@ -211,7 +211,7 @@ def test_a_gang_beyond_the_declared_pool_is_refused_at_admission(
 ) -> None:
     # 72 GPUs; pool r holds 8 x 8. Its own pool, so that no other test's nodes are there:
     # nodes Karpenter makes carry the pool's label and count toward its maxCount
-    # (tests/unit/test_declared_pools.py), so the bound holds with nodes too.
+    # (tests/unit/cluster/test_declared_pools.py), so the bound holds with nodes too.
     body = job(unique("huge"), namespace, "r", 9)
     done = autoscaled.kubectl(
         "apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump(body), check=False

@@ -5,7 +5,8 @@
 - `lookup` tells a remembered None from nothing remembered;
 - an `IdentityMemo` answers only for the very object it was told about, never for an
   equal one, and is bounded the same way;
-- no product module keeps a memo of its own (`functools.cache`, `lru_cache`).
+- no product module keeps a memo of its own (`functools.cache`, `lru_cache`), and the
+  one memo at module level is the compiled CEL programs, keyed by expression text.
 """
 
 from __future__ import annotations
@@ -136,6 +137,28 @@ def test_no_product_module_keeps_a_memo_of_its_own() -> None:
                     isinstance(node.value, ast.Name) and node.value.id == "functools"):
                 found.append(f"{path.relative_to(ROOT)}: functools.{node.attr}")
     assert found == []
+
+
+#: Module-level memos allowed: a compiled CEL program depends on its expression text
+#: alone, so one process-wide memo (bounded) answers every caller alike.
+MODULE_MEMOS = {"policies/dra/classes.py: _PROGRAMS"}
+
+
+def _module_memos(path: Path) -> list[str]:
+    found = []
+    for node in ast.parse(path.read_text()).body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and (
+                value.func.id in ("BoundedMemo", "IdentityMemo")):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found += [f"{path.relative_to(ROOT)}: {ast.unparse(t)}" for t in targets]
+    return found
+
+
+def test_memos_belong_to_objects_with_a_lifetime_not_to_modules() -> None:
+    modules = (p for d in ("policies", "webhook", "certs") for p in (ROOT / d).rglob("*.py"))
+    found = {memo for path in sorted(modules) for memo in _module_memos(path)}
+    assert found == MODULE_MEMOS
 
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -19,7 +19,7 @@ ResourceClaimTemplates in the manifests) are counted as extended resources
 (`check_dra`); with --kubeconfig they are not read yet.
 
 The only I/O here is reading the files (and stdin) and, with --kubeconfig, listing
-Nodes and Pods.
+Nodes and Pods through the `Api` (`capacity_of`).
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ from ..files.manifests import (
     load_text,
     object_key,
 )
+from ..kube.api import Api
+from ..kube.informer import list_all
 from . import check_dra
 from .exit_codes import EXIT_ADMITTED, EXIT_BAD_INPUT, EXIT_REJECTED
 
@@ -182,24 +184,24 @@ def _duplicates(docs: list[Document]) -> tuple[list[Document], list[str]]:
 
 
 def _capacity_from_cluster(kubeconfig: str, context: str | None, config: Config) -> Capacity:
-    from kubernetes import client  # heavy import: only on this path
-
     from ..kube.client import api_client
+    from ..kube.rest import Rest
 
     try:
-        api = client.CoreV1Api(api_client(kubeconfig or None, context))
-        nodes = api.list_node(_request_timeout=30).items
-        pods = api.list_pod_for_all_namespaces(
-            field_selector="status.phase!=Succeeded,status.phase!=Failed", _request_timeout=30
-        ).items
+        return capacity_of(Rest(api_client(kubeconfig or None, context)), config)
     except Exception as exc:  # config, TLS, HTTP and connection errors alike
         where = kubeconfig or "the default kubeconfig"
         raise ManifestError(f"cannot read Nodes and Pods through {where}: {exc}") from exc
-    serialize = api.api_client.sanitize_for_serialization
-    capacity = Capacity.from_nodes([serialize(n) for n in nodes], config)
-    for pod in pods:
-        if pod.spec and pod.spec.node_name:
-            capacity.add_pod_object(serialize(pod))
+
+
+def capacity_of(api: Api, config: Config) -> Capacity:
+    """The cluster's Nodes, less what its bound live pods hold, read through `api`."""
+    from .cluster_state import LIVE_PODS  # it imports the kubernetes client: not offline
+
+    capacity = Capacity.from_nodes(list_all(api, "/api/v1/nodes"), config)
+    for pod in list_all(api, "/api/v1/pods", LIVE_PODS):
+        if (pod.get("spec") or {}).get("nodeName"):
+            capacity.add_pod_object(pod)
     return capacity
 
 

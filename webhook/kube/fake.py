@@ -3,13 +3,14 @@
 It keeps collections of objects with a global resourceVersion, answers lists page by
 page (continue tokens), single-object GETs, watches from a resourceVersion (every
 event since, then new ones as they happen; "410 Gone" for a version older than the
-last `compact()`), and the writes the controller makes (POST, PUT with optimistic
-concurrency, JSON-patch PATCH with `test` operations, DELETE), each write logged as a
-watch event. Tests steer it: `seed` and `forget` change objects without an event (as
-if the watch missed them), `emit` and `bookmark` log events, `break_watch` delivers an
-event or raises in the open stream, `end_watch` ends it, `compact` makes every older
-version answer 410, `expire_continue` cuts a paged list short, `absent` makes a
-collection unserved (404), `calls` records every request.
+last `compact()`), and the writes the controller makes (POST, which stamps the
+creationTimestamp, PUT with optimistic concurrency, JSON-patch PATCH with `test`
+operations, DELETE), each write logged as a watch event. Tests steer it: `seed` and
+`forget` change objects without an event (as if the watch missed them), `emit` and
+`bookmark` log events, `break_watch` delivers an event or raises in the open stream,
+`end_watch` ends it, `compact` makes every older version answer 410, `expire_continue`
+cuts a paged list short, `absent` makes a collection unserved (404), `calls` records
+every request.
 
 It is not an API server: no admission, no defaulting, no field selectors, no
 validation. The end-to-end tests use a real one. In memory only: no I/O.
@@ -211,6 +212,9 @@ class FakeApi(Api):
             meta["name"] = f"{meta.get('generateName', '')}{self.rv + 1}"
         if object_key(obj) in self.objects[collection]:
             raise ApiError(409, "AlreadyExists", f"{meta['name']} already exists")
+        # As the API server: the creation time is its own, whatever the body said
+        # (the controller's timeouts count from it).
+        meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         stored = self._stamp(obj)
         self.objects[collection][object_key(stored)] = stored
         self._log(collection, "ADDED", stored)

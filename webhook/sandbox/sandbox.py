@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import shutil
-import ssl
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +31,7 @@ from typing import Any
 
 from gangkeeper.policies.names import APP_NAME, DEFAULT_NAMESPACE, ENABLED_LABEL
 
-from . import neighbours, registration
+from . import neighbours, registration, serve_processes
 from .binaries import Binaries, find_binaries
 from .control_plane import SERVICE_IP, ControlPlane, Ports, SchedulerClient
 from .devices import FLEET_KINDS, publish, split_fleet
@@ -46,13 +44,12 @@ from .neighbours import ALL_COMPONENTS, JOBSET, KWOK, LWS, SCHEDULER_PLUGINS, TR
 from .nodes import create_nodes, fleet_of, nodes_ready
 from .pki import create_pki
 from .processes import Processes
+from .serve_processes import CONTROLLER_PROCESS as CONTROLLER_PROCESS
 from .waiting import client_context, http_ok, wait_until
 
 _DATA = resources.files("gangkeeper.webhook.sandbox") / "data"
 #: The sample fleet (`examples/fleet.yaml`, shipped inside the package).
 DEFAULT_FLEET = Path(str(_DATA / "fleet.yaml"))
-#: The sandbox's process running `serve --controller-only` (beside `gangkeeper`).
-CONTROLLER_PROCESS = "gangkeeper-controller"
 #: CRDs of the kinds gangkeeper reads whose controllers the sandbox does not run
 #: (JobSet's, LeaderWorkerSet's, Trainer's and the scheduler-plugins PodGroup come
 #: from their modules: `neighbours.py`).
@@ -326,7 +323,11 @@ class Sandbox:
         }
         if gangkeeper:
             serve_config = registration.config_file(self.directory, backend, config)
-            state.update(self._gangkeeper_state(ports, serve_config, single_process))
+            state.update(serve_processes.serve_state(
+                ports, kubeconfig=self.gangkeeper_kubeconfig,
+                cert_dir=self.gangkeeper_cert_dir, config=serve_config,
+                single_process=single_process,
+            ))
             gangkeeper_url = state["gangkeeper_url"]
             self._write_state(state)
             self.start_gangkeeper(deadline=deadline)
@@ -350,30 +351,6 @@ class Sandbox:
             startup_seconds=time.monotonic() - started,
             controller_url=state.get("gangkeeper_controller_url", state.get("gangkeeper_url")),
         )
-
-    def _gangkeeper_state(
-        self, ports: Ports, config: Path | None, single_process: bool
-    ) -> dict[str, Any]:
-        """The recorded command lines and URLs of gangkeeper's processes."""
-        argv = functools.partial(
-            registration.serve_argv,
-            kubeconfig=self.gangkeeper_kubeconfig,
-            cert_dir=self.gangkeeper_cert_dir,
-            config=config,
-        )
-        url = f"https://127.0.0.1:{ports.gangkeeper}"
-        if single_process:
-            return {"gangkeeper_url": url, "gangkeeper_argv": argv(port=ports.gangkeeper)}
-        # As the shipped Deployments: the controller never runs in the process that
-        # answers the API server. Both read the same certificate files.
-        return {
-            "gangkeeper_url": url,
-            "gangkeeper_argv": argv(port=ports.gangkeeper, mode="--no-controller"),
-            "gangkeeper_controller_url": f"https://127.0.0.1:{ports.gangkeeper_controller}",
-            "gangkeeper_controller_argv": argv(
-                port=ports.gangkeeper_controller, mode="--controller-only"
-            ),
-        }
 
     @staticmethod
     def up_steps(
@@ -439,14 +416,12 @@ class Sandbox:
     def controller_process(self) -> str:
         """The name of the process that runs the gang controller (and holds the Lease
         when it leads): `gangkeeper-controller`, or `gangkeeper` in single-process mode."""
-        split = bool(self.state().get("gangkeeper_controller_argv"))
-        return CONTROLLER_PROCESS if split else "gangkeeper"
+        return serve_processes.controller_process(self.state())
 
     @property
     def controller_url(self) -> str:
         """Where the gang controller's /metrics are."""
-        state = self.state()
-        return str(state.get("gangkeeper_controller_url") or state["gangkeeper_url"])
+        return serve_processes.controller_url(self.state())
 
     def start_gangkeeper(
         self, *, deadline: float | None = None, extra_args: Sequence[str] = ()
@@ -454,31 +429,16 @@ class Sandbox:
         """(Re)start gangkeeper's processes (admission, then the controller unless
         single-process) with the recorded arguments (and `extra_args`, for this run
         only); wait for each one's /readyz."""
-        state = self.state()
-        argv = state.get("gangkeeper_argv")
-        if not argv:
-            raise SandboxError(f"no gangkeeper recorded in {self.directory / STATE_FILE}")
-        deadline = deadline or time.monotonic() + 60.0
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        tls = ssl.create_default_context(cafile=str(self.gangkeeper_cert_dir / "ca.crt"))
-        started = [("gangkeeper", argv, state["gangkeeper_url"])]
-        if state.get("gangkeeper_controller_argv"):
-            started.append((CONTROLLER_PROCESS, state["gangkeeper_controller_argv"],
-                            state["gangkeeper_controller_url"]))
-        for name, command, base in started:
-            if self.processes.alive(name):
-                continue
-            what = "controller" if name == CONTROLLER_PROCESS else "serve"
-            self._log(f"starting gangkeeper {what} on {base}")
-            self.processes.start(name, [*command, *extra_args], env=env)
-            url = f"{base}/readyz"
-            self._wait(name, functools.partial(http_ok, url, tls), deadline)
+        serve_processes.start(
+            self.processes, self.state(), cert_dir=self.gangkeeper_cert_dir,
+            deadline=deadline, extra_args=extra_args, log=self._log,
+            state_file=self.directory / STATE_FILE,
+        )
 
     def stop_gangkeeper(self, *, kill: bool = False) -> None:
         """SIGTERM (graceful) or, with `kill`, SIGKILL: a crash, nothing cleaned up.
         Admission and the controller together."""
-        names = ["gangkeeper", CONTROLLER_PROCESS]
-        self.processes.stop_many(names, timeout=0.0 if kill else 10.0)
+        serve_processes.stop(self.processes, kill=kill)
 
     # -- helpers ---------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import gc
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Protocol
@@ -236,23 +236,28 @@ def _record(
         log.info("admission", extra=extra)
 
 
+def admission_paths(*, noop: bool) -> dict[str, admission.Endpoint]:
+    """The admission URLs and the endpoint each answers: the one table both the routes
+    and `AdmissionFastPath` dispatch from. `/noop` only for the benchmark's floor."""
+    paths: dict[str, admission.Endpoint] = {"/mutate": "mutate", "/validate": "validate"}
+    if noop:
+        paths["/noop"] = "noop"
+    return paths
+
+
+def _route(endpoint: admission.Endpoint) -> Callable[..., Awaitable[Response]]:
+    async def admit(request: Request, server: ServerDep, policy: PolicyDep) -> Response:
+        return await _admit(endpoint, request, server, policy)
+
+    admit.__name__ = endpoint
+    return admit
+
+
 def admission_router(*, noop: bool) -> APIRouter:
     router = APIRouter(tags=["admission"])
-
-    @router.post("/mutate")
-    async def mutate(request: Request, server: ServerDep, policy: PolicyDep) -> Response:
-        return await _admit("mutate", request, server, policy)
-
-    @router.post("/validate")
-    async def validate(request: Request, server: ServerDep, policy: PolicyDep) -> Response:
-        return await _admit("validate", request, server, policy)
-
-    if noop:
-
-        @router.post("/noop", include_in_schema=False)
-        async def floor(request: Request, server: ServerDep, policy: PolicyDep) -> Response:
-            return await _admit("noop", request, server, policy)
-
+    for path, endpoint in admission_paths(noop=noop).items():
+        router.add_api_route(path, _route(endpoint), methods=["POST"],
+                             include_in_schema=endpoint != "noop")
     return router
 
 
@@ -348,10 +353,8 @@ class AdmissionFastPath:
         self._next = app
         self._fastapi = fastapi_app
         self._server = server
-        self._paths: dict[str, admission.Endpoint] = {"/mutate": "mutate", "/validate": "validate"}
-        if server.noop:
-            # The benchmark's floor must take the same dispatch as what it is compared to.
-            self._paths["/noop"] = "noop"
+        # The benchmark's floor (/noop) takes the same dispatch as what it is compared to.
+        self._paths = admission_paths(noop=server.noop)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         endpoint = self._paths.get(scope.get("path", "")) if scope["type"] == "http" else None

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from builders.gangs import members, stamp
+from builders.gangs import members
 
 from gangkeeper.policies.cluster.observed_gangs import PodInfo, pod_info
 from gangkeeper.policies.release.plan import plan
@@ -29,16 +29,7 @@ T0 = time.time() - 100
 OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "llama", "uid": "job-uid"}
 
 
-class ServerApi(FakeApi):
-    """Stamps creationTimestamp on create, as the API server does (timeouts count from it)."""
-
-    def _create(self, collection: str, namespace: str, body: object) -> dict[str, Any]:
-        assert isinstance(body, dict)
-        body = {**body, "metadata": {**body["metadata"], "creationTimestamp": stamp(time.time())}}
-        return super()._create(collection, namespace, body)
-
-
-class QuotaApi(ServerApi):
+class QuotaApi(FakeApi):
     """Refuses pod creation as ResourceQuota admission does."""
 
     def send(self, call: Call) -> dict[str, Any]:
@@ -86,7 +77,7 @@ def placeholders(api: FakeApi) -> list[dict[str, Any]]:
 def test_placeholders_are_created_once_from_the_members_spec_and_adopted_after(
     pool: ThreadPoolExecutor,
 ) -> None:
-    api = ServerApi()
+    api = FakeApi()
     api.seed(PODS, *gang())
     w, _ = writer(api, pool)
     one_pass(api, T0 + 60, w)
@@ -103,7 +94,7 @@ def test_placeholders_are_created_once_from_the_members_spec_and_adopted_after(
 def test_a_placeholder_gone_without_us_is_reported_and_asked_for_again(
     pool: ThreadPoolExecutor,
 ) -> None:
-    api = ServerApi()
+    api = FakeApi()
     api.seed(PODS, *gang())
     w, events = writer(api, pool)
     one_pass(api, T0 + 60, w)
@@ -117,7 +108,7 @@ def test_a_placeholder_gone_without_us_is_reported_and_asked_for_again(
 
 
 def test_a_timeout_deletes_them_says_why_and_backs_off(pool: ThreadPoolExecutor) -> None:
-    api = ServerApi()
+    api = FakeApi()
     api.seed(PODS, *gang())
     w, events = writer(api, pool)
     one_pass(api, T0 + 60, w)
@@ -148,7 +139,7 @@ def test_a_refusal_by_quota_is_one_event_per_gang_naming_the_quota(
 
 
 def test_orphans_are_deleted_and_a_released_gangs_go_first(pool: ThreadPoolExecutor) -> None:
-    api = ServerApi()
+    api = FakeApi()
     api.seed(PODS, *gang())
     w, _ = writer(api, pool)
     one_pass(api, T0 + 60, w)

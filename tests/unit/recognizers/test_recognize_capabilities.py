@@ -5,7 +5,7 @@ A kind is one module (`policies/recognizers/<module>.py`), one registry line, it
 (`tests/unit/recognizers/test_recognize_<module>.py`) and an example manifest under
 examples/. Its webhook rule, RBAC, watches, requeue and the pod webhooks' match
 condition all follow from what its recogniser declares. deploy/base is read as
-`kubectl apply -k deploy/` installs it (tests/unit/test_manifests.py holds it to the
+`kubectl apply -k deploy/` installs it (tests/unit/install/test_manifests.py holds it to the
 renderer's output).
 """
 

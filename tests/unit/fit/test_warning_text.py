@@ -20,7 +20,7 @@ from gangkeeper.webhook.files.manifests import load_nodes
 from gangkeeper.webhook.server import admission
 from gangkeeper.webhook.server.admission import Policy, parse_review
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 CONFIG = Config()
 
 

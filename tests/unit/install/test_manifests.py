@@ -30,7 +30,7 @@ from gangkeeper.webhook.install import (
     rule_reason,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"
 
 
