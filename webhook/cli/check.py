@@ -196,7 +196,7 @@ def _capacity_from_cluster(kubeconfig: str, context: str | None, config: Config)
 
 def capacity_of(api: Api, config: Config) -> Capacity:
     """The cluster's Nodes, less what its bound live pods hold, read through `api`."""
-    from .cluster_state import LIVE_PODS  # it imports the kubernetes client: not offline
+    from ..kube.live_pods import LIVE_PODS
 
     capacity = Capacity.from_nodes(list_all(api, "/api/v1/nodes"), config)
     for pod in list_all(api, "/api/v1/pods", LIVE_PODS):
