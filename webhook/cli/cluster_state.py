@@ -125,6 +125,18 @@ def _requests(rest: Api) -> list[Mapping[str, Any]] | None:
 REQUESTS_PATH = "/apis/autoscaling.x-k8s.io/v1/provisioningrequests"
 
 
+def cluster_state_of(args: argparse.Namespace) -> ClusterState | None:
+    """`read_cluster_state` with its notes said on stderr; None when the cluster cannot
+    be read, the reason said on stderr (the command then exits EXIT_BAD_INPUT)."""
+    try:
+        state = read_cluster_state(args)
+    except ClusterStateError as exc:
+        print(f"{args.command_prog}: {exc}", file=sys.stderr)
+        return None
+    say_notes(args, state)
+    return state
+
+
 def say_notes(args: argparse.Namespace, state: ClusterState) -> None:
     """What the answer lacks (pods the user may not list), on stderr: an answer from
     part of the cluster must not pass for the whole."""

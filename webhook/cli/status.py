@@ -19,13 +19,7 @@ import sys
 import time
 from typing import Any
 
-from .cluster_state import (
-    ClusterStateError,
-    add_cluster_arguments,
-    add_namespace_arguments,
-    read_cluster_state,
-    say_notes,
-)
+from .cluster_state import add_cluster_arguments, add_namespace_arguments, cluster_state_of
 from .exit_codes import EXIT_BAD_INPUT, EXIT_OK
 
 
@@ -48,12 +42,9 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from gangkeeper.policies.release.status import gang_status, render_json, render_text
 
-    try:
-        state = read_cluster_state(args)
-    except ClusterStateError as exc:
-        print(f"{args.command_prog}: {exc}", file=sys.stderr)
+    state = cluster_state_of(args)
+    if state is None:
         return EXIT_BAD_INPUT
-    say_notes(args, state)
     reports = gang_status(state.pods, state.nodes, state.config, time.time(),
                           namespace=args.namespace, requests=state.requests,
                           budgets=state.budgets)

@@ -28,12 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .cluster_state import (
-    ClusterStateError,
-    add_cluster_arguments,
-    add_namespace_arguments,
-    read_cluster_state,
-)
+from .cluster_state import add_cluster_arguments, add_namespace_arguments, cluster_state_of
 from .exit_codes import EXIT_BAD_INPUT, EXIT_LEFT_GATED, EXIT_OK
 
 if TYPE_CHECKING:
@@ -61,10 +56,8 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from gangkeeper.policies.release.ungate import ungate_plan
 
-    try:
-        state = read_cluster_state(args)
-    except ClusterStateError as exc:
-        print(f"gangkeeper ungate: {exc}", file=sys.stderr)
+    state = cluster_state_of(args)
+    if state is None:
         return EXIT_BAD_INPUT
     rest, config = state.rest, state.config
     decided = ungate_plan(state.pods, state.nodes, config, time.time(), namespace=args.namespace,

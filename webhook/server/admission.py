@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, Protocol, TypedDict, TypeVar
 
 from gangkeeper.policies.admission.decision import (
     NEVER_NAMESPACES,
@@ -275,6 +275,23 @@ def _ignored(review: Review, summary: dict[str, Any]) -> Answer:
     return Answer(_response(review, allowed=True), "allow", "ignored", summary=summary)
 
 
+_T = TypeVar("_T")
+
+
+def _judged(
+    call: Callable[[], _T], review: Review, summary: dict[str, Any], config: Config
+) -> _T | Answer:
+    """`call`'s decision, or the answer `config.on_unreadable` gives when it fails: an
+    object the policy cannot read is never a 500. An owner not cached yet is raised:
+    it is decided again off the event loop, with the owner fetched (`app._admit`)."""
+    try:
+        return call()
+    except OwnerNotCached:
+        raise
+    except Exception as exc:
+        return _unreadable(review, summary, config, exc)
+
+
 def _unreadable(
     review: Review, summary: dict[str, Any], config: Config, error: BaseException
 ) -> Answer:
@@ -321,20 +338,15 @@ def _pod_answer(review: Review, policy: Policy) -> Answer:
         # Safe to plan against: the patch is built from the plan's own keys (labels,
         # annotations, gates), never from a diff that would carry these limits.
         pod, device_notes = policy.devices.with_claims(pod, review.namespace)
-    try:
-        decision = decide_pod(
-            pod,
-            namespace=review.namespace,
-            capacity=policy.capacity,
-            lookup=policy.lookup,
-            config=policy.config,
-            memos=policy.memos,
-            siblings=policy.siblings,
-        )
-    except OwnerNotCached:
-        raise  # decided again off the event loop, with the owner fetched (app._admit)
-    except Exception as exc:  # answered per config; never a 500
-        return _unreadable(review, summary, policy.config, exc)
+    decision = _judged(
+        lambda: decide_pod(
+            pod, namespace=review.namespace, capacity=policy.capacity, lookup=policy.lookup,
+            config=policy.config, memos=policy.memos, siblings=policy.siblings,
+        ),
+        review, summary, policy.config,
+    )
+    if isinstance(decision, Answer):
+        return decision
     if decision.membership is not None:
         gang = decision.membership.gang
         summary["gang"] = f"{gang.namespace}/{gang.name}"
@@ -402,16 +414,16 @@ def _object_answer(review: Review, policy: Policy) -> Answer:
     device_notes: tuple[str, ...] = ()
     if policy.devices is not None:
         obj, device_notes = policy.devices.with_claims(obj, review.namespace)
-    try:
-        decisions = validate_object(
-            obj, capacity=policy.capacity, lookup=policy.lookup, config=policy.config,
-            memos=policy.memos,
-            siblings=policy.siblings,
-        )
-    except OwnerNotCached:
-        raise  # decided again off the event loop, with the owner fetched (app._admit)
-    except Exception as exc:  # answered per config; never a 500
-        return _unreadable(review, summary, policy.config, exc)
+    checked = obj  # as read now: the lambda below is called at once
+    decisions = _judged(
+        lambda: validate_object(
+            checked, capacity=policy.capacity, lookup=policy.lookup, config=policy.config,
+            memos=policy.memos, siblings=policy.siblings,
+        ),
+        review, summary, policy.config,
+    )
+    if isinstance(decisions, Answer):
+        return decisions
     summary["gangs"] = [f"{d.gang.namespace}/{d.gang.name}" for d in decisions]
     rejected = [d for d in decisions if not d.verdict.allowed]
     warnings = _warnings([*device_notes, *(w for d in decisions for w in d.verdict.warnings)])
