@@ -257,7 +257,7 @@ class BenchCluster:
             ("Jobs", f"/apis/batch/v1/namespaces/{namespace}/jobs?propagationPolicy=Background"),
             ("pods", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0"),
         ):
-            status, body = self.raw.request("DELETE", path)
+            status, body = self._delete_collection(path)
             if status != 200:
                 raise RuntimeError(f"deleting {what} of {namespace}: HTTP {status} {body[:300]!r}")
         wait_for(
@@ -265,6 +265,19 @@ class BenchCluster:
             timeout,
             f"pods of {namespace} deleted",
         )
+
+    def _delete_collection(self, path: str, attempts: int = 3) -> tuple[int, bytes]:
+        """One collection DELETE, asked again when the answer times out: a loaded
+        2-core API server once took over 60 s to answer one (2026-12-03, load 18), and
+        asking again for a delete is harmless."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self.raw.request("DELETE", path)
+            except OSError:  # TimeoutError and dropped connections
+                if attempt == attempts:
+                    raise
+                self.log(f"DELETE {path}: no answer, asking again ({attempt}/{attempts})")
+        raise AssertionError("unreachable")
 
     # -- what each scheduling mode needs ---------------------------------------------
 

@@ -742,7 +742,11 @@ def _run_modes(quick: bool, cluster: BenchCluster, modes: Sequence[Mode]) -> lis
             continue
         cluster.log(f"scheduling: {mode}: replaying")
         namespace = NAMESPACES[mode]
-        cluster.wait_nodes_free(nodes)
+        try:
+            cluster.wait_nodes_free(nodes)
+        except TimeoutError as exc:  # the previous mode's clean-up did not finish
+            results[mode] = f"the fleet was not free: {exc}"
+            continue
         replay = Replay(
             cluster.core,
             cluster.raw,
@@ -754,8 +758,13 @@ def _run_modes(quick: bool, cluster: BenchCluster, modes: Sequence[Mode]) -> lis
             queue=LOCAL_QUEUE if mode in KUEUE_MODES else None,
         )
         events = replay.run()
-        cluster.clear_pods(namespace)
+        # Computed before the clean-up, so a clean-up that fails loses no figures.
         results[mode] = done = outcome(jobs, events, horizon)
+        try:
+            cluster.clear_pods(namespace)
+        except (OSError, RuntimeError, TimeoutError) as exc:
+            cluster.log(f"scheduling: {mode}: clean-up failed: {exc}")
+            notes[mode] = f"clean-up failed: {exc}"
         raw[mode] = [[round(e.t, 3), e.kind, e.job, e.pod, e.gpus] for e in events]
         cluster.log(
             f"scheduling: {mode}: {done.completed}/{done.jobs} completed, "
@@ -770,7 +779,7 @@ def _run_modes(quick: bool, cluster: BenchCluster, modes: Sequence[Mode]) -> lis
             extra.append(f"{replay.lost} bound pods deleted before they finished")
         if replay.errors:
             extra.append(f"{len(replay.errors)} API errors, first: {replay.errors[0]}")
-        notes[mode] = "; ".join(extra)
+        notes[mode] = "; ".join([*extra, *filter(None, [notes.get(mode)])])
     rows = summary_rows(results)
     for row in rows:
         note = notes.get(row["mode"])
