@@ -85,6 +85,7 @@ _OWNED = (
     TRAINER,
     SCHEDULER_PLUGINS,
     KARPENTER,
+    kueue.KUEUE,
     "logs",
     "pids",
 )
