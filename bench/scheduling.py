@@ -436,6 +436,11 @@ def job_manifest(
     }
 
 
+def run_id(mode: Mode, stamp: int) -> str:
+    """The run's label value: `kueue+gate` has a `+`, which no label value may."""
+    return f"{mode.replace('+', '-')}-{stamp}"
+
+
 def run_patch(duration: float) -> bytes:
     """The merge patch that starts a member's run: kwok completes it `duration` later."""
     annotations = {RUN_FOR: f"{round(duration * 1000)}ms"}
@@ -752,7 +757,7 @@ def _run_modes(quick: bool, cluster: BenchCluster, modes: Sequence[Mode]) -> lis
             cluster.raw,
             namespace,
             jobs,
-            run_id=f"{mode}-{int(time.time())}",
+            run_id=run_id(mode, int(time.time())),
             fleet=fleet,
             horizon=horizon,
             queue=LOCAL_QUEUE if mode in KUEUE_MODES else None,

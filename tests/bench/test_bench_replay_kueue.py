@@ -86,3 +86,14 @@ def test_an_evicted_partial_gang_holds_gpus_only_until_its_pods_are_gone() -> No
     result = outcome([JOB], events, horizon=20.0)
     assert result.idle_gpu_seconds == 40.0
     assert result.deadlocked == 1 and result.started == 0
+
+
+def test_every_modes_run_id_is_a_valid_label_value() -> None:
+    import re
+
+    from bench.scheduling import MODES, run_id
+
+    value = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+    for mode in MODES:
+        label = run_id(mode, 1796307104)
+        assert value.match(label) and len(label) <= 63, label
