@@ -5,6 +5,9 @@ with no fleet and a gangkeeper config made for the benchmarks (the `native` name
 routed to the native backend; a declared GPU pool with no nodes, so latency pods are
 admitted yet never placed), creates the benchmark namespaces, and tears everything
 down on exit. `BenchCluster` wraps the few cluster operations the benchmarks share.
+`open_cluster(kueue=True)` (what `python -m bench.scheduling` asks for) also runs
+Kueue v0.17.0's manager with `KUEUE_CONFIG`; `python -m bench`'s shared sandbox does
+not, so Kueue's pod and Job webhooks stay out of the latency and memory figures.
 
 May touch: its temporary sandbox directory, the processes the sandbox starts, and
 objects it creates in that sandbox's API server. Nothing else.
@@ -18,7 +21,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ from gangkeeper.policies.names import (
     MIN_MEMBER_ANNOTATION,
 )
 from gangkeeper.webhook.cli.serve import NOOP_ENV
+from gangkeeper.webhook.sandbox.kueue import KUEUE
 
 POOL_LABEL = "bench.gangkeeper.io/pool"
 #: kwok's pod-complete stage: a pod with this annotation succeeds that long after it runs.
@@ -40,6 +44,8 @@ LATENCY_POOL = "latency"
 #: The schedulerName gangkeeper's coscheduling backend writes (its config default).
 COSCHEDULING_SCHEDULER = "scheduler-plugins-scheduler"
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
+GPU = "nvidia.com/gpu"
+KUEUE_FLAVOR = "bench-flavor"
 
 #: name → opted in? The scheduling namespaces must match bench.scheduling.NAMESPACES.
 NAMESPACES: Mapping[str, bool] = {
@@ -47,6 +53,8 @@ NAMESPACES: Mapping[str, bool] = {
     "bench-sched-gate": True,
     "bench-sched-native": True,
     "bench-sched-coscheduling": True,
+    "bench-sched-kueue": False,
+    "bench-sched-kueue-gate": True,
     "bench-latency-plain": False,
     "bench-latency-gang": True,
     # Labelled by create_latency for its no-op webhook pair, not for gangkeeper.
@@ -86,6 +94,37 @@ BENCH_CONFIG: Mapping[str, Any] = {
             "allocatable": {"nvidia.com/gpu": 8},
         }
     ],
+}
+
+
+#: Kueue's own all-or-nothing for bench.scheduling's `kueue` modes, in Kueue
+#: v0.17.0's Configuration (`apis/config/v1beta2/configuration_types.go`
+#: WaitForPodsReady; it is on when the key is present: v1beta2 has no `enable`, and
+#: Kueue decodes its config strictly, so an unknown key stops the manager).
+KUEUE_CONFIG: Mapping[str, Any] = {
+    "waitForPodsReady": {
+        # An admitted Job whose pods are not all Ready this long after admission is
+        # evicted (suspended, its pods deleted) and requeued. Kueue's default is 5 min
+        # against jobs of hours; the trace's jobs run 3-9 s, and a gang that fits has
+        # its pods bound and Ready (kwok, `pod-ready` delay 0 s) within a few seconds
+        # on this 2-core machine, so 10 s evicts only gangs that cannot be placed.
+        "timeout": "10s",
+        # Kueue's sequential admission: no other Job of the ClusterQueue is admitted
+        # while an admitted one is not yet Ready, so two partly bound Jobs cannot hold
+        # each other's GPUs (Kueue's documented remedy for that deadlock).
+        "blockAdmission": True,
+        "requeuingStrategy": {
+            # Requeued behind the Jobs that arrived meanwhile (the default), so one
+            # Job that does not fit does not block the queue head again at once.
+            "timestamp": "Eviction",
+            # Backoff b*2^(n-1): Kueue's default base of 60 s is ten trace jobs long;
+            # 1 s, at most 10 s, keeps the same ratio to the jobs as minutes to hours.
+            "backoffBaseSeconds": 1,
+            "backoffMaxSeconds": 10,
+            # No limit (null, the default): a Job deactivated after N requeues would
+            # never finish, which says nothing about the schedule.
+        },
+    }
 }
 
 
@@ -218,7 +257,7 @@ class BenchCluster:
             ("Jobs", f"/apis/batch/v1/namespaces/{namespace}/jobs?propagationPolicy=Background"),
             ("pods", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0"),
         ):
-            status, body = self.raw.request("DELETE", path)
+            status, body = self._delete_collection(path)
             if status != 200:
                 raise RuntimeError(f"deleting {what} of {namespace}: HTTP {status} {body[:300]!r}")
         wait_for(
@@ -226,6 +265,19 @@ class BenchCluster:
             timeout,
             f"pods of {namespace} deleted",
         )
+
+    def _delete_collection(self, path: str, attempts: int = 3) -> tuple[int, bytes]:
+        """One collection DELETE, asked again when the answer times out: a loaded
+        2-core API server once took over 60 s to answer one (2026-12-03, load 18), and
+        asking again for a delete is harmless."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self.raw.request("DELETE", path)
+            except OSError:  # TimeoutError and dropped connections
+                if attempt == attempts:
+                    raise
+                self.log(f"DELETE {path}: no answer, asking again ({attempt}/{attempts})")
+        raise AssertionError("unreachable")
 
     # -- what each scheduling mode needs ---------------------------------------------
 
@@ -258,14 +310,86 @@ class BenchCluster:
         pod: dict[str, Any] = json.loads(response.data)
         return pod
 
-    def mode_unavailable(self, mode: str) -> str | None:
-        """Why a scheduling mode cannot be measured on this sandbox, or None if it can."""
-        namespace = f"bench-sched-{mode}"
-        if mode == "coscheduling" and "scheduler-plugins" not in self.sandbox.state().get(
-            "components", []
-        ):
+    def runs_kueue(self) -> bool:
+        return KUEUE in self.sandbox.state().get("components", [])
+
+    def ensure_kueue_queue(self, namespace: str, queue: str, nodes: list[str]) -> None:
+        """A ClusterQueue `namespace` (for that namespace alone) whose quota is the GPUs
+        and CPUs of `nodes`, and its LocalQueue `queue` there, once Kueue says Active.
+        CPU is covered too: Kueue does not admit a Workload requesting a resource its
+        ClusterQueue does not list, and the trace's pods request 100m each."""
+        gpus = cpus = 0
+        for name in nodes:
+            allocatable = self.core.read_node(name).status.allocatable or {}
+            gpus += int(allocatable.get(GPU, 0))
+            cpus += int(allocatable.get("cpu", 0))
+        objects = [
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": KUEUE_FLAVOR},
+            },
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": namespace},
+                "spec": {
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": namespace}
+                    },
+                    "resourceGroups": [
+                        {
+                            "coveredResources": [GPU, "cpu"],
+                            "flavors": [
+                                {
+                                    "name": KUEUE_FLAVOR,
+                                    "resources": [
+                                        {"name": GPU, "nominalQuota": gpus},
+                                        {"name": "cpu", "nominalQuota": cpus},
+                                    ],
+                                }
+                            ],
+                        }
+                    ],
+                },
+            },
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": queue, "namespace": namespace},
+                "spec": {"clusterQueue": namespace},
+            },
+        ]
+        self.sandbox.cli.must("apply", "-f", "-", input=yaml.safe_dump_all(objects))
+        wait_for(
+            functools.partial(self._queue_active, namespace, queue),
+            60,
+            f"LocalQueue {namespace}/{queue} Active",
+            0.5,
+        )
+
+    def _queue_active(self, namespace: str, queue: str) -> bool:
+        from kubernetes import client
+
+        found: Any = client.CustomObjectsApi(self.api).get_namespaced_custom_object(
+            "kueue.x-k8s.io", "v1beta2", namespace, "localqueues", queue
+        )
+        conditions = (found.get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Active" and c.get("status") == "True" for c in conditions)
+
+    def mode_unavailable(self, mode: str, namespace: str | None = None) -> str | None:
+        """Why a scheduling mode cannot be measured on this sandbox (its Jobs go to
+        `namespace`, by default `bench-sched-<mode>`), or None if it can."""
+        namespace = namespace or f"bench-sched-{mode}"
+        components = self.sandbox.state().get("components", [])
+        if mode == "coscheduling" and "scheduler-plugins" not in components:
             return "the sandbox runs no scheduler-plugins scheduler (component scheduler-plugins)"
-        if mode == "none":
+        if mode.startswith("kueue") and KUEUE not in components:
+            return (
+                "the sandbox runs no Kueue (component kueue; `python -m bench.scheduling` "
+                "starts one, `python -m bench`'s shared sandbox does not)"
+            )
+        if mode in ("none", "kueue"):
             return None
         try:
             pod = self.probe_pod(namespace)
@@ -344,22 +468,35 @@ def _first_line(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def open_cluster(
-    quick: bool = True, log: Callable[[str], None] | None = None
+    quick: bool = True,
+    log: Callable[[str], None] | None = None,
+    *,
+    kueue: bool = False,
+    neighbours: Sequence[str] | None = None,
 ) -> Iterator[BenchCluster]:
-    """Start a sandbox for the benchmarks and stop it (removing its state) afterwards."""
+    """Start a sandbox for the benchmarks and stop it (removing its state) afterwards:
+    the sandbox's default `neighbours` unless given (the bench test runs kwok alone),
+    and with `kueue` Kueue's manager beside them, with `KUEUE_CONFIG`."""
     from kubernetes import client
 
     from gangkeeper.webhook.sandbox import Sandbox
+    from gangkeeper.webhook.sandbox.neighbours import ALL_COMPONENTS
 
     directory = Path(tempfile.mkdtemp(prefix="gangkeeper-bench-"))
     config = directory / "bench-config.yaml"
     config.write_text(yaml.safe_dump(dict(BENCH_CONFIG), sort_keys=False))
-    sandbox = Sandbox(directory, log=log)
+    sandbox = Sandbox(directory, log=log, kueue_config=KUEUE_CONFIG if kueue else None)
+    chosen = tuple(ALL_COMPONENTS if neighbours is None else neighbours)
+    components = (*chosen, KUEUE) if kueue else chosen
     # gangkeeper's `/noop` endpoint (allow without looking) answers the no-op webhook
     # pair of `create_latency`'s floor; only a server started with this serves it.
     os.environ[NOOP_ENV] = "1"
     try:
-        info = sandbox.up(fleet=None, config=config)
+        # Kueue's start (CRDs, its certificate rotator, webhooks) took 100 s of a
+        # 3.5 min start on a loaded 2-core machine: more than the default 180 s.
+        info = sandbox.up(
+            fleet=None, config=config, components=components, timeout=420 if kueue else 180
+        )
         api = api_client(info.kubeconfig)
         core: Any = client.CoreV1Api(api)
         for name, opted_in in NAMESPACES.items():

@@ -11,6 +11,17 @@ once per mode:
 | `gate` | opted in, backend `gate` | gangkeeper's controller lifts whole gangs' gates |
 | `native` | opted in, override `native` | Kubernetes' gang scheduling (`GenericWorkload`) |
 | `coscheduling` | opted in, override `coscheduling` | scheduler-plugins Coscheduling |
+| `kueue` | not opted in, Jobs queued by Kueue | Kueue's `waitForPodsReady`, default scheduler |
+| `kueue+gate` | opted in, backend `gate`, Jobs queued by Kueue | Kueue's quota, then gangkeeper |
+
+The two Kueue modes need the sandbox's `kueue` component (`open_cluster(kueue=True)`,
+which `run()` asks for): Kueue v0.17.0's manager with `waitForPodsReady` on
+(`bench.cluster.KUEUE_CONFIG` says which values and why) and one ClusterQueue per
+namespace whose quota is the fleet's GPUs and CPUs. Their Jobs carry
+`kueue.x-k8s.io/queue-name`; Kueue creates them suspended and unsuspends each once its
+quota admits it. Kueue's eviction of a Job whose pods were not all Ready in time
+deletes its pods: a bound pod deleted before its gang ran is logged as a `release`,
+so its GPUs stop counting as held.
 
 Each trace job is an Indexed batch/v1 Job. Its pods start on kwok's nodes as they are
 bound, but, like real workers waiting in a rendezvous, they train only once every
@@ -51,8 +62,12 @@ FLEET_LABEL = "bench.gangkeeper.io/fleet"
 RUN_LABEL = "bench.gangkeeper.io/run"
 JOB_LABEL = "bench.gangkeeper.io/job"
 
-Mode = Literal["none", "gate", "native", "coscheduling"]
-MODES: tuple[Mode, ...] = ("none", "gate", "native", "coscheduling")
+Mode = Literal["none", "gate", "native", "coscheduling", "kueue", "kueue+gate"]
+MODES: tuple[Mode, ...] = ("none", "gate", "native", "coscheduling", "kueue", "kueue+gate")
+#: The modes whose Jobs Kueue queues (their namespace has a LocalQueue of this name).
+KUEUE_MODES: tuple[Mode, ...] = ("kueue", "kueue+gate")
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+LOCAL_QUEUE = "bench"
 #: Namespaces are fixed so the gangkeeper config (written before the sandbox starts) can
 #: route `native` to the native backend by a per-namespace override.
 NAMESPACES: dict[Mode, str] = {
@@ -60,12 +75,16 @@ NAMESPACES: dict[Mode, str] = {
     "gate": "bench-sched-gate",
     "native": "bench-sched-native",
     "coscheduling": "bench-sched-coscheduling",
+    "kueue": "bench-sched-kueue",
+    "kueue+gate": "bench-sched-kueue-gate",
 }
 MODE_TITLES: dict[Mode, str] = {
     "none": "no gang scheduling",
     "gate": "gangkeeper gate",
     "native": "native (GenericWorkload)",
     "coscheduling": "coscheduling",
+    "kueue": "Kueue waitForPodsReady",
+    "kueue+gate": "Kueue + gangkeeper gate",
 }
 
 
@@ -378,14 +397,18 @@ class RawRequests(Protocol):
 READY_AFTER = "pod-ready.stage.kwok.x-k8s.io/delay"
 
 
-def job_manifest(job: TraceJob, *, run_id: str, fleet: str) -> dict[str, Any]:
-    """One trace job as an Indexed Job of `members` pods (gangkeeper recognises it)."""
+def job_manifest(
+    job: TraceJob, *, run_id: str, fleet: str, queue: str | None = None
+) -> dict[str, Any]:
+    """One trace job as an Indexed Job of `members` pods (gangkeeper recognises it),
+    queued to the LocalQueue `queue` when given (Kueue reads the Job's label)."""
     gpus = str(job.gpus_per_member)
     labels = {RUN_LABEL: run_id, JOB_LABEL: job.name}
+    job_labels = {**labels, QUEUE_LABEL: queue} if queue else labels
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": job.name, "labels": labels},
+        "metadata": {"name": job.name, "labels": job_labels},
         "spec": {
             "completionMode": "Indexed",
             "completions": job.members,
@@ -413,6 +436,11 @@ def job_manifest(job: TraceJob, *, run_id: str, fleet: str) -> dict[str, Any]:
     }
 
 
+def run_id(mode: Mode, stamp: int) -> str:
+    """The run's label value: `kueue+gate` has a `+`, which no label value may."""
+    return f"{mode.replace('+', '-')}-{stamp}"
+
+
 def run_patch(duration: float) -> bytes:
     """The merge patch that starts a member's run: kwok completes it `duration` later."""
     annotations = {RUN_FOR: f"{round(duration * 1000)}ms"}
@@ -423,7 +451,8 @@ class Replay:
     """Replay a trace in one namespace and log what happens.
 
     Threads: a watch on the namespace's pods logs binds, starts the run of a gang
-    once all its members are bound, and logs members finishing; the main loop creates
+    once all its members are bound, and logs members finishing (and bound members
+    deleted before they finished: Kueue's eviction, a rebind); the main loop creates
     the Jobs at arrival times; a small pool does the API calls so a slow create never
     delays the clock. All shared state is guarded by one lock.
     """
@@ -440,8 +469,10 @@ class Replay:
         horizon: float,
         frozen_after: float = 15.0,
         clock: Callable[[], float] = time.monotonic,
+        queue: str | None = None,
     ) -> None:
         self.core = core
+        self.queue = queue
         self.raw = raw
         self.namespace = namespace
         self.jobs = list(jobs)
@@ -453,6 +484,8 @@ class Replay:
         self.events: list[Event] = []
         self.errors: list[str] = []
         self.retries = 0
+        #: Bound members deleted before they finished (their gang lost them).
+        self.lost = 0
         self.frozen_at: float | None = None
         self._by_name = {j.name: j for j in self.jobs}
         self._lock = threading.Lock()
@@ -510,6 +543,26 @@ class Replay:
                     self._finished.add(name)
                     self._log(Event(t, "finish", name))
 
+    def _on_gone(self, pod: Any) -> None:
+        """A pod deleted: if it was bound and had not finished, its GPUs are free again
+        and its gang (which no longer has every member) is not running."""
+        labels = pod.metadata.labels or {}
+        name = labels.get(JOB_LABEL)
+        if name not in self._by_name:
+            return
+        pod_name = pod.metadata.name
+        with self._lock:
+            pods = self._bound[name]
+            if name in self._finished or pod_name not in pods:
+                return
+            if pod_name in self._succeeded[name]:
+                return
+            pods.discard(pod_name)
+            self.lost += 1
+            self._running.discard(name)
+            gpus = self._by_name[name].gpus_per_member
+            self._log(Event(self._now(), "release", name, pod_name, gpus))
+
     def _watch(self) -> None:
         from kubernetes import watch  # lazy: the pure part must import without a client
 
@@ -529,6 +582,8 @@ class Replay:
                     resource_version = obj.metadata.resource_version or resource_version
                     if ev["type"] in ("ADDED", "MODIFIED"):
                         self._on_pod(obj)
+                    elif ev["type"] == "DELETED":
+                        self._on_gone(obj)
                     if self._stop.is_set():
                         break
             except Exception as exc:  # a dropped watch is re-listed, not fatal
@@ -601,7 +656,9 @@ class Replay:
                     job = pending.pop(0)
                     with self._lock:
                         self._log(Event(now, "arrive", job.name))
-                    manifest = job_manifest(job, run_id=self.run_id, fleet=self.fleet)
+                    manifest = job_manifest(
+                        job, run_id=self.run_id, fleet=self.fleet, queue=self.queue
+                    )
                     pool.submit(self._create, manifest)
                 with self._lock:
                     starts, self._to_start = self._to_start, []
@@ -651,21 +708,30 @@ def horizon_for(jobs: Sequence[TraceJob]) -> float:
     return round(3.0 * ideal_makespan(jobs) + 15.0, 1)
 
 
-def run(quick: bool, cluster: BenchCluster | None = None) -> list[dict[str, Any]]:
-    """Replay the trace under every mode on a sandbox (started here unless given)."""
+def run(
+    quick: bool, cluster: BenchCluster | None = None, modes: Sequence[Mode] = MODES
+) -> list[dict[str, Any]]:
+    """Replay the trace under every mode on a sandbox (started here, with Kueue,
+    unless given; a given one without Kueue reports the Kueue modes not measurable)."""
     from bench.cluster import open_cluster
 
     if cluster is None:
-        with open_cluster(quick=quick) as own:
-            return run(quick, own)
-    return _run_modes(quick, cluster)
+        with open_cluster(quick=quick, kueue=True) as own:
+            return run(quick, own, modes)
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise ValueError(f"bench.scheduling modes: unknown {unknown}; known: {list(MODES)}")
+    return _run_modes(quick, cluster, modes)
 
 
-def _run_modes(quick: bool, cluster: BenchCluster) -> list[dict[str, Any]]:
+def _run_modes(quick: bool, cluster: BenchCluster, modes: Sequence[Mode]) -> list[dict[str, Any]]:
     jobs = generate_trace(params_for(quick))
     horizon = horizon_for(jobs)
     fleet = "sched"
     nodes = cluster.ensure_fleet(fleet, FLEET_NODES, GPUS_PER_NODE, label=FLEET_LABEL)
+    if cluster.runs_kueue():
+        for mode in (m for m in KUEUE_MODES if m in modes):
+            cluster.ensure_kueue_queue(NAMESPACES[mode], LOCAL_QUEUE, nodes)
     results: dict[Mode, Outcome | str] = {}
     notes: dict[Mode, str] = {}
     raw: dict[Mode, list[list[Any]]] = {}
@@ -673,27 +739,37 @@ def _run_modes(quick: bool, cluster: BenchCluster) -> list[dict[str, Any]]:
         f"scheduling: {len(jobs)} jobs, {sum(j.members for j in jobs)} pods, "
         f"horizon {horizon:.0f} s per mode"
     )
-    for mode in MODES:
-        reason = cluster.mode_unavailable(mode)
+    for mode in modes:
+        reason = cluster.mode_unavailable(mode, NAMESPACES[mode])
         if reason:
             cluster.log(f"scheduling: {mode}: not measurable: {reason}")
             results[mode] = reason
             continue
         cluster.log(f"scheduling: {mode}: replaying")
         namespace = NAMESPACES[mode]
-        cluster.wait_nodes_free(nodes)
+        try:
+            cluster.wait_nodes_free(nodes)
+        except TimeoutError as exc:  # the previous mode's clean-up did not finish
+            results[mode] = f"the fleet was not free: {exc}"
+            continue
         replay = Replay(
             cluster.core,
             cluster.raw,
             namespace,
             jobs,
-            run_id=f"{mode}-{int(time.time())}",
+            run_id=run_id(mode, int(time.time())),
             fleet=fleet,
             horizon=horizon,
+            queue=LOCAL_QUEUE if mode in KUEUE_MODES else None,
         )
         events = replay.run()
-        cluster.clear_pods(namespace)
+        # Computed before the clean-up, so a clean-up that fails loses no figures.
         results[mode] = done = outcome(jobs, events, horizon)
+        try:
+            cluster.clear_pods(namespace)
+        except (OSError, RuntimeError, TimeoutError) as exc:
+            cluster.log(f"scheduling: {mode}: clean-up failed: {exc}")
+            notes[mode] = f"clean-up failed: {exc}"
         raw[mode] = [[round(e.t, 3), e.kind, e.job, e.pod, e.gpus] for e in events]
         cluster.log(
             f"scheduling: {mode}: {done.completed}/{done.jobs} completed, "
@@ -704,9 +780,11 @@ def _run_modes(quick: bool, cluster: BenchCluster) -> list[dict[str, Any]]:
             extra.append(f"frozen at t={replay.frozen_at:.1f}s (held GPUs extended to horizon)")
         if replay.retries:
             extra.append(f"{replay.retries} API calls retried")
+        if replay.lost:
+            extra.append(f"{replay.lost} bound pods deleted before they finished")
         if replay.errors:
             extra.append(f"{len(replay.errors)} API errors, first: {replay.errors[0]}")
-        notes[mode] = "; ".join(extra)
+        notes[mode] = "; ".join([*extra, *filter(None, [notes.get(mode)])])
     rows = summary_rows(results)
     for row in rows:
         note = notes.get(row["mode"])
@@ -726,6 +804,17 @@ def _run_modes(quick: bool, cluster: BenchCluster) -> list[dict[str, Any]]:
 if __name__ == "__main__":  # pragma: no cover - manual entry point
     import sys
 
+    from bench.cluster import open_cluster
     from bench.report import print_rows
 
-    print_rows("scheduling", run("--quick" in sys.argv[1:]))
+    quick = "--quick" in sys.argv[1:]
+
+    def _progress(message: str) -> None:  # stderr: stdout is exactly the table
+        print(f"[scheduling {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    with open_cluster(quick=quick, log=_progress, kueue=True) as sandbox:
+        rows = run(quick, sandbox)
+    if "--json" in sys.argv[1:]:
+        sys.stdout.write(json.dumps(rows) + "\n")
+    else:
+        print_rows("scheduling", rows)

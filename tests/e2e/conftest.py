@@ -44,6 +44,8 @@ from gangkeeper.webhook.sandbox import (
     delete_nodes,
     gpu_node,
 )
+from gangkeeper.webhook.sandbox.kuberay import KUBERAY
+from gangkeeper.webhook.sandbox.kueue import KUEUE
 from gangkeeper.webhook.sandbox.nodes import nodes_ready
 from gangkeeper.webhook.sandbox.registration import webhook_reached
 from gangkeeper.webhook.sandbox.sandbox import OPTED_IN_NAMESPACE
@@ -266,6 +268,70 @@ def own_sandbox(
     finally:
         cluster.close()
         sandbox.down()
+
+
+class SharedSandbox:
+    """One own_sandbox() for several test modules that need the same neighbours:
+    started by the first test that asks, stopped by `pytest_runtest_teardown` as soon
+    as the next test does not ask (so it never idles beside the rest of the suite),
+    started again if a later test asks."""
+
+    def __init__(self, name: str, components: Sequence[str]) -> None:
+        self.name = name
+        self.components = tuple(components)
+        self._stack: contextlib.ExitStack | None = None
+        self._cluster: Cluster | None = None
+        #: Why the start failed: the next module is told so at once rather than
+        #: spending another start (minutes on 2 cores) on the same failure.
+        self._failed: str | None = None
+
+    def get(self, tmp_path_factory: pytest.TempPathFactory) -> Cluster:
+        if self._failed is not None:
+            pytest.fail(f"the {self.name} sandbox did not start: {self._failed}", pytrace=False)
+        if self._cluster is None:
+            stack = contextlib.ExitStack()
+            directory = tmp_path_factory.mktemp(self.name)
+            try:
+                self._cluster = stack.enter_context(own_sandbox(directory, self.components))
+            except Exception as e:  # skips (binaries missing) are not Exceptions: not kept
+                self._failed = " ".join(str(e).split())[:500]
+                raise
+            self._stack = stack
+        return self._cluster
+
+    def stop(self) -> None:
+        stack, self._stack, self._cluster = self._stack, None, None
+        if stack is not None:
+            stack.close()
+
+
+#: kwok, Kueue and KubeRay's operator: tests/e2e/test_kueue.py and test_kuberay.py
+#: (adjacent in collection order) share it instead of starting one each.
+KWOK_KUEUE_KUBERAY = SharedSandbox("kwok-kueue-kuberay", ("kwok", KUEUE, KUBERAY))
+_SHARED: dict[str, SharedSandbox] = {"kwok_kueue_kuberay": KWOK_KUEUE_KUBERAY}
+
+
+@pytest.fixture(scope="module")
+def kwok_kueue_kuberay(tmp_path_factory: pytest.TempPathFactory) -> Cluster:
+    """A sandbox of kwok, Kueue, KubeRay's operator and gangkeeper, no node at the
+    start, shared by the modules that ask for it (`SharedSandbox`)."""
+    return KWOK_KUEUE_KUBERAY.get(tmp_path_factory)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    # After the test's own fixtures are torn down (they may still talk to the sandbox).
+    yield
+    following = getattr(nextitem, "fixturenames", ()) if nextitem is not None else ()
+    for fixture, shared in _SHARED.items():
+        if fixture not in following:
+            shared.stop()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # An interrupted run has no last teardown: stop what is still running.
+    for shared in _SHARED.values():
+        shared.stop()
 
 
 def _exists(read: Callable[[], object]) -> bool:

@@ -1,7 +1,9 @@
 """Ray clusters as gangs, against the real KubeRay ray-operator (v1.5.0).
 
-A sandbox of its own (module scope): the control plane, kwok, KubeRay's operator
-(without its webhook, `ENABLE_WEBHOOKS` unset) and gangkeeper, no node at the start.
+A sandbox apart from the session's, shared with tests/e2e/test_kueue.py
+(`kwok_kueue_kuberay` in conftest): the control plane, kwok, KubeRay's operator
+(without its webhook, `ENABLE_WEBHOOKS` unset), Kueue (which leaves these Ray objects
+alone: they carry no `kueue.x-k8s.io/queue-name`) and gangkeeper, no node at the start.
 Each test makes its own pool of kwok nodes and its Ray pods select it, so one test's
 pods never take another's room. The operator, not the test, creates every pod here:
 the head and worker pods from `headGroupSpec` and `workerGroupSpecs`
@@ -21,10 +23,9 @@ from typing import Any
 import pytest
 import yaml
 from builders.cluster import GPU, POOL_LABEL, unique
-from conftest import Cluster, own_sandbox
+from conftest import Cluster
 
 from gangkeeper.policies.names import GATE
-from gangkeeper.webhook.sandbox.kuberay import KUBERAY
 
 pytestmark = pytest.mark.e2e
 
@@ -34,10 +35,9 @@ IMAGE = "registry.invalid/e2e/ray:2.46.0"
 
 
 @pytest.fixture(scope="module")
-def rayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A sandbox with kwok, KubeRay's operator and gangkeeper, no node."""
-    with own_sandbox(tmp_path_factory.mktemp("kuberay"), ("kwok", KUBERAY)) as cluster:
-        yield cluster
+def rayed(kwok_kueue_kuberay: Cluster) -> Cluster:
+    """The sandbox with kwok, KubeRay's operator (and Kueue) and gangkeeper, no node."""
+    return kwok_kueue_kuberay
 
 
 @pytest.fixture

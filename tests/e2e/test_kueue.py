@@ -1,8 +1,10 @@
 """Kueue for quota, gangkeeper for placement, against a real Kueue (v0.17.0).
 
-A sandbox of its own (module scope): the control plane, kwok, Kueue's manager with
-its own webhooks (`webhook/sandbox/kueue.py`) and gangkeeper. Kueue is not in the
-session's sandbox: its webhooks would answer every other test's Jobs and TrainJobs.
+A sandbox apart from the session's, shared with tests/e2e/test_kuberay.py
+(`kwok_kueue_kuberay` in conftest): the control plane, kwok, Kueue's manager with
+its own webhooks (`webhook/sandbox/kueue.py`), KubeRay's operator and gangkeeper.
+Kueue is not in the session's sandbox: its webhooks would answer every other test's
+Jobs and TrainJobs.
 
 Each test makes its own pool of 4 x 8-GPU nodes and its own ClusterQueue (one
 ResourceFlavor, a quota of `nvidia.com/gpu` only: the test pods request nothing
@@ -28,12 +30,11 @@ from typing import Any
 import pytest
 import yaml
 from builders.cluster import GPU, POOL_LABEL, gang_pod, indexed_job, unique
-from conftest import Cluster, own_sandbox
+from conftest import Cluster
 
 from gangkeeper.policies.names import GANG_LABEL, GATE
 from gangkeeper.policies.recognizers.job import KUEUE_MIN_PARALLELISM
 from gangkeeper.policies.recognizers.kueue import GROUP_LABEL, TOTAL_ANNOTATION
-from gangkeeper.webhook.sandbox.kueue import KUEUE
 
 pytestmark = pytest.mark.e2e
 
@@ -54,15 +55,15 @@ HOLD_SECONDS = 10
 
 
 @pytest.fixture(scope="module")
-def kueued(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A sandbox with kwok, Kueue and gangkeeper, no GPU node at the start."""
-    with own_sandbox(tmp_path_factory.mktemp("kueue"), ("kwok", KUEUE)) as cluster:
-        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump({
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": FLAVOR},
-        }))
-        yield cluster
+def kueued(kwok_kueue_kuberay: Cluster) -> Cluster:
+    """The sandbox with kwok, Kueue (and KubeRay) and gangkeeper, no GPU node at the
+    start, with the tests' ResourceFlavor."""
+    kwok_kueue_kuberay.kubectl("apply", "-f", "-", input=yaml.safe_dump({
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": FLAVOR},
+    }))
+    return kwok_kueue_kuberay
 
 
 def queue(

@@ -318,3 +318,26 @@ def test_kuberay_runs_without_its_webhook_and_its_dashboard_calls_stay_on_loopba
     assert env["KUBECONFIG"] == "/sandbox/admin.kubeconfig"
     assert (env["HTTP_PROXY"], env["HTTPS_PROXY"]) == ("http://127.0.0.1:1",) * 2
     assert "https_proxy" not in env
+
+
+def test_kueue_runs_without_wait_for_pods_ready_unless_the_sandbox_is_given_it(
+    tmp_path: Path,
+) -> None:
+    from gangkeeper.webhook.sandbox.kueue import configuration
+
+    plain = configuration(9443, 8081, tmp_path)
+    assert "waitForPodsReady" not in plain
+    ready = {"timeout": "10s", "blockAdmission": True}
+    added = configuration(9443, 8081, tmp_path, {"waitForPodsReady": ready})
+    assert added["waitForPodsReady"] == ready
+    # The sandbox's own wiring is unchanged by what is added.
+    assert {k: v for k, v in added.items() if k != "waitForPodsReady"} == plain
+
+
+def test_a_kueue_config_replacing_the_sandboxs_wiring_is_refused_naming_the_key(
+    tmp_path: Path,
+) -> None:
+    from gangkeeper.webhook.sandbox import Sandbox
+
+    with pytest.raises(ValueError, match=r"kueue_config: webhook set by the sandbox itself"):
+        Sandbox(tmp_path, kueue_config={"webhook": {"port": 1}, "waitForPodsReady": {}})

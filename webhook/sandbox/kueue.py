@@ -32,6 +32,11 @@ How it is run, read from the module's source:
   (`pkg/controller/jobframework/setup.go`, "deferring setting up controller"), so
   listing them costs nothing. `manageJobsWithoutQueueName: false`: only objects
   with the `kueue.x-k8s.io/queue-name` label are Kueue's.
+- Nothing else by default (no `waitForPodsReady`: the e2e scenarios of
+  tests/e2e/test_kueue.py hold admitted Jobs' pods longer than a short timeout
+  would let them be). `Sandbox(kueue_config=...)` adds keys of Kueue's own
+  Configuration, e.g. `waitForPodsReady` for bench.scheduling's `kueue` modes; the
+  keys the sandbox wires itself (`SANDBOX_KEYS`) are refused.
 
 May touch: the sandbox directory (config, certificate copies), the process it starts
 through `Processes`, and the API server through the sandbox's kubectl.
@@ -43,7 +48,7 @@ import base64
 import functools
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,8 +104,31 @@ def missing() -> list[str]:
     return out
 
 
-def configuration(webhook_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
-    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for the sandbox."""
+#: The Configuration keys `configuration()` sets for the sandbox's own wiring
+#: (certificates, ports, the namespace, integrations): not for `extra` to replace.
+SANDBOX_KEYS = frozenset({
+    "apiVersion", "kind", "namespace", "manageJobsWithoutQueueName", "leaderElection",
+    "internalCertManagement", "webhook", "health", "metrics", "featureGates",
+    "integrations",
+})  # fmt: skip
+
+
+def check_extra(extra: Mapping[str, Any] | None) -> None:
+    """ValueError naming any key of `extra` the sandbox sets itself."""
+    clash = sorted(SANDBOX_KEYS & set(extra or {}))
+    if clash:
+        raise ValueError(
+            f"kueue_config: {', '.join(clash)} set by the sandbox itself "
+            f"(it may add only other keys of Kueue's Configuration)"
+        )
+
+
+def configuration(
+    webhook_port: int, health_port: int, cert_dir: Path, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for the sandbox, with the
+    top-level keys of `extra` added (`check_extra`)."""
+    check_extra(extra)
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -117,6 +145,7 @@ def configuration(webhook_port: int, health_port: int, cert_dir: Path) -> dict[s
         "metrics": {"bindAddress": "0"},
         "featureGates": {"VisibilityOnDemand": False},
         "integrations": {"frameworks": list(FRAMEWORKS)},
+        **(extra or {}),
     }
 
 
@@ -216,9 +245,17 @@ def webhooks_answer(kubectl: Kubectl) -> bool:
     return done.returncode == 0
 
 
-def start_kueue(processes: Processes, directory: Path, kubectl: Kubectl, *, deadline: float) -> int:
-    """Install Kueue's CRDs and webhooks, run its manager, wait until its webhooks
-    answer. Returns its health port."""
+def start_kueue(
+    processes: Processes,
+    directory: Path,
+    kubectl: Kubectl,
+    *,
+    deadline: float,
+    extra: Mapping[str, Any] | None = None,
+) -> int:
+    """Install Kueue's CRDs and webhooks, run its manager (its Configuration with the
+    keys of `extra` added), wait until its webhooks answer. Returns its health port."""
+    check_extra(extra)
     if missing():
         raise BinariesMissing(
             f"sandbox component not built: {', '.join(missing())}; build it with "
@@ -240,7 +277,9 @@ def start_kueue(processes: Processes, directory: Path, kubectl: Kubectl, *, dead
     kubectl.must("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(configurations))
     config_path = work / "config.yaml"
     config_path.write_text(
-        yaml.safe_dump(configuration(webhook_port, health_port, cert_dir), sort_keys=False)
+        yaml.safe_dump(
+            configuration(webhook_port, health_port, cert_dir, extra), sort_keys=False
+        )
     )
     env = {**os.environ, "KUBECONFIG": str(kubectl.kubeconfig), "GOMAXPROCS": "1"}
     processes.start(KUEUE, [str(binary()), f"--config={config_path}"], env=env)

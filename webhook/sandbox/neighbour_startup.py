@@ -10,8 +10,9 @@ launched is `neighbours.py`'s; this module only sequences and waits.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -37,8 +38,10 @@ def start_neighbours(
     deadline: float,
     log: Callable[[str], None],
     karpenter_gates: str = "",
+    kueue_config: Mapping[str, Any] | None = None,
 ) -> None:
-    """kwok, then the controllers with their webhooks registered and answering."""
+    """kwok, then the controllers with their webhooks registered and answering.
+    `kueue_config`: keys added to Kueue's Configuration (`kueue.configuration`)."""
     kubeconfig = kubectl.kubeconfig
     if KWOK in components:
         log("starting kwok")
@@ -89,7 +92,7 @@ def start_neighbours(
         )
     if KUEUE in components:
         log(f"starting the Kueue controller manager {kueue.KUEUE_VERSION}")
-        kueue.start_kueue(processes, directory, kubectl, deadline=deadline)
+        kueue.start_kueue(processes, directory, kubectl, deadline=deadline, extra=kueue_config)
     if KUBERAY in components:
         log(f"starting KubeRay's ray-operator {kuberay.KUBERAY_VERSION}")
         kuberay.start_kuberay(processes, kubectl, deadline=deadline)

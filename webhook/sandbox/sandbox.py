@@ -31,7 +31,7 @@ from typing import Any
 
 from gangkeeper.policies.names import APP_NAME, DEFAULT_NAMESPACE, ENABLED_LABEL
 
-from . import neighbours, registration, serve_processes
+from . import kueue, neighbours, registration, serve_processes
 from .binaries import Binaries, find_binaries
 from .control_plane import SERVICE_IP, ControlPlane, Ports, SchedulerClient
 from .devices import FLEET_KINDS, publish, split_fleet
@@ -83,6 +83,7 @@ _OWNED = (
     TRAINER,
     SCHEDULER_PLUGINS,
     KARPENTER,
+    kueue.KUEUE,
     "logs",
     "pids",
 )
@@ -114,11 +115,16 @@ class Sandbox:
         log: Callable[[str], None] | None = None,
         karpenter_feature_gates: str = "",
         scheduler_client: SchedulerClient | None = None,
+        kueue_config: Mapping[str, Any] | None = None,
     ) -> None:
         """`karpenter_feature_gates`: Karpenter's FEATURE_GATES (`CapacityBuffer=true`)
         when the `karpenter` component runs; empty keeps its defaults.
-        `scheduler_client`: kube-scheduler's client rate limit (None: its defaults)."""
+        `scheduler_client`: kube-scheduler's client rate limit (None: its defaults).
+        `kueue_config`: keys added to Kueue's Configuration when the `kueue` component
+        runs (`waitForPodsReady`, ...; `kueue.configuration`)."""
         self.scheduler_client = scheduler_client
+        kueue.check_extra(kueue_config)  # refused here, before anything starts
+        self.kueue_config = dict(kueue_config or {})
         self.directory = Path(directory).resolve()
         self.karpenter_feature_gates = karpenter_feature_gates
         self._binaries = binaries
@@ -282,6 +288,7 @@ class Sandbox:
             deadline=deadline,
             log=self._log,
             karpenter_gates=self.karpenter_feature_gates,
+            kueue_config=self.kueue_config,
         )
         kubectl.must(
             "label", "namespace", OPTED_IN_NAMESPACE, f"{ENABLED_LABEL}=true", "--overwrite"
