@@ -490,6 +490,8 @@ def open_cluster(
     components = (*chosen, KUEUE) if kueue else chosen
     # gangkeeper's `/noop` endpoint (allow without looking) answers the no-op webhook
     # pair of `create_latency`'s floor; only a server started with this serves it.
+    # Set for this cluster's life only: a test process starts other servers after it.
+    before = os.environ.get(NOOP_ENV)
     os.environ[NOOP_ENV] = "1"
     try:
         # Kueue's start (CRDs, its certificate rotator, webhooks) took 100 s of a
@@ -513,6 +515,10 @@ def open_cluster(
         finally:
             api.close()
     finally:
+        if before is None:
+            os.environ.pop(NOOP_ENV, None)
+        else:
+            os.environ[NOOP_ENV] = before
         sandbox.down()
         config.unlink(missing_ok=True)
         with contextlib.suppress(OSError):

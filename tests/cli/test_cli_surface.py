@@ -17,7 +17,7 @@ import yaml
 from builders.gangs import T0, members, node
 
 from gangkeeper.policies.settings.config import Config
-from gangkeeper.webhook.cli import build_parser, status
+from gangkeeper.webhook.cli import build_parser, cluster_state
 from gangkeeper.webhook.cli.cluster_state import ClusterState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,7 +113,7 @@ def test_status_prints_its_json_records_as_yaml_with_o_yaml(
         Config(), rest=None, pods=members("g", 2, namespace="ml", created=T0),  # type: ignore[arg-type]
         nodes=[node("gpu-a", 4)],
     )
-    monkeypatch.setattr(status, "read_cluster_state", lambda _args: state)
+    monkeypatch.setattr(cluster_state, "read_cluster_state", lambda _args: state)
     outputs = {}
     for output in ("json", "yaml"):
         args = build_parser().parse_args(["status", "-o", output])

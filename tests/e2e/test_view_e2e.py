@@ -60,7 +60,8 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def view(cluster: Any) -> Iterator[ViewCommand]:
     """`gangkeeper view` with the sandbox's (admin) kubeconfig, every namespace."""
-    with ViewCommand(cluster.kubeconfig, refresh=REFRESH) as command:
+    # The session sandbox gathers every module's nodes: draw each one, whatever their number.
+    with ViewCommand(cluster.kubeconfig, "--fleet-nodes", "100000", refresh=REFRESH) as command:
         yield command
 
 

@@ -39,6 +39,11 @@ def register(sub: Any) -> None:
         "--refresh", type=float, default=5.0, metavar="SECONDS",
         help="seconds between reads of the cluster (default: 5)",
     )
+    parser.add_argument(
+        "--fleet-nodes", type=int, default=200, metavar="N",
+        help="the fleet page draws up to N nodes one by one; above, it sums them per "
+        "node shape (default: 200)",
+    )
     parser.add_argument("--open", action="store_true", help="open the URL in a web browser")
     add_cluster_arguments(parser)
     parser.set_defaults(run=run)
@@ -63,6 +68,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"gangkeeper view: --refresh must be above 0, not {args.refresh}",
               file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.fleet_nodes < 1:
+        print(f"gangkeeper view: --fleet-nodes must be at least 1, not {args.fleet_nodes}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         config = load_config_file(args.config)
         rest = Rest(api_client(args.kubeconfig, args.context))
@@ -79,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     token = new_token()
     app = create_view_app(
-        reader(rest, config, args.namespace), token, refresh_seconds=args.refresh,
-        context=args.context or "",
+        reader(rest, config, args.namespace, aggregate_above=args.fleet_nodes), token,
+        refresh_seconds=args.refresh, context=args.context or "",
     )
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/?token={token}"
     print(f"gangkeeper view: serving {url}", flush=True)

@@ -38,9 +38,11 @@ EVENTS = "/apis/events.k8s.io/v1"
 def reader(
     api: Api, config: Config, namespace: str | None = None,
     clock: Callable[[], float] = time.time,
+    aggregate_above: int = 200,
 ) -> Callable[[], ViewState]:
     """A callable that reads the cluster once and returns the snapshot; ApiError when
-    Nodes cannot be listed, ClusterStateError when no Pods can be."""
+    Nodes cannot be listed, ClusterStateError when no Pods can be. `aggregate_above`:
+    the fleet page sums per node shape above this many nodes."""
 
     def read() -> ViewState:
         nodes = list_all(api, "/api/v1/nodes")
@@ -67,6 +69,6 @@ def reader(
         budgets = list_readable(api, BUDGETS.path)
         return build(pods, nodes, config, clock(), namespace=namespace, events=events,
                      requests=requests, events_note=note, budgets=budgets,
-                     notes=listed.notes)
+                     notes=listed.notes, aggregate_above=aggregate_above)
 
     return read
