@@ -51,3 +51,17 @@ def test_a_port_in_use_is_refused_with_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_fleet_nodes_below_one_is_refused_with_exit_2_naming_the_flag(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    done = subprocess.run(
+        [sys.executable, "-m", "gangkeeper.webhook.cli", "view", "--fleet-nodes", "0"],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
+             "KUBECONFIG": str(kubeconfig)},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--fleet-nodes must be at least 1, not 0" in done.stderr
+    assert "Traceback" not in done.stderr
