@@ -8,10 +8,9 @@ from __future__ import annotations
 import warnings
 
 from builders.gangs import T0
-from builders.rbac_api import NAMESPACES, rbac_cluster
+from builders.rbac_api import rbac_cluster
 
 from gangkeeper.policies.settings.config import Config
-from gangkeeper.webhook.kube.api import ApiError, Call
 from gangkeeper.webhook.view.server import create_view_app
 from gangkeeper.webhook.view.source import reader
 
@@ -44,15 +43,7 @@ def test_the_pages_say_what_the_user_could_not_read() -> None:
 
 
 def test_a_user_who_may_list_no_namespaces_is_told_to_name_one() -> None:
-    api = rbac_cluster()
-    original = api.send
-
-    def no_namespaces(call: Call) -> dict[str, object]:
-        if call.path == NAMESPACES:
-            raise ApiError(403, "Forbidden", '{"message": "namespaces is forbidden"}')
-        return original(call)
-
-    api.send = no_namespaces  # type: ignore[method-assign]
+    api = rbac_cluster(list_namespaces=False)
     app = create_view_app(reader(api, Config(), clock=lambda: NOW), "t", refresh_seconds=60)
     with TestClient(app) as client:
         answer = client.get("/", params={"token": "t"})
