@@ -12,7 +12,8 @@ plugin allocates it, and kwok runs the pod: no driver prepares anything.
   and 32 (the admission view counts the slices' devices and the claims' demand);
 - 4 x 8 waits gated, none bound, while one node's devices are allocated to another
   pod's claim, and binds whole (four nodes, four allocated claims) once that pod goes
-  (the controller counts devices: nodes from the slices, bound pods' claims as used);
+  (the controller counts devices: nodes from the slices, bound pods' claims as used),
+  each member pinned to a node where its devices were free and bound there;
 - a class selecting `productName == "H100"` (CEL, on two of four nodes) refuses 3 x 8
   naming 24 and 16, and admits 2 x 8; 3 x 8 of the driver's class passes;
 - a class with `extendedResourceName: nvidia.com/gpu` on nodes listing no such
@@ -35,6 +36,7 @@ import yaml
 from builders.cluster import POOL_LABEL, indexed_job, unique
 from kubernetes.client.exceptions import ApiException
 
+from gangkeeper.policies.assigner.pin import pinned_hostname
 from gangkeeper.policies.names import GATE
 from gangkeeper.webhook.sandbox.devices import device_class, publish, resource_slice
 
@@ -235,6 +237,11 @@ def test_four_workers_wait_gated_while_a_node_s_devices_are_claimed_then_bind_wh
     cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
     pods = pods_of(cluster, gang_namespace, name)
     assert sorted(p.spec.node_name for p in pods) == sorted(fleet.nodes)
+    # Released as a placement (before: unpinned, "DRA resourceClaims"): each member
+    # pinned where its devices were free, and bound there.
+    specs = [cluster.api_client.sanitize_for_serialization(p)["spec"] for p in pods]
+    assert all(pinned_hostname(spec) == spec["nodeName"] for spec in specs), described(
+        cluster, gang_namespace, name)
     claims = cluster.custom.list_namespaced_custom_object(
         "resource.k8s.io", "v1", gang_namespace, "resourceclaims")["items"]
     allocated = [c for c in claims if (c.get("status") or {}).get("allocation")]
