@@ -7,8 +7,8 @@ same patch that lifts the gate:
 
     constraints  `unmodeled(spec)`: the pod constraints the assigner does not model
                  (required pod (anti-)affinity, DoNotSchedule topology spread,
-                 hostPorts, PVC volumes, DRA claims); a gang with one is released
-                 unpinned, with the reason.
+                 hostPorts, PVC volumes, DRA claims a device count cannot place); a
+                 gang with one is released unpinned, with the reason.
     assign       `assign(members, nodes) -> Assignment | Unpinned | NoRoom`: an exact
                  search for small gangs, best-fit decreasing for large ones, over
                  every resource the scheduler checks and each member's eligibility.

@@ -5,7 +5,7 @@ nodeSelector keys may be added, none changed or removed. `pin_patch` therefore a
 `kubernetes.io/hostname` only when the user has not set it (a user's own hostname pin
 is respected by the assigner, which only picks that node), and `test`s the gates it
 read, so a pod changed meanwhile fails the patch instead of losing another system's
-gate. Without a node it is the plain gate removal.
+gate. Without a node it is the plain gate removal. `pinned_hostname` reads a pin back.
 
 Pure: values in, a JSON-patch list out.
 """
@@ -60,3 +60,10 @@ def pin_patch(
         ops.append({"op": "add", "path": path, "value": released_at})
     ops.append({"op": "replace", "path": "/spec/schedulingGates", "value": remaining})
     return ops
+
+
+def pinned_hostname(spec: Mapping[str, Any]) -> str:
+    """The hostname label value a pod spec (a dict, as the API server returns it) is
+    pinned to by `pin_patch`; "" when it is not pinned."""
+    selector = spec.get("nodeSelector")
+    return str(selector.get(HOSTNAME_LABEL, "")) if isinstance(selector, Mapping) else ""

@@ -214,11 +214,17 @@ def is_live(pod: Mapping[str, Any]) -> bool:
 
 
 def pod_info(
-    pod: Mapping[str, Any], config: Config, shared: SharedParts | None = None
+    pod: Mapping[str, Any],
+    config: Config,
+    shared: SharedParts | None = None,
+    *,
+    claims: str | None = None,
 ) -> PodInfo:
     """Reduce a pod dict to `PodInfo`; a malformed spec is recorded, never raised.
 
-    With `shared`, equal demands and placements are one object across pods.
+    With `shared`, equal demands and placements are one object across pods. `claims`:
+    the pod's DRA claims were counted as its requests, and why that count cannot place
+    them ("" when it can; `assigner.constraints.unmodeled`); None when not counted.
     """
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -257,7 +263,7 @@ def pod_info(
         demand=shared.demand(demand) if shared else MappingProxyType(demand),
         placement=shared.placement(placement) if shared else placement,
         requests=shared.demand(requests) if shared else MappingProxyType(requests),
-        unpinnable=unmodeled(spec) if gang else "",
+        unpinnable=unmodeled(spec, claims) if gang else "",
         priority=priority if type(priority) is int else 0,
         priority_class=sys.intern(str(spec.get("priorityClassName") or "")) if gang else "",
         released_at=parse_time(annotations.get(names.RELEASED_AT_ANNOTATION)) if gang else 0.0,

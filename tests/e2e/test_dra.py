@@ -12,7 +12,8 @@ plugin allocates it, and kwok runs the pod: no driver prepares anything.
   and 32 (the admission view counts the slices' devices and the claims' demand);
 - 4 x 8 waits gated, none bound, while one node's devices are allocated to another
   pod's claim, and binds whole (four nodes, four allocated claims) once that pod goes
-  (the controller counts devices: nodes from the slices, bound pods' claims as used);
+  (the controller counts devices: nodes from the slices, bound pods' claims as used),
+  each member pinned to a node where its devices were free and bound there;
 - a class selecting `productName == "H100"` (CEL, on two of four nodes) refuses 3 x 8
   naming 24 and 16, and admits 2 x 8; 3 x 8 of the driver's class passes;
 - a class with `extendedResourceName: nvidia.com/gpu` on nodes listing no such
@@ -20,7 +21,10 @@ plugin allocates it, and kwok runs the pod: no driver prepares anything.
   40 and 32, 4 x 8 released pinned and bound one per node (kube-scheduler serves the
   resource from the devices, DRAExtendedResource);
 - a pool of two DRA and two device-plugin nodes counts each kind as its own (3 x 8
-  of either refused with 24 and 16), and a 2 x 8 gang of each binds on its kind.
+  of either refused with 24 and 16), and a 2 x 8 gang of each binds on its kind;
+- a gang whose claims ask `allocationMode: All` is released unpinned (a count cannot
+  say which node's devices the allocator takes), with a `GangReleasedUnpinned` Event
+  naming the request, and binds whole on two nodes.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import yaml
 from builders.cluster import POOL_LABEL, indexed_job, unique
 from kubernetes.client.exceptions import ApiException
 
+from gangkeeper.policies.assigner.pin import pinned_hostname
 from gangkeeper.policies.names import GATE
 from gangkeeper.webhook.sandbox.devices import device_class, publish, resource_slice
 
@@ -235,6 +240,11 @@ def test_four_workers_wait_gated_while_a_node_s_devices_are_claimed_then_bind_wh
     cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
     pods = pods_of(cluster, gang_namespace, name)
     assert sorted(p.spec.node_name for p in pods) == sorted(fleet.nodes)
+    # Released as a placement (before: unpinned, "DRA resourceClaims"): each member
+    # pinned where its devices were free, and bound there.
+    specs = [cluster.api_client.sanitize_for_serialization(p)["spec"] for p in pods]
+    assert all(pinned_hostname(spec) == spec["nodeName"] for spec in specs), described(
+        cluster, gang_namespace, name)
     claims = cluster.custom.list_namespaced_custom_object(
         "resource.k8s.io", "v1", gang_namespace, "resourceclaims")["items"]
     allocated = [c for c in claims if (c.get("status") or {}).get("allocation")]
@@ -322,3 +332,48 @@ def test_a_mixed_fleet_counts_device_plugin_gpus_and_dra_devices_each_as_their_o
                      timeout=90.0, message="both gangs bound")
     assert bound(dra_name) == sorted(fleet.nodes)
     assert bound(gpu_name) == sorted(fleet.gpu_nodes)
+
+
+@pytest.fixture(scope="module")
+def pair(cluster: Any) -> Iterator[Fleet]:
+    """Two nodes of 8 devices, for a gang the count cannot pin."""
+    made = Fleet(cluster, ("A100", "A100"))
+    yield made
+    made.delete_classes(cluster)
+
+
+def test_a_gang_whose_claims_ask_every_device_goes_unpinned_with_the_reason_and_binds_whole(
+    cluster: Any, gang_namespace: str, pair: Fleet
+) -> None:
+    # `allocationMode: All` takes every device of the class on whichever node the
+    # allocator picks: a count cannot promise a node, so the gang is released
+    # unpinned, says why, and the allocator places it (policies/dra/pinnable.py).
+    every = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+             "metadata": {"name": "every-gpu", "namespace": gang_namespace},
+             "spec": {"spec": {"devices": {"requests": [
+                 {"name": "gpus", "exactly": {"deviceClassName": pair.device_class,
+                                              "allocationMode": "All"}}]}}}}  # fmt: skip
+    apply(cluster, every)
+    name = unique("every")
+    apply(cluster, pair.job(name, gang_namespace, 2, template="every-gpu"))
+
+    def all_bound() -> bool:
+        pods = pods_of(cluster, gang_namespace, name)
+        return len(pods) == 2 and all(p.spec.node_name for p in pods)
+
+    try:
+        cluster.wait_for(all_bound, timeout=90.0, message="both workers bound")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {described(cluster, gang_namespace, name)}") from None
+    pods = pods_of(cluster, gang_namespace, name)
+    assert sorted(p.spec.node_name for p in pods) == sorted(pair.nodes)
+    specs = [cluster.api_client.sanitize_for_serialization(p)["spec"] for p in pods]
+    assert [pinned_hostname(spec) for spec in specs] == ["", ""]
+    # Read through core/v1: the scheduler's own Events have no eventTime, which the
+    # client's events.k8s.io model refuses.
+    cluster.wait_for(
+        lambda: [e for e in cluster.core.list_namespaced_event(gang_namespace).items
+                 if e.reason == "GangReleasedUnpinned"
+                 and "allocationMode All" in (e.message or "")],
+        timeout=30.0, message="the GangReleasedUnpinned Event naming allocationMode All",
+    )

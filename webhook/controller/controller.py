@@ -233,12 +233,15 @@ class GangController:
     def _pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
         if not is_live(raw):
             return None
+        claims: str | None = None
         if self.devices is not None:
             # Its claims' devices as limits, so a bound pod uses them on its node and
-            # a gated member asks them (a claim whose template is unknown asks none).
-            raw = self.devices.with_claims(raw, str((raw.get("metadata") or {}).get(
-                "namespace") or ""))[0]
-        info = pod_info(raw, self.config, self._shared)
+            # a gated member asks them (a claim whose template is unknown asks none),
+            # and whether that count can pin it.
+            namespace = str((raw.get("metadata") or {}).get("namespace") or "")
+            claims = self.devices.pin_doubt(raw, namespace)
+            raw = self.devices.with_claims(raw, namespace)[0]
+        info = pod_info(raw, self.config, self._shared, claims=claims)
         return info if matters(info) else None
 
     def _node(self, raw: Mapping[str, Any]) -> Mapping[str, Any] | None:

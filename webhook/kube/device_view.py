@@ -8,7 +8,9 @@ allocatable `dra:<class>` (and the class's `extendedResourceName` where the Node
 none), and pods, pod templates and owners ask their claims' devices as limits of those
 names (`with_claims`, `owners`). So a gang whose members ask more devices than the
 fleet's slices offer is refused at creation and on `--dry-run=server`, with the
-numbers, and the controller releases a DRA gang only when all its devices are free.
+numbers, and the controller releases a DRA gang only when all its devices are free,
+each member pinned where its devices are when a count can promise that (`pin_doubt`,
+`policies.dra.pinnable`; otherwise unpinned, with the reason).
 
 It lives under `kube` (beside the informers it subscribes to) because both the server
 and the controller use it, and neither may import the other.
@@ -16,10 +18,9 @@ and the controller use it, and neither may import the other.
 What it does not do (docs/policy.md, "Dynamic Resource Allocation"): devices allocated
 to claims are not read from ResourceClaim status; a device is used while a bound pod
 whose claim asks it is counted (the controller counts bound pods' limits), so a claim
-allocated without a pod is not seen; shared ResourceClaims are not counted; DRA gangs
-are still released unpinned (`policies.assigner.constraints`). Slices and classes
-change when drivers start, not per pod: a change recomputes every Node (O(nodes)),
-and during the first list only once, when it ends.
+allocated without a pod is not seen; shared ResourceClaims are not counted. Slices and
+classes change when drivers start, not per pod: a change recomputes every Node
+(O(nodes)), and during the first list only once, when it ends.
 
 May read through the informers (list and watch); never writes to the cluster.
 """
@@ -40,6 +41,7 @@ from gangkeeper.policies.dra import (
     read_resource_slice,
 )
 from gangkeeper.policies.dra.extended import PREFIX, nodes_with_devices, with_claim_limits
+from gangkeeper.policies.dra.pinnable import pin_doubt
 from gangkeeper.policies.dra.slices import ResourceSlice
 from gangkeeper.policies.errors import InvalidObject, PolicyError
 from gangkeeper.policies.settings.config import Config
@@ -229,6 +231,18 @@ class DeviceView:
             # What and why first: the API server may show only a warning's start.
             return obj, (f"devices not counted ({exc.message}): gangkeeper cannot tell "
                          f"whether the gang could ever fit; at {exc.path}",)
+
+    def pin_doubt(self, pod: Mapping[str, Any], namespace: str) -> str | None:
+        """Why the release cannot pin `pod` on a node by its claims' free devices
+        (`policies.dra.pinnable`), "" when it can; None when its claims' devices are
+        not counted (no DeviceClass known) or it has none."""
+        spec = pod.get("spec")
+        if not isinstance(spec, Mapping) or not spec.get("resourceClaims"):
+            return None
+        if not self.classes.values():
+            return None
+        templates = dict(entry for ns, entry in self.templates.values() if ns == namespace)
+        return pin_doubt(spec, templates)
 
     def owners(self, lookup: Callable[[str, str, str, str], Any]
                ) -> Callable[[str, str, str, str], Any]:

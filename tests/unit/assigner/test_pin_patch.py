@@ -6,6 +6,7 @@ import jsonpatch  # type: ignore[import-untyped]
 import pytest
 
 from gangkeeper.policies.assigner import pin_patch, unmodeled
+from gangkeeper.policies.assigner.pin import pinned_hostname
 from gangkeeper.policies.names import GATE
 
 
@@ -30,6 +31,12 @@ def test_keeps_the_users_keys_and_never_overwrites_a_hostname() -> None:
     pod = {"spec": {"schedulingGates": [{"name": GATE}], "nodeSelector": dict(mine)}}
     out = apply(pod, pin_patch([GATE], mine, "n1"))
     assert out["spec"]["nodeSelector"] == mine
+
+
+def test_the_pin_is_read_back_from_the_patched_pod() -> None:
+    pod = {"spec": {"schedulingGates": [{"name": GATE}], "nodeSelector": {"pool": "a"}}}
+    assert pinned_hostname(pod["spec"]) == ""
+    assert pinned_hostname(apply(pod, pin_patch([GATE], {"pool": "a"}, "n1"))["spec"]) == "n1"
 
 
 def test_a_changed_selector_or_gate_list_fails_the_patch() -> None:
@@ -57,11 +64,19 @@ def test_without_a_node_it_is_the_plain_gate_removal() -> None:
          "hostPort"),
         ({"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}]}, "data"),
         ({"volumes": [{"name": "scratch", "ephemeral": {}}]}, "scratch"),
-        ({"resourceClaims": [{"name": "gpu"}]}, "DRA"),
+        ({"resourceClaims": [{"name": "gpu"}]}, "DRA resourceClaims whose devices are not counted"),
     ],
 )
 def test_constraints_the_assigner_does_not_model(spec: dict[str, object], why: str) -> None:
     assert why in unmodeled(spec)
+
+
+def test_dra_claims_whose_devices_were_counted_are_pinned_unless_the_count_is_unsure() -> None:
+    # The controller counts a member's claims as `dra:<class>` requests and says
+    # whether that count can place them (policies/dra/pinnable.py).
+    spec = {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "eight"}]}
+    assert unmodeled(spec, claims="") == ""
+    assert unmodeled(spec, claims="shared ResourceClaim x") == "shared ResourceClaim x"
 
 
 def test_soft_and_harmless_constraints_allow_a_pin() -> None:

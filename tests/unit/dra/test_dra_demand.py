@@ -119,3 +119,48 @@ def test_a_pod_claim_naming_both_sources_is_an_error_naming_the_field() -> None:
     both = {"name": "x", "resourceClaimName": "a", "resourceClaimTemplateName": "b"}
     with pytest.raises(InvalidObject, match=r"spec.resourceClaims\[0\]"):
         pod_claims(pod(both), {})
+
+
+@pytest.mark.parametrize(
+    ("requests", "doubt"),
+    [
+        pytest.param([exactly(8), exactly(1, cls="nic.example.com")], None, id="exact-counts"),
+        pytest.param([{"name": "r", "firstAvailable": [
+            {"name": "only", "deviceClassName": GPU, "count": 8}]}],
+            None, id="first-available-of-one"),
+        pytest.param([exactly(allocationMode="All")], "allocationMode All", id="all-mode"),
+        pytest.param([exactly(8, adminAccess=True)], "admin access", id="admin-access"),
+        pytest.param([exactly(8, selectors=[{"cel": {"expression": "true"}}])],
+                     "selectors of its own", id="request-selectors"),
+        pytest.param([{"name": "r", "firstAvailable": [
+            {"name": "big", "deviceClassName": GPU, "count": 8},
+            {"name": "small", "deviceClassName": GPU, "count": 2}]}],
+            "firstAvailable alternatives", id="first-available-alternatives"),
+        pytest.param([{"name": "r", "firstAvailable": [
+            {"name": "h100", "deviceClassName": GPU, "count": 8},
+            {"name": "a100", "deviceClassName": "a100.example.com", "count": 8}]}],
+            "firstAvailable alternatives", id="alternatives-across-classes"),
+    ],
+)  # fmt: skip
+def test_a_count_that_may_not_be_what_the_allocator_takes_on_a_node_says_why(
+    requests: list[dict[str, Any]], doubt: str | None
+) -> None:
+    # The release pins a member by this count only when there is no doubt
+    # (policies/dra/pinnable.py).
+    doubts = demand_of(*requests).doubts
+    if doubt is None:
+        assert doubts == frozenset()
+    else:
+        (only,) = doubts
+        assert only.startswith("request r ") and doubt in only
+
+
+def test_doubts_of_a_pods_claims_add_up_like_its_counts() -> None:
+    templates = dict([read_claim_template(template("eight", exactly(8))),
+                      read_claim_template(template("nics", exactly(allocationMode="All",
+                                                                   cls="nic")))])  # fmt: skip
+    read = pod_claims(pod({"name": "g", "resourceClaimTemplateName": "eight"},
+                          {"name": "n", "resourceClaimTemplateName": "nics"}), templates)
+    assert dict(read.own.counts) == {GPU: 8} and read.own.every == {"nic"}
+    assert [d.split(" (")[0] for d in read.own.doubts] == [
+        "request r asks every device of its class on the node"]
