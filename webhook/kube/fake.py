@@ -173,6 +173,8 @@ class FakeApi(Api):
                     raise ApiError(409, "Conflict", f"{path} was modified")
                 return self._replace(collection, key, body)
             if method == "PATCH":
+                # Every PATCH gangkeeper sends is a JSON Patch: a list of operations.
+                assert isinstance(body, list), f"PATCH {path}: a JSON Patch is a list"
                 try:
                     patched = jsonpatch.apply_patch(found, body)
                 except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
