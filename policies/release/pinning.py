@@ -8,7 +8,7 @@ A gang in which no member (nor later member) asks for GPUs is a gang too: every
 member is assigned, over every node (with GPUs or not), by all it requests. In a gang
 with GPU members, members without GPUs go unpinned (they may run on any node).
 On success the members are placed on the fleet where the assignment says, so the next
-gang in line sees them, and the pins (pod uid → hostname label value) are returned.
+gang in line sees them, and the pins (pod uid → node name, `assigner.pin`) are returned.
 
 Topology (`gangkeeper.io/topology-required` / `-preferred` on the members, the key
 listed in the config's `topology`): the gang is assigned inside one domain of that
@@ -17,7 +17,7 @@ the next gang), and waits when no domain can; preferred is packed into as few do
 as possible (`placement.domains`), and uses every node when no set of domains can
 hold it.
 
-`pins_for(pods, nodes)` turns nodes chosen elsewhere (first-fit for members beyond
+`pins_for(placed)` turns nodes chosen elsewhere (first-fit for members beyond
 minMember) into pins.
 
 Pure: `PodInfo`s and the pass's `Fleet` in, frozen values out.
@@ -44,12 +44,11 @@ from ..cluster.later_members import LaterMembers
 from ..cluster.node_resources import shown
 from ..cluster.observed_gangs import GangObservation, PodInfo
 from ..eligibility import uses_node_identity
-from ..names import PIN_LABEL
 
 
 @dataclass(frozen=True)
 class Pinned:
-    """Pod uid → the hostname label value of the node it is pinned to."""
+    """Pod uid → the name of the node it is pinned to."""
 
     pins: Mapping[str, str]
     #: Pod name → node name, for `gangkeeper status`.
@@ -160,7 +159,7 @@ def place_gang(
             fleet.add(uid, node, entry.demand, {**entry.demand, "pods": 1})
             continue
         fleet.add(pod.uid, node, pod.demand, pod.requests)
-        pins[pod.uid] = fleet.nodes[node].labels[PIN_LABEL]
+        pins[pod.uid] = node
         nodes[pod.name] = node
     return Pinned(pins, nodes)
 
@@ -179,15 +178,12 @@ def _short(wanted: Sequence[Member], fleet: Fleet, plain: bool) -> str:
     return f" ({'; '.join(parts)} on the nodes they may use)" if parts else ""
 
 
-def pins_for(placed: Iterable[tuple[PodInfo, str | None]], fleet: Fleet) -> Pinned:
+def pins_for(placed: Iterable[tuple[PodInfo, str | None]]) -> Pinned:
     """Pins for pods the fleet placed first-fit (`Fleet.place(..., pinnable=True)`)."""
     pins: dict[str, str] = {}
     nodes: dict[str, str] = {}
     for pod, node in placed:
-        if node is None:
-            continue
-        hostname = fleet.nodes[node].labels.get(PIN_LABEL, "")
-        if hostname:
-            pins[pod.uid] = hostname
+        if node is not None:
+            pins[pod.uid] = node
             nodes[pod.name] = node
     return Pinned(pins, nodes)
