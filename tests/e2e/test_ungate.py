@@ -20,7 +20,6 @@ from builders.controllers import pinned_node
 from builders.faults import cordoned_pool, count_gated, create_gangs, gated, pods, uncordon
 
 
-
 def ungate(cluster: Any, namespace: str, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "gangkeeper.webhook.cli", "ungate", "-n", namespace,

@@ -60,18 +60,21 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
     levels = draw(st.integers(0, 3))
     if levels == 0:
         return spec
-    affinity: dict[str, Any] = spec["affinity"] = {}
+    affinity: dict[str, Any] = {}
+    spec["affinity"] = affinity
     if draw(st.booleans()):
         affinity["podAntiAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [
             {"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}]}
     if levels == 1:
         return spec
-    node: dict[str, Any] = affinity["nodeAffinity"] = {}
+    node: dict[str, Any] = {}
+    affinity["nodeAffinity"] = node
     if draw(st.booleans()):
         node["preferredDuringSchedulingIgnoredDuringExecution"] = [
             {"weight": 1, "preference": {"matchExpressions": [draw(EXPRESSION)]}}]
     if levels == 3:
-        node["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": draw(terms())}
+        node["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": draw(terms())}
     return spec
 
 
