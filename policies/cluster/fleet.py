@@ -17,11 +17,11 @@ any node, and is placed, pinned and held by what it requests (`plain=True` in
 before: a GPU member cannot use a node without GPUs, and a GPU gang never holds one.
 
 For the assigner the fleet also keeps its nodes grouped (`groups`): nodes of one
-*class* (labels other than per-node identity, taints, readiness, cordon, whether a pin
-can name them) with equal free amounts, each group a sorted run of node ranks, moved
-from group to group as pods are placed. A gang whose members read no node identity is
-then assigned over a few dozen groups instead of every node (`placement.assign_groups`),
-and nothing per node is rebuilt for it.
+*class* (labels other than per-node identity, taints, readiness, cordon) with equal
+free amounts, each group a sorted run of node ranks, moved from group to group as pods
+are placed. A gang whose members read no node identity is then assigned over a few
+dozen groups instead of every node (`placement.assign_groups`), and nothing per node is
+rebuilt for it.
 
 Pure: Node dicts (read by `policies.cluster.node_facts`) and `PodInfo`s in; eligibility comes from
 `policies.eligibility`.
@@ -34,10 +34,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..assigner.assign import Group, NodeView, free_key
-from ..eligibility import node_eligible, uses_node_identity
+from ..assigner.pin import pin_of
+from ..eligibility import named_nodes, node_eligible, uses_node_identity
 from ..errors import PolicyError
 from ..model import Placement
-from ..names import PIN_LABEL
 from ..settings.config import Config
 from .capacity import Capacity
 from .node_facts import NodeFacts, read_node
@@ -48,7 +48,7 @@ _NONE: Mapping[str, int] = {}
 #: Node dict → its facts (`nodes.read_node` with the pass's config, or a cache of it).
 NodeReader = Callable[[Mapping[str, Any]], NodeFacts]
 #: What decides a node's eligibility for a pod that reads no node identity.
-_Class = tuple[tuple[tuple[str, str], ...], tuple[Any, ...], bool, bool, bool]
+_Class = tuple[tuple[tuple[str, str], ...], tuple[Any, ...], bool, bool]
 
 
 class Fleet:
@@ -175,7 +175,6 @@ class Fleet:
                 free=self.free_all(name),
                 ready=facts.ready,
                 unschedulable=facts.unschedulable,
-                hostname=facts.labels.get(PIN_LABEL, ""),
             )
         return view
 
@@ -244,9 +243,13 @@ class Fleet:
     def _eligible_names(self, placement: Placement, plain: bool) -> tuple[str, ...]:
         identity = self.identity_labels
         grouping = self.grouping_of(plain)
+        named = named_nodes(placement)
         pinned = [(k, v) for k, v in placement.node_selector if k in identity]
-        if pinned:
-            # A pin (the hostname label) names one node: look it up, do not scan.
+        if named is not None:
+            # A pin (matchFields metadata.name) names its node: look it up, do not scan.
+            candidates = [n for n in sorted(named) if grouping.has(n)]
+        elif pinned:
+            # So does a label unique per node (an earlier version's hostname pin).
             candidates = sorted(grouping.with_label(*pinned[0]))
         elif uses_node_identity(placement, identity):
             candidates = grouping.names
@@ -290,11 +293,10 @@ class Fleet:
     def place(self, pod: PodInfo, *, pinnable: bool = False) -> str | None:
         """Take room for a pod on the first eligible node where it fits; None if none.
 
-        A pod without GPUs is placed only when its nodeSelector names one node, or
+        A pod without GPUs is placed only when it is pinned to one node (`pin_of`), or
         with `pinnable` (a member of a gang without GPUs, pinned where it is placed);
         it may use any node. With `pinnable`, only nodes a pin may name are used
-        (Ready, uncordoned, with a hostname label) and every resource the pod
-        requests must fit.
+        (Ready, uncordoned) and every resource the pod requests must fit.
         """
         name = self._first_fit(pod, pinnable=pinnable)
         if name is not None:
@@ -304,7 +306,7 @@ class Fleet:
     def _first_fit(self, pod: PodInfo, *, pinnable: bool) -> str | None:
         """The node `place` takes for the pod (nothing taken yet); None if none."""
         plain = not pod.demand
-        if plain and not pinnable and PIN_LABEL not in dict(pod.placement.node_selector):
+        if plain and not pinnable and pin_of(pod.placement) is None:
             return None
         demand = pod.demand.items()
         for name in self.eligible(pod.placement, plain=plain):
@@ -313,8 +315,7 @@ class Fleet:
             if not all(gpus.get(r, 0) - used.get(r, 0) >= a for r, a in demand):
                 continue
             if pinnable:
-                facts = self.nodes[name]
-                if not (facts.ready and facts.labels.get(PIN_LABEL)):
+                if not self.nodes[name].ready:
                     continue
                 left = self.free_all(name)
                 if not all(left.get(r, 0) >= a for r, a in pod.requests.items()):
@@ -368,7 +369,6 @@ class _Grouping:
                 facts.scheduling_taints,
                 facts.ready,
                 facts.unschedulable,
-                bool(facts.labels.get(PIN_LABEL)),
             )
             if kind not in classes:
                 classes[kind] = len(self._like)
@@ -378,6 +378,10 @@ class _Grouping:
                 continue
             key = self._key[name] = free_key(fleet.free_all(name))
             self._runs.setdefault((self._class[name], key), []).append(self._rank[name])
+
+    def has(self, name: str) -> bool:
+        """Whether `name` is one of the grouping's nodes."""
+        return name in self._rank
 
     def with_label(self, key: str, value: str) -> list[str]:
         """The nodes whose label `key` (one unique per node) is `value`."""
@@ -423,7 +427,6 @@ class _Grouping:
                     free=dict(group[1]),
                     ready=facts.ready,
                     unschedulable=facts.unschedulable,
-                    hostname=facts.labels.get(PIN_LABEL, ""),
                 )
             out.append(Group(like, run))
         return out

@@ -8,7 +8,7 @@ A gang in which no member (nor later member) asks for GPUs is a gang too: every
 member is assigned, over every node (with GPUs or not), by all it requests. In a gang
 with GPU members, members without GPUs go unpinned (they may run on any node).
 On success the members are placed on the fleet where the assignment says, so the next
-gang in line sees them, and the pins (pod uid → hostname label value) are returned.
+gang in line sees them, and the pins (pod uid → node name, `assigner.pin`) are returned.
 
 Topology (`gangkeeper.io/topology-required` / `-preferred` on the members, the key
 listed in the config's `topology`): the gang is assigned inside one domain of that
@@ -23,7 +23,7 @@ is pinned where they are free like any other resource, when a count can place th
 whose count of a class is unknown gets a count no gang exhausts; a gang placed there
 is released unpinned too (`_uncounted`), and the scheduler's allocator decides.
 
-`pins_for(pods, nodes)` turns nodes chosen elsewhere (first-fit for members beyond
+`pins_for(placed, fleet)` turns nodes chosen elsewhere (first-fit for members beyond
 minMember) into pins.
 
 Pure: `PodInfo`s and the pass's `Fleet` in, frozen values out.
@@ -53,12 +53,11 @@ from ..cluster.observed_gangs import GangObservation, PodInfo
 from ..dra.extended import PREFIX as DEVICE_PREFIX
 from ..dra.extended import UNCOUNTED
 from ..eligibility import uses_node_identity
-from ..names import PIN_LABEL
 
 
 @dataclass(frozen=True)
 class Pinned:
-    """Pod uid → the hostname label value of the node it is pinned to."""
+    """Pod uid → the name of the node it is pinned to."""
 
     pins: Mapping[str, str]
     #: Pod name → node name, for `gangkeeper status`.
@@ -198,7 +197,7 @@ def place_gang(
             fleet.add(uid, node, entry.demand, {**entry.demand, "pods": 1})
             continue
         fleet.add(pod.uid, node, pod.demand, pod.requests)
-        pins[pod.uid] = fleet.nodes[node].labels[PIN_LABEL]
+        pins[pod.uid] = node
         nodes[pod.name] = node
     return Pinned(pins, nodes)
 
@@ -226,8 +225,6 @@ def pins_for(placed: Iterable[tuple[PodInfo, str | None]], fleet: Fleet) -> Pinn
         # pinned where first-fit put it either.
         if node is None or pod.unpinnable or uncounted_devices(pod.requests, fleet.nodes[node]):
             continue
-        hostname = fleet.nodes[node].labels.get(PIN_LABEL, "")
-        if hostname:
-            pins[pod.uid] = hostname
-            nodes[pod.name] = node
+        pins[pod.uid] = node
+        nodes[pod.name] = node
     return Pinned(pins, nodes)

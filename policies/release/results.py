@@ -93,7 +93,7 @@ class Release:
     pods: tuple[PodInfo, ...]
     #: The backend needs a PodGroup (or native group) object before the gates go.
     needs_group: bool
-    #: Pod uid → hostname label value to pin the pod to in the gate-lifting patch
+    #: Pod uid → name of the node to pin the pod to in the gate-lifting patch
     #: (placement `pinned`); a pod not in it is released unpinned.
     pins: Mapping[str, str] = field(default_factory=dict)
     #: Why a gate-backend gang goes unpinned (an Event says so); "" otherwise.

@@ -37,9 +37,9 @@ from typing import Any
 import pytest
 import yaml
 from builders.cluster import POOL_LABEL, indexed_job, unique
+from builders.controllers import pinned_node
 from kubernetes.client.exceptions import ApiException
 
-from gangkeeper.policies.assigner.pin import pinned_hostname
 from gangkeeper.policies.names import GATE
 from gangkeeper.webhook.sandbox.devices import device_class, publish, resource_slice
 
@@ -242,8 +242,7 @@ def test_four_workers_wait_gated_while_a_node_s_devices_are_claimed_then_bind_wh
     assert sorted(p.spec.node_name for p in pods) == sorted(fleet.nodes)
     # Released as a placement (before: unpinned, "DRA resourceClaims"): each member
     # pinned where its devices were free, and bound there.
-    specs = [cluster.api_client.sanitize_for_serialization(p)["spec"] for p in pods]
-    assert all(pinned_hostname(spec) == spec["nodeName"] for spec in specs), described(
+    assert all(pinned_node(p) == p.spec.node_name for p in pods), described(
         cluster, gang_namespace, name)
     claims = cluster.custom.list_namespaced_custom_object(
         "resource.k8s.io", "v1", gang_namespace, "resourceclaims")["items"]
@@ -367,8 +366,7 @@ def test_a_gang_whose_claims_ask_every_device_goes_unpinned_with_the_reason_and_
         raise AssertionError(f"{exc}: {described(cluster, gang_namespace, name)}") from None
     pods = pods_of(cluster, gang_namespace, name)
     assert sorted(p.spec.node_name for p in pods) == sorted(pair.nodes)
-    specs = [cluster.api_client.sanitize_for_serialization(p)["spec"] for p in pods]
-    assert [pinned_hostname(spec) for spec in specs] == ["", ""]
+    assert [pinned_node(p) for p in pods] == [None, None]
     # Read through core/v1: the scheduler's own Events have no eventTime, which the
     # client's events.k8s.io model refuses.
     cluster.wait_for(

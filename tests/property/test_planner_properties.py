@@ -59,7 +59,14 @@ def member(
     elif not released_at:
         spec["schedulingGates"] = [{"name": GATE}]
     if pin:
-        spec["nodeSelector"] = {PIN_LABEL: pin}
+        # Half the gangs pinned as earlier versions did (the node's hostname label):
+        # pods of both kinds live side by side through an upgrade.
+        spec["nodeSelector"] = {PIN_LABEL: pin} if gang % 2 else {}
+        if not gang % 2:
+            spec["affinity"] = {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In",
+                                      "values": [pin]}]}]}}}
     annotations = {GANG_NAME_ANNOTATION: name, MIN_MEMBER_ANNOTATION: str(size)}
     if released_at:
         annotations[RELEASED_AT_ANNOTATION] = stamp(released_at)

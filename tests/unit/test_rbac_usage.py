@@ -31,6 +31,7 @@ from builders.gangs import (
     members,
     node,
     owner_object,
+    pin,
     pod,
 )
 from builders.polling import wait_for
@@ -43,7 +44,6 @@ from gangkeeper.policies.model import Taint
 from gangkeeper.policies.names import (
     DEFAULT_NAMESPACE,
     GATE,
-    PIN_LABEL,
     PROVISIONING_LABEL,
     PROVISIONING_REQUEST_LABEL,
     RELEASED_AT_ANNOTATION,
@@ -134,7 +134,7 @@ def stuck_members(gang: str = "stuck", owner: dict[str, str] = LWS) -> list[dict
     Job, JobSet, TrainJob or RayCluster."""
     pods = members(gang, 2, gates=(), gpus=1, owner=owner)
     for raw in pods:
-        raw["spec"]["nodeSelector"] = {PIN_LABEL: "n1"}
+        pin(raw, "n1")
         raw["metadata"]["annotations"][RELEASED_AT_ANNOTATION] = rfc3339(time.time() - 3600)
     pods[0]["spec"]["nodeName"] = "n1"
     return pods

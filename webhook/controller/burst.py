@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from gangkeeper.policies.cluster.observed_gangs import PodInfo
 from gangkeeper.policies.release.results import Release
 
-#: Lifts one pod's gate (pinned to a hostname, with annotations): "ungated", or why not.
+#: Lifts one pod's gate (pinned to a node, with annotations): "ungated", or why not.
 Ungate = Callable[[PodInfo, "str | None", "Mapping[str, str] | None"], str]
 
 

@@ -442,14 +442,14 @@ class GangController:
             log.warning("event for %s: %s", body["regarding"].get("name"), err)
 
     def _ungate(
-        self, pod: PodInfo, hostname: str | None = None,
+        self, pod: PodInfo, node: str | None = None,
         annotations: Mapping[str, str] | None = None, retried: bool = False,
     ) -> str:
         path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
         if self._fenced():
             return "fenced"
         try:
-            answer = lift_gate(self.rest, pod, hostname, time.time(), annotations)
+            answer = lift_gate(self.rest, pod, node, time.time(), annotations)
         except ApiError as err:
             # 422: a precondition failed (the pod changed since we read it); 404: gone;
             # 409: conflict. A change no plan can see (the scheduler's SchedulingGated
@@ -458,7 +458,7 @@ class GangController:
             if err.status == 422 and not retried:
                 fresh = self._reread(path, pod)
                 if fresh is not None:
-                    return self._ungate(fresh, hostname, annotations, retried=True)
+                    return self._ungate(fresh, node, annotations, retried=True)
             outcome = "conflict" if err.status in (404, 409, 422) else "error"
             if outcome == "error":
                 log.warning("ungating %s/%s: %s", pod.namespace, pod.name, err)

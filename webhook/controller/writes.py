@@ -55,21 +55,21 @@ def gate_removal_patch(gates: Sequence[str], gate: str = GATE) -> list[dict[str,
 
 def ungate_patch(
     pod: PodInfo,
-    hostname: str | None = None,
+    node: str | None = None,
     wall: float | None = None,
     annotations: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """JSON patch lifting only gangkeeper's gate from `pod`, pinning it to the node
-    with that hostname label value when one is given (`placement.pin_patch`), and
-    recording the release time (`wall`, epoch seconds) for the watchdog. `annotations`
-    (a provisioned ProvisioningRequest's consume keys) are added in the same patch,
-    before the gate goes (gang pods always have annotations)."""
-    if not hostname:
+    """JSON patch lifting only gangkeeper's gate from `pod`, pinning it to `node` when
+    one is given (`assigner.pin.pin_patch`), and recording the release time (`wall`,
+    epoch seconds) for the watchdog. `annotations` (a provisioned ProvisioningRequest's
+    consume keys) are added in the same patch, before the gate goes (gang pods always
+    have annotations)."""
+    if not node:
         patch = gate_removal_patch(pod.gates)
     else:
         stamp = rfc3339(wall) if wall is not None else None
-        selector = dict(pod.placement.node_selector) or None
-        patch = pin_patch(pod.gates, selector, hostname, released_at=stamp)
+        patch = pin_patch(pod.gates, pod.placement, pod.affinity_levels, node,
+                          released_at=stamp)
     added = [
         {"op": "add", "path": f"/metadata/annotations/{pointer_token(key)}", "value": value}
         for key, value in sorted((annotations or {}).items())

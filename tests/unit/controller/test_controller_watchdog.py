@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonpatch  # type: ignore[import-untyped]
+import pytest
 from builders.gangs import T0, members, node, released
 
 from gangkeeper.policies.cluster.observed_gangs import is_live, observe_gangs, pod_info
@@ -24,8 +25,10 @@ def gang_of(pods: list[dict[str, Any]]) -> Any:
     return gang
 
 
-def test_a_member_pinned_and_unbound_past_rebind_seconds_is_stuck() -> None:
-    gang = gang_of(released(3, bound=2, released_at=T0, owner=JOB))
+@pytest.mark.parametrize("hostname", [False, True], ids=["matchFields pin", "hostname pin"])
+def test_a_member_pinned_and_unbound_past_rebind_seconds_is_stuck(hostname: bool) -> None:
+    # A member an earlier version pinned (hostname nodeSelector) is watched alike.
+    gang = gang_of(released(3, bound=2, released_at=T0, owner=JOB, hostname=hostname))
     assert stuck(gang, T0 + 29, CFG) is None
     found = stuck(gang, T0 + 31, CFG)
     assert found is not None and found.recreate
@@ -43,7 +46,7 @@ def test_unpinned_or_bound_members_are_never_stuck() -> None:
     assert stuck(gang_of(pods), T0 + 600, CFG) is None
     pods = released(2, bound=0, released_at=T0, owner=JOB)
     for raw in pods:
-        raw["spec"]["nodeSelector"] = {}
+        del raw["spec"]["affinity"]
     assert stuck(gang_of(pods), T0 + 600, CFG) is None
 
 
