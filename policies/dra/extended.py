@@ -13,9 +13,11 @@ as GPUs with no DRA knowledge of their own; the names are added to the config's
 
 Where a count is UNKNOWN (cluster/capacity.py) the node gets `UNCOUNTED` devices: nothing is
 refused on its account. An All request asks for the fewest devices any node offers the
-class (at least one): it takes the whole node, which is not charged. Shared
-ResourceClaims are left out here (each pod would be charged the whole claim; the
-gang-level count, `claims.shared_demand`, is not wired into the packing yet).
+class (at least one): it takes the whole node, which is not charged. A shared
+ResourceClaim (given in `shared`) becomes a limit of its own name, `dra:<class>@<claim>`,
+that `shared.charged_once` turns into one member's devices for the whole gang; one not
+given, or with `shared` None (the controller, which counts allocated claims on their
+nodes instead), is left out: its devices are not counted.
 
 A pod naming a ResourceClaimTemplate that was not given is an `InvalidObject` at
 that entry: its devices cannot be counted, and a pod seen as asking none would pass.
@@ -37,11 +39,13 @@ from ..settings.config import Config
 from .claims import DeviceDemand, pod_claims
 from .class_capacity import UNKNOWN, class_capacity
 from .classes import DeviceClass
+from .shared import PREFIX, shared_name
 from .slices import ResourceSlice, node_devices
 
 #: Devices of a class on a node whose count is unknown: more than any pod may ask.
 UNCOUNTED = MAX_GPUS_PER_POD
-PREFIX = "dra:"
+__all__ = ["PREFIX", "UNCOUNTED", "nodes_with_devices", "with_claim_limits",
+           "with_device_resources"]
 
 
 def _labels(node: Mapping[str, Any]) -> Mapping[str, str]:
@@ -81,31 +85,37 @@ def nodes_with_devices(
 
 
 def with_device_resources(config: Config, classes: Iterable[DeviceClass]) -> Config:
-    """The config counting the classes' resources as GPUs."""
-    names = [PREFIX + c.name for c in classes]
+    """The config counting the classes' resources (and shared claims' devices) as GPUs."""
+    names = [n for c in classes for n in (PREFIX + c.name, shared_name(c.name, "*"))]
     names += [c.extended_resource_name for c in classes if c.extended_resource_name]
     added = tuple(n for n in dict.fromkeys(names) if not config.is_gpu_resource(n))
     return dataclasses.replace(config, gpu_resources=(*config.gpu_resources, *added))
 
 
-def _limits(demand: DeviceDemand, fewest: Mapping[str, int]) -> dict[str, str]:
+def _limits(demand: DeviceDemand, fewest: Mapping[str, int], claim: str = "") -> dict[str, int]:
+    """`demand` as limits of `dra:<class>`, or of `claim`'s own names when it is shared."""
+
+    def name(class_name: str) -> str:
+        return shared_name(class_name, claim) if claim else PREFIX + class_name
+
     limits: dict[str, int] = {}
     for class_name, count in demand.counts.items():
-        limits[PREFIX + class_name] = count
+        limits[name(class_name)] = count
     for class_name in demand.every:
-        limits[PREFIX + class_name] = limits.get(PREFIX + class_name, 0) + fewest.get(
-            class_name, 1
-        )
-    return {k: str(v) for k, v in limits.items()}
+        limits[name(class_name)] = limits.get(name(class_name), 0) + fewest.get(class_name, 1)
+    return limits
 
 
 def with_claim_limits(
     obj: Mapping[str, Any],
     templates: Mapping[str, DeviceDemand],
     fewest: Mapping[str, int],
+    shared: Mapping[str, DeviceDemand] | None = None,
 ) -> dict[str, Any]:
     """`obj` with every pod spec in it (a mapping with `containers` and
-    `resourceClaims`) asking its claims' devices in its first container's limits."""
+    `resourceClaims`) asking its claims' devices in its first container's limits:
+    its templates' as `dra:<class>`, the `shared` claims it names under their own
+    names (module docstring)."""
 
     def walk(value: Any, path: str) -> Any:
         if isinstance(value, list):
@@ -122,10 +132,13 @@ def with_claim_limits(
                 _raise_unresolved(out["resourceClaims"], sorted(claims.unresolved)[0],
                                   field_path(path or "spec", "resourceClaims"))
             extra = _limits(claims.own, fewest)
+            for name in sorted(claims.shared):
+                if shared is not None and name in shared:
+                    extra.update(_limits(shared[name], fewest, name))
             if extra and isinstance(containers[0], dict):
                 resources = containers[0].setdefault("resources", {})
                 limits = resources.setdefault("limits", {})
-                limits.update(extra)
+                limits.update({k: str(v) for k, v in extra.items()})
         return out
 
     result: dict[str, Any] = walk(obj, "")

@@ -62,6 +62,24 @@ def test_the_classes_extended_resource_name_makes_its_devices_count_as_that_reso
     assert "at most 32" in too_big["reason"]
 
 
+def test_a_resource_claim_in_f_named_by_every_worker_is_counted_once(tmp_path: Path) -> None:
+    """Four workers of 8 devices each also share the ResourceClaim `rack` (4 devices):
+    4 x 8 + 4 = 36 on 32, refused; charged to each worker it would say 48."""
+    docs = [d for d in yaml.safe_load_all((DRA / "job-fits.yaml").read_text()) if d]
+    (job,) = [d for d in docs if d["kind"] == "Job"]
+    spec = job["spec"]["template"]["spec"]
+    spec["resourceClaims"].append({"name": "rack", "resourceClaimName": "rack"})
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "rack", "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                 "deviceClassName": "gpu.example.com", "count": 4}}]}}}  # fmt: skip
+    given = tmp_path / "job.yaml"
+    given.write_text(yaml.safe_dump_all([*docs, claim]))
+    (record,) = verdicts(check(given))
+    assert record["verdict"] == "reject" and record["demand"] == {"dra:gpu.example.com": 36}
+    assert "36" in record["reason"] and "at most 32" in record["reason"]
+
+
 def fleet(edit: Any, tmp_path: Path) -> Path:
     data = yaml.safe_load(FLEET.read_text())
     edit(data["items"])

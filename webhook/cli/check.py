@@ -367,8 +367,8 @@ def run(args: argparse.Namespace) -> int:
     docs = [_in_namespace(doc, args.namespace) for doc in docs]
     docs, duplicated = _duplicates(docs)
     errors.extend(duplicated)
-    docs, templates, unreadable_claims = check_dra.take_claim_templates(docs)
-    docs, unreadable_pods = check_dra.with_claims(docs, templates, fleet.fewest)
+    docs, claims, unreadable_claims = check_dra.take_claims(docs)
+    docs, unreadable_pods = check_dra.with_claims(docs, claims, fleet.fewest)
     errors.extend(unreadable_claims + unreadable_pods)
     records, unreadable = _records(docs, capacity, config)
     errors.extend(unreadable)

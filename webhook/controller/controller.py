@@ -236,8 +236,10 @@ class GangController:
         if self.devices is not None:
             # Its claims' devices as limits, so a bound pod uses them on its node and
             # a gated member asks them (a claim whose template is unknown asks none).
+            # Not its shared claims: their names are no node's resource, and once
+            # allocated their devices are not free on their node whichever pods run.
             raw = self.devices.with_claims(raw, str((raw.get("metadata") or {}).get(
-                "namespace") or ""))[0]
+                "namespace") or ""), shared=False)[0]
         info = pod_info(raw, self.config, self._shared)
         return info if matters(info) else None
 

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from gangkeeper.policies.dra import (
     DeviceClass,
     DeviceDemand,
+    read_claim,
     read_claim_template,
     read_device_class,
     read_resource_slice,
@@ -53,7 +54,8 @@ SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", na
 CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False)
 CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates",
                            "ResourceClaimTemplate")
-RESOURCES = (SLICES, CLASSES, CLAIM_TEMPLATES)
+CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim")
+RESOURCES = (SLICES, CLASSES, CLAIM_TEMPLATES, CLAIMS)
 #: Every class's devices are counted as GPUs (a class is an accelerator's class).
 DEVICE_PATTERN = PREFIX + "*"
 
@@ -126,10 +128,16 @@ class _Store:
             return list(self.items.values())
 
 
-def _template(obj: Mapping[str, Any]) -> tuple[str, tuple[str, DeviceDemand]]:
-    name, demand = read_claim_template(obj)
-    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-    return namespace, (name, demand)
+def _namespaced(
+    read: Callable[[Mapping[str, Any]], tuple[str, DeviceDemand]],
+) -> Callable[[Mapping[str, Any]], tuple[str, tuple[str, DeviceDemand]]]:
+    """`read` (a claim template's or a claim's) with the object's namespace."""
+
+    def with_namespace(obj: Mapping[str, Any]) -> tuple[str, tuple[str, DeviceDemand]]:
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        return namespace, read(obj)
+
+    return with_namespace
 
 
 class DeviceView:
@@ -149,7 +157,10 @@ class DeviceView:
         self._generation = 0
         self.slices = _Store(SLICES, read_resource_slice, self._refresh, on_listed)
         self.classes = _Store(CLASSES, read_device_class, self._refresh, on_listed)
-        self.templates = _Store(CLAIM_TEMPLATES, _template, lambda: None, on_listed)
+        self.templates = _Store(CLAIM_TEMPLATES, _namespaced(read_claim_template), lambda: None,
+                                on_listed)
+        #: Shared ResourceClaims: a pod naming one asks its devices once for its gang.
+        self.claims = _Store(CLAIMS, _namespaced(read_claim), lambda: None, on_listed)
 
     # -- the Node subscriber, in front of the capacity's ----------------------------
 
@@ -203,26 +214,35 @@ class DeviceView:
             for node in self._with_devices(nodes):
                 self._sink.upsert(node)
 
+    @property
+    def stores(self) -> tuple[_Store, ...]:
+        """The view's subscribers, one per kind of `RESOURCES`."""
+        return (self.slices, self.classes, self.templates, self.claims)
+
     def subscribe(self, informers: Any) -> None:
-        """Subscribe the three stores to `informers` (`kube.informer.Informers`); the
-        Nodes are the caller's to subscribe (this view in front of its sink)."""
-        for store in (self.slices, self.classes, self.templates):
+        """Subscribe the stores to `informers` (`kube.informer.Informers`); the Nodes
+        are the caller's to subscribe (this view in front of its sink)."""
+        for store in self.stores:
             informers.subscribe(store.resource, store)
 
     # -- what the webhooks and the controller ask ------------------------------------
 
-    def with_claims(self, obj: Mapping[str, Any], namespace: str
+    def with_claims(self, obj: Mapping[str, Any], namespace: str, *, shared: bool = True
                     ) -> tuple[Mapping[str, Any], tuple[str, ...]]:
         """`obj` with its pod specs' claims as device limits, and a warning when a
-        claim's template is not known (its devices are then not counted)."""
+        claim's template is not known (its devices are then not counted). With
+        `shared`, the shared ResourceClaims it names too, under their own names
+        (`policies.dra.shared`: the admission's gang counts each once)."""
         if not _has_claims(obj) or not self.classes.values():
             return obj, ()  # no claim, or no DeviceClass a claim could be counted as
         templates = dict(
             entry for ns, entry in self.templates.values() if ns == namespace)
+        claims = dict(
+            entry for ns, entry in self.claims.values() if ns == namespace) if shared else None
         with self._lock:
             fewest = dict(self._fewest)
         try:
-            return with_claim_limits(obj, templates, fewest), ()
+            return with_claim_limits(obj, templates, fewest, claims), ()
         except InvalidObject as exc:
             # The template may be created after its workload (the claim controller
             # waits for it too): admit, and say that its devices were not counted.

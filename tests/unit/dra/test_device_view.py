@@ -299,3 +299,58 @@ def test_a_claim_whose_template_is_unknown_is_admitted_with_a_warning_saying_it_
     response = answer.review["response"]
     assert response["allowed"] is True
     assert any("gone" in w and "not counted" in w for w in response["warnings"])
+
+
+# --- shared ResourceClaims --------------------------------------------------------------
+
+
+def shared_claim(name: str, count: int) -> dict[str, Any]:
+    """A ResourceClaim (resource.k8s.io/v1) that pods name by `resourceClaimName`."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"devices": {"requests": [
+                {"name": "gpus", "exactly": {"deviceClassName": CLASS, "count": count}}]}}}
+
+
+def sharing_job(name: str, workers: int, claim: str, *, own: bool) -> dict[str, Any]:
+    """A Job whose every worker names the ResourceClaim `claim` (PodResourceClaim
+    `resourceClaimName`), and with `own` also claims 8 devices of its own."""
+    obj = job(name, workers)
+    claims = obj["spec"]["template"]["spec"]["resourceClaims"]
+    shared = {"name": "shared", "resourceClaimName": claim}
+    claims[:] = [*claims, shared] if own else [shared]
+    return obj
+
+
+def sharing_policy(*claims: Mapping[str, Any]) -> Policy:
+    made = policy()
+    view = made.devices
+    assert isinstance(view, DeviceView)
+    for obj in claims:
+        view.claims.upsert(obj)
+    view.claims.relisted({key(o) for o in claims})
+    return made
+
+
+def test_a_shared_claim_of_eight_named_by_five_workers_is_counted_once_and_admitted() -> None:
+    # Charged to every pod it would be 5 x 8 = 40 on 32 devices: a false rejection.
+    answer = admission.validate(review(sharing_job("together", 5, "rack", own=False), JOB_KIND),
+                                sharing_policy(shared_claim("rack", 8)))
+    assert answer.review["response"]["allowed"] is True, answer.review["response"]
+    assert answer.outcome == "allowed"
+
+
+def test_a_shared_claim_adds_its_devices_once_to_the_members_own_and_can_refuse() -> None:
+    # 4 x 8 own devices + 8 shared = 40 on 32: refused. Before shared claims counted,
+    # this was admitted (the shared claim's 8 devices were not seen).
+    answer = admission.validate(review(sharing_job("over", 4, "rack", own=True), JOB_KIND),
+                                sharing_policy(shared_claim("rack", 8)))
+    response = answer.review["response"]
+    assert response["allowed"] is False
+    assert "40" in response["status"]["message"] and "32" in response["status"]["message"]
+
+
+def test_a_shared_claim_not_yet_known_is_not_counted() -> None:
+    answer = admission.validate(review(sharing_job("early", 4, "later", own=True), JOB_KIND),
+                                sharing_policy())
+    assert answer.review["response"]["allowed"] is True
