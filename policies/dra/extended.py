@@ -33,14 +33,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InvalidObject
+from ..model import HELD_BY_CLAIMS
 from ..podspec import field_path
 from ..quantity import MAX_GPUS_PER_POD
 from ..settings.config import Config
+from .allocated import DeviceKey
 from .claims import DeviceDemand, pod_claims
 from .class_capacity import UNKNOWN, class_capacity
-from .classes import DeviceClass
+from .classes import DeviceClass, SelectorVerdict, selects
 from .shared import PREFIX, shared_name
-from .slices import ResourceSlice, node_devices
+from .slices import Device, ResourceSlice, node_devices
 
 #: Devices of a class on a node whose count is unknown: more than any pod may ask.
 UNCOUNTED = MAX_GPUS_PER_POD
@@ -57,9 +59,11 @@ def nodes_with_devices(
     nodes: Iterable[Mapping[str, Any]],
     slices: Iterable[ResourceSlice],
     classes: Iterable[DeviceClass],
+    held: frozenset[DeviceKey] = frozenset(),
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """(Nodes with their classes' devices in `status.allocatable`, the fewest devices
-    of each class a node offers, for All requests)."""
+    of each class a node offers, for All requests). The `held` devices (`allocated`)
+    a class counts on a node are in the Node's `status` under `HELD_BY_CLAIMS`."""
     held_slices, held_classes = list(slices), list(classes)
     out: list[dict[str, Any]] = []
     fewest: dict[str, int] = {}
@@ -75,13 +79,29 @@ def nodes_with_devices(
                 continue
             amount = UNCOUNTED if counted is UNKNOWN else counted
             extended = device_class.extended_resource_name
-            if extended and extended not in allocatable:
+            serves_extended = bool(extended) and extended not in allocatable
+            if serves_extended:
                 allocatable[extended] = str(amount)
             allocatable[PREFIX + device_class.name] = str(amount)
-            if counted is not UNKNOWN:
-                fewest[device_class.name] = min(fewest.get(device_class.name, amount), amount)
+            if counted is UNKNOWN:
+                continue
+            fewest[device_class.name] = min(fewest.get(device_class.name, amount), amount)
+            taken = _held(device_class, devices, held) if held else 0
+            if taken:
+                held_here = status.setdefault(HELD_BY_CLAIMS, {})
+                held_here[PREFIX + device_class.name] = taken
+                if serves_extended:
+                    held_here[extended] = taken
         out.append(copied)
     return out, fewest
+
+
+def _held(device_class: DeviceClass, devices: list[Device], held: frozenset[DeviceKey]) -> int:
+    """How many of a node's devices of the class are held by claims."""
+    return sum(
+        (d.driver, d.pool, d.name) in held and selects(device_class, d) is SelectorVerdict.ACCEPTED
+        for d in devices
+    )  # fmt: skip
 
 
 def with_device_resources(config: Config, classes: Iterable[DeviceClass]) -> Config:

@@ -40,6 +40,7 @@ from gangkeeper.policies.dra import (
     read_device_class,
     read_resource_slice,
 )
+from gangkeeper.policies.dra.allocated import DeviceKey, held_devices
 from gangkeeper.policies.dra.extended import PREFIX, nodes_with_devices, with_claim_limits
 from gangkeeper.policies.dra.slices import ResourceSlice
 from gangkeeper.policies.errors import InvalidObject, PolicyError
@@ -128,16 +129,16 @@ class _Store:
             return list(self.items.values())
 
 
-def _namespaced(
-    read: Callable[[Mapping[str, Any]], tuple[str, DeviceDemand]],
-) -> Callable[[Mapping[str, Any]], tuple[str, tuple[str, DeviceDemand]]]:
-    """`read` (a claim template's or a claim's) with the object's namespace."""
+def _template(obj: Mapping[str, Any]) -> tuple[str, tuple[str, DeviceDemand]]:
+    return _namespace(obj), read_claim_template(obj)
 
-    def with_namespace(obj: Mapping[str, Any]) -> tuple[str, tuple[str, DeviceDemand]]:
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-        return namespace, read(obj)
 
-    return with_namespace
+def _claim(obj: Mapping[str, Any]) -> tuple[str, tuple[str, DeviceDemand], frozenset[DeviceKey]]:
+    return _namespace(obj), read_claim(obj), held_devices(obj)
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
 
 
 class DeviceView:
@@ -157,10 +158,12 @@ class DeviceView:
         self._generation = 0
         self.slices = _Store(SLICES, read_resource_slice, self._refresh, on_listed)
         self.classes = _Store(CLASSES, read_device_class, self._refresh, on_listed)
-        self.templates = _Store(CLAIM_TEMPLATES, _namespaced(read_claim_template), lambda: None,
-                                on_listed)
-        #: Shared ResourceClaims: a pod naming one asks its devices once for its gang.
-        self.claims = _Store(CLAIMS, _namespaced(read_claim), lambda: None, on_listed)
+        self.templates = _Store(CLAIM_TEMPLATES, _template, lambda: None, on_listed)
+        #: ResourceClaims: a pod naming one shares it (its gang asks its devices once),
+        #: and an allocated one holds its devices (`_held_changed`).
+        self.claims = _Store(CLAIMS, _claim, self._held_changed, on_listed)
+        #: The devices allocated claims hold that no pod's limits count.
+        self._held: frozenset[DeviceKey] = frozenset()
 
     # -- the Node subscriber, in front of the capacity's ----------------------------
 
@@ -187,7 +190,7 @@ class DeviceView:
         classes: list[DeviceClass] = self.classes.values()
         slices: list[ResourceSlice] = self.slices.values()
         if classes:
-            out, fewest = nodes_with_devices(nodes, slices, classes)
+            out, fewest = nodes_with_devices(nodes, slices, classes, self._held)
         else:  # nothing to add: a shallow copy, for the version below
             out = [{**n, "metadata": dict(n.get("metadata") or {})} for n in nodes]
             fewest = {}
@@ -203,6 +206,16 @@ class DeviceView:
             meta = node.setdefault("metadata", {})
             meta["resourceVersion"] = f"{meta.get('resourceVersion') or ''}+dra{generation}"
         return list(out)
+
+    def _held_changed(self) -> None:
+        """A claim changed: the Nodes pass on again only when the devices held did (a
+        claim made for one pod, most of them, holds none here: its pod counts them)."""
+        held = frozenset().union(*(keys for _, _, keys in self.claims.values()))
+        with self._lock:
+            if held == self._held:
+                return
+            self._held = held
+        self._refresh()
 
     def _refresh(self) -> None:
         """A slice or class changed: every Node passes on again with its devices."""
@@ -238,7 +251,7 @@ class DeviceView:
         templates = dict(
             entry for ns, entry in self.templates.values() if ns == namespace)
         claims = dict(
-            entry for ns, entry in self.claims.values() if ns == namespace) if shared else None
+            entry for ns, entry, _ in self.claims.values() if ns == namespace) if shared else None
         with self._lock:
             fewest = dict(self._fewest)
         try:
