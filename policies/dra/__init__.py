@@ -7,6 +7,7 @@
 - `capacity`: per node, how many devices each class can be given, or "unknown".
 - `claims`: what pods ask of each class through ResourceClaimTemplates and shared
   ResourceClaims.
+- `resource_names`: the `dra:<class>` names devices are counted under, and their text.
 - `shared`: a shared ResourceClaim's devices asked once per gang.
 - `allocated`: devices that allocated ResourceClaims hold.
 

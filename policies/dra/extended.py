@@ -41,7 +41,7 @@ from .allocated import DeviceKey
 from .claims import DeviceDemand, pod_claims
 from .class_capacity import UNKNOWN, class_capacity
 from .classes import DeviceClass, SelectorVerdict, selects
-from .shared import PREFIX, shared_name
+from .resource_names import PREFIX, shared_name
 from .slices import Device, ResourceSlice, node_devices
 
 #: Devices of a class on a node whose count is unknown: more than any pod may ask.

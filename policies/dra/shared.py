@@ -4,7 +4,7 @@ A pod naming an existing ResourceClaim (core/v1 `PodResourceClaim.resourceClaimN
 shares it with every other pod naming it: the allocator allocates it once, and every
 pod sharing it runs where its devices are. `extended.with_claim_limits` puts such a
 claim's devices in the pod's limits under a name of their own, `dra:<class>@<claim>`
-(`shared_name`), that no node offers; `charged_once(gang)` takes those names out of
+(`resource_names.shared_name`), that no node offers; `charged_once(gang)` takes those names out of
 every role and gives each claim's devices, as `dra:<class>`, to one member: the first
 role naming the claim is split into that one member and the others. So totals count
 each claim once, and the member holding it must find its own devices and the claim's
@@ -23,16 +23,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from ..model import Gang, Role
-
-#: Before a class's name in the resource that counts its devices (`extended`).
-PREFIX = "dra:"
-#: Between a class and the claim in a shared claim's resource name.
-SHARED = "@"
-
-
-def shared_name(device_class: str, claim: str) -> str:
-    """The limit naming `claim`'s devices of `device_class` in a pod sharing it."""
-    return f"{PREFIX}{device_class}{SHARED}{claim}"
+from .resource_names import PREFIX, SHARED
 
 
 def _split(resource: str) -> tuple[str, str] | None:

@@ -48,7 +48,7 @@ def test_five_workers_of_eight_devices_on_four_nodes_of_eight_are_refused_with_n
     proc = check(DRA / "job-too-big.yaml")
     (record,) = verdicts(proc)
     assert proc.returncode == 1 and record["verdict"] == "reject"
-    assert f"5 {TIMES} 8 dra:gpu.example.com = 40" in record["reason"]
+    assert f"5 {TIMES} 8 devices of DeviceClass gpu.example.com = 40" in record["reason"]
     assert "at most 32" in record["reason"]
 
 

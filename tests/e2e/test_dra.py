@@ -187,7 +187,8 @@ def test_five_workers_of_eight_devices_on_four_nodes_of_eight_are_refused_with_t
     refused_with_numbers(apply(cluster, huge, "--dry-run=server", check=False))
     message = refused_with_numbers(cluster.kubectl(
         "create", "-f", "-", input=yaml.safe_dump(huge), check=False))
-    assert f"dra:{fleet.device_class}" in message, message
+    assert f"devices of DeviceClass {fleet.device_class}" in message, message
+    assert "dra:" not in message, message  # the internal name is never shown
     got = cluster.kubectl("get", "job", huge["metadata"]["name"], "-n", gang_namespace,
                           check=False)
     assert "NotFound" in got.stderr, "a refused Job was created"
@@ -257,7 +258,7 @@ def test_a_class_of_h100s_present_on_two_nodes_only_refuses_three_workers_of_eig
     )
     message = refused_with_numbers(
         apply(cluster, three_h100, "--dry-run=server", check=False), demand=24, offered=16)
-    assert f"dra:{h100}" in message, message
+    assert f"devices of DeviceClass {h100}" in message, message
     # The same three workers of any of the driver's devices fit on the four nodes.
     any_gpu = fleet.job(unique("any"), gang_namespace, 3)
     assert apply(cluster, any_gpu, "--dry-run=server", check=False).returncode == 0

@@ -194,7 +194,9 @@ def test_five_workers_of_eight_claimed_gpus_on_four_nodes_of_eight_are_refused_w
         response = answer.review["response"]
         assert response["allowed"] is False
         message = response["status"]["message"]
-        assert "40" in message and "32" in message, message
+        assert ("needs 5 \N{MULTIPLICATION SIGN} 8 devices of DeviceClass gpu.example.com "
+                "= 40; the nodes it may use hold at most 32 (4 nodes: 8+8+8+8)") in message, message
+        assert "dra:" not in message  # the internal resource name is never shown
 
 
 def test_a_job_of_four_workers_of_eight_claimed_gpus_on_four_nodes_of_eight_is_admitted() -> None:

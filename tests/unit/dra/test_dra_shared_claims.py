@@ -8,7 +8,10 @@ writes a pod's claims: `dra:<class>` for its own (ResourceClaimTemplate) devices
 
 from __future__ import annotations
 
-from gangkeeper.policies.dra.shared import charged_once, shared_name
+import pytest
+
+from gangkeeper.policies.dra.resource_names import resource_text, shared_name
+from gangkeeper.policies.dra.shared import charged_once
 from gangkeeper.policies.model import Gang, Role, Source
 
 GPU = "dra:gpu.example.com"
@@ -37,3 +40,17 @@ def test_a_claim_named_by_two_roles_is_still_counted_once() -> None:
 def test_a_gang_without_shared_claims_is_returned_as_it_is() -> None:
     given = gang(Role("worker", 4, {GPU: 8}))
     assert charged_once(given) is given
+
+
+@pytest.mark.parametrize(
+    ("resource", "text"),
+    [
+        (GPU, "devices of DeviceClass gpu.example.com"),
+        (RACK, "devices of DeviceClass gpu.example.com (ResourceClaim rack)"),
+        ("nvidia.com/gpu", "nvidia.com/gpu"),
+    ],
+)
+def test_messages_name_a_classs_devices_in_words_and_other_resources_as_they_are(
+    resource: str, text: str
+) -> None:
+    assert resource_text(resource) == text
