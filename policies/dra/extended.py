@@ -22,7 +22,7 @@ nodes instead), is left out: its devices are not counted.
 A pod naming a ResourceClaimTemplate that was not given is an `InvalidObject` at
 that entry: its devices cannot be counted, and a pod seen as asking none would pass.
 
-Pure: returns new dicts, never changes those given.
+Pure: never changes the dicts given; what it returns shares their unchanged parts.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InvalidObject
-from ..model import HELD_BY_CLAIMS
+from ..model import HELD_BY_CLAIMS, JSON_OBJECT
 from ..podspec import field_path
 from ..quantity import MAX_GPUS_PER_POD
 from ..settings.config import Config
@@ -44,6 +44,10 @@ from .classes import DeviceClass, SelectorVerdict, selects
 from .resource_names import PREFIX, shared_name
 from .slices import Device, ResourceSlice, node_devices
 
+#: What `with_claim_limits` looks into for pod specs (a dict first: a C type check).
+_NESTED = (dict, list, Mapping)
+#: Keys under which no pod spec is ever found.
+_NO_POD_SPEC = frozenset({"metadata", "status"})
 #: Devices of a class on a node whose count is unknown: more than any pod may ask.
 UNCOUNTED = MAX_GPUS_PER_POD
 __all__ = ["PREFIX", "UNCOUNTED", "nodes_with_devices", "with_claim_limits",
@@ -138,31 +142,49 @@ def with_claim_limits(
     names (module docstring)."""
 
     def walk(value: Any, path: str) -> Any:
+        # Only what changes is copied: the rest is shared with `obj` (never changed).
         if isinstance(value, list):
-            return [walk(v, f"{path}[{i}]") for i, v in enumerate(value)]
-        if not isinstance(value, Mapping):
+            items = [walk(v, f"{path}[{i}]") for i, v in enumerate(value)]
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        if not isinstance(value, JSON_OBJECT):
             return value
-        out = {k: walk(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
-        containers = out.get("containers")
-        if out.get("resourceClaims") and isinstance(containers, list) and containers:
-            claims = pod_claims(out, templates, path or "spec")
+        containers = value.get("containers")
+        if containers is None:
+            # Not a pod spec: one may be inside (a template), never in metadata or status.
+            out: dict[str, Any] | None = None
+            for k, v in value.items():
+                if isinstance(v, _NESTED) and k not in _NO_POD_SPEC:
+                    walked = walk(v, f"{path}.{k}" if path else str(k))
+                    if walked is not v:
+                        out = dict(value) if out is None else out
+                        out[k] = walked
+            return value if out is None else out
+        if value.get("resourceClaims") and isinstance(containers, list) and containers:
+            claims = pod_claims(value, templates, path or "spec")
             if claims.unresolved:
                 # Its devices cannot be counted: refuse to judge rather than see a pod
                 # that asks no GPUs (as a TrainJob without its runtime is refused).
-                _raise_unresolved(out["resourceClaims"], sorted(claims.unresolved)[0],
+                _raise_unresolved(value["resourceClaims"], sorted(claims.unresolved)[0],
                                   field_path(path or "spec", "resourceClaims"))
             extra = _limits(claims.own, fewest)
             for name in sorted(claims.shared):
                 if shared is not None and name in shared:
                     extra.update(_limits(shared[name], fewest, name))
-            if extra and isinstance(containers[0], dict):
-                resources = containers[0].setdefault("resources", {})
-                limits = resources.setdefault("limits", {})
-                limits.update({k: str(v) for k, v in extra.items()})
-        return out
+            if extra and isinstance(containers[0], JSON_OBJECT):
+                return {**value,
+                        "containers": [_with_limits(containers[0], extra), *containers[1:]]}
+        return value
 
-    result: dict[str, Any] = walk(obj, "")
+    result: dict[str, Any] = dict(walk(obj, ""))
     return result
+
+
+def _with_limits(container: Mapping[str, Any], extra: Mapping[str, int]) -> dict[str, Any]:
+    """A copy of `container` with `extra` added to its limits."""
+    resources = dict(container.get("resources") or {})
+    resources["limits"] = {**(resources.get("limits") or {}),
+                           **{k: str(v) for k, v in extra.items()}}
+    return {**container, "resources": resources}
 
 
 def _raise_unresolved(entries: list[Any], template: str, path: str) -> None:

@@ -44,6 +44,8 @@ from gangkeeper.policies.dra.allocated import DeviceKey, held_devices
 from gangkeeper.policies.dra.extended import PREFIX, nodes_with_devices, with_claim_limits
 from gangkeeper.policies.dra.slices import ResourceSlice
 from gangkeeper.policies.errors import InvalidObject, PolicyError
+from gangkeeper.policies.memo import MISSING, IdentityMemo
+from gangkeeper.policies.model import JSON_OBJECT
 from gangkeeper.policies.settings.config import Config
 
 from .informer import object_key
@@ -89,6 +91,8 @@ class _Store:
         self.resource, self._read, self._changed, self._on_listed = (
             resource, read, changed, on_listed)
         self.items: dict[str, Any] = {}
+        #: Counts the changes of `items`: answers computed from them are kept by it.
+        self.version = 0
         self.lock = threading.Lock()
         #: Until the first list ends, changes are not passed on: one recompute, at its end.
         self.listed = False
@@ -105,12 +109,14 @@ class _Store:
             return
         with self.lock:
             self.items[object_key(obj)] = value
+            self.version += 1
         if self.listed:
             self._changed()
 
     def delete(self, obj: Mapping[str, Any]) -> None:
         with self.lock:
             gone = self.items.pop(object_key(obj), None)
+            self.version += 1
         if gone is not None and self.listed:
             self._changed()
 
@@ -119,6 +125,7 @@ class _Store:
             stale = [k for k in self.items if k not in keys]
             for key in stale:
                 del self.items[key]
+            self.version += 1
         first, self.listed = not self.listed, True
         if stale or first:
             self._changed()
@@ -267,26 +274,42 @@ class DeviceView:
                ) -> Callable[[str, str, str, str], Any]:
         """`lookup` (an owner lookup: apiVersion, kind, namespace, name) whose owners'
         pod templates ask their claims' devices as limits, so a pod's gang is sized
-        with them (the pod webhook reads the gang from the owner)."""
+        with them (the pod webhook reads the gang from the owner).
+
+        The same owner object (a watch-fed cache's, until it changes) gets the same
+        answer while no slice, class, template or claim changed: every pod of a Job
+        then asks about one object, and the recognisers' memory of the owner's gangs
+        (`OwnerGangs`, by identity) holds (bench/dra.py: 5x the extended-resource
+        pod decision without this)."""
+        answers: IdentityMemo[tuple[int, ...], Any] = IdentityMemo(1024)
 
         def with_devices(api_version: str, kind: str, namespace: str, name: str) -> Any:
             owner = lookup(api_version, kind, namespace, name)
             if not isinstance(owner, Mapping):
                 return owner
-            return self.with_claims(owner, namespace)[0]
+            versions = tuple(store.version for store in self.stores)
+            answer = answers.lookup(versions, owner)
+            if answer is MISSING:
+                answer = self.with_claims(owner, namespace)[0]
+                answers.put(versions, owner, answer)
+            return answer
 
         return with_devices
 
 
 def _has_claims(value: Any, depth: int = 0) -> bool:
-    """Whether a pod spec in `value` names a claim (cheap: most objects have none)."""
+    """Whether a pod spec in `value` names a claim (cheap: most objects have none;
+    a pod spec holds no other, and metadata and status hold none)."""
     if depth > 12:
         return False
-    if isinstance(value, Mapping):
-        if value.get("resourceClaims") and "containers" in value:
-            return True
-        return any(_has_claims(v, depth + 1) for v in value.values()
-                   if isinstance(v, Mapping | list))
+    if isinstance(value, JSON_OBJECT):
+        if "containers" in value:
+            return bool(value.get("resourceClaims"))
+        return any(_has_claims(v, depth + 1) for k, v in value.items()
+                   if isinstance(v, _NESTED) and k not in ("metadata", "status"))
     if isinstance(value, list):
-        return any(_has_claims(v, depth + 1) for v in value if isinstance(v, Mapping | list))
+        return any(_has_claims(v, depth + 1) for v in value if isinstance(v, _NESTED))
     return False
+
+
+_NESTED = (dict, list, Mapping)
