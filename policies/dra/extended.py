@@ -68,7 +68,16 @@ def nodes_with_devices(
     """(Nodes with their classes' devices in `status.allocatable`, the fewest devices
     of each class a node offers, for All requests). The `held` devices (`allocated`)
     a class counts on a node are in the Node's `status` under `HELD_BY_CLAIMS`."""
-    held_slices, held_classes = list(slices), list(classes)
+    held_classes = list(classes)
+    # A slice naming its node is offered to that node alone: only the others are
+    # looked at for every node (O(nodes + slices), not nodes x slices).
+    named: dict[str, list[ResourceSlice]] = {}
+    anywhere: list[ResourceSlice] = []
+    for piece in slices:
+        if piece.selection is not None and piece.selection.node_name and not piece.shared_counters:
+            named.setdefault(piece.selection.node_name, []).append(piece)
+        else:
+            anywhere.append(piece)
     out: list[dict[str, Any]] = []
     fewest: dict[str, int] = {}
     for node in nodes:
@@ -76,7 +85,7 @@ def nodes_with_devices(
         name = str((copied.get("metadata") or {}).get("name", ""))
         status = copied.setdefault("status", {})
         allocatable = status.setdefault("allocatable", {})
-        devices = node_devices(held_slices, name, _labels(copied))
+        devices = node_devices([*named.get(name, ()), *anywhere], name, _labels(copied))
         for device_class in held_classes:
             counted = class_capacity(device_class, devices)
             if counted == 0:
