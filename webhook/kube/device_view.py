@@ -1,25 +1,35 @@
 """What a gangkeeper process knows of Dynamic Resource Allocation (resource.k8s.io/v1).
 
-`DeviceView` follows ResourceSlices, DeviceClasses and ResourceClaimTemplates through the
-process's informers and gives the webhooks and the controller the same view `gangkeeper
-check` has (`policies.dra.extended`): every Node passes on to its subscriber (the
-admission capacity, the controller's node store) with its classes' devices as
-allocatable `dra:<class>` (and the class's `extendedResourceName` where the Node lists
-none), and pods, pod templates and owners ask their claims' devices as limits of those
-names (`with_claims`, `owners`). So a gang whose members ask more devices than the
-fleet's slices offer is refused at creation and on `--dry-run=server`, with the
-numbers, and the controller releases a DRA gang only when all its devices are free.
+`DeviceView` follows ResourceSlices, DeviceClasses, ResourceClaimTemplates and
+ResourceClaims through the process's informers and gives the webhooks and the
+controller the same view `gangkeeper check` has (`policies.dra.extended`): every Node
+passes on to its subscriber (the admission capacity, the controller's node store) with
+its classes' devices as allocatable `dra:<class>` (and the class's
+`extendedResourceName` where the Node lists none), and pods, pod templates and owners
+ask their claims' devices as limits of those names (`with_claims`, `owners`). So a gang
+whose members ask more devices than the fleet's slices offer is refused at creation and
+on `--dry-run=server`, with the numbers, and the controller releases a DRA gang only
+when all its devices are free.
+
+ResourceClaims count twice over:
+- as demand: a shared claim (`resourceClaimName`) a pod names is asked under a name of
+  its own, which the admission's gang charges once (`policies.dra.shared`); the
+  controller's pods ask none (`with_claims(shared=False)`);
+- as use: the devices an allocated claim no Pod owns holds (`policies.dra.allocated`)
+  reach the Node as `status[HELD_BY_CLAIMS]`, which the controller counts as used on
+  it and "could ever run" ignores. A claim made for one pod from a template is left to
+  its pod, whose limits the controller counts once it is bound.
+
+What it does not do (docs/policy.md, "Dynamic Resource Allocation"): a template's claim
+allocated before its pod is bound looks free until the binding; a shared claim not yet
+allocated is not asked by the controller's gang; a request's own selectors are not
+applied; DRA gangs are still released unpinned (`policies.assigner.constraints`). Slices, classes and claims that hold devices change when drivers start or
+users create them, not per pod: such a change recomputes every Node (O(nodes + slices)),
+and during the first list only once, when it ends; a claim made for a pod changes no
+Node.
 
 It lives under `kube` (beside the informers it subscribes to) because both the server
 and the controller use it, and neither may import the other.
-
-What it does not do (docs/policy.md, "Dynamic Resource Allocation"): devices allocated
-to claims are not read from ResourceClaim status; a device is used while a bound pod
-whose claim asks it is counted (the controller counts bound pods' limits), so a claim
-allocated without a pod is not seen; shared ResourceClaims are not counted; DRA gangs
-are still released unpinned (`policies.assigner.constraints`). Slices and classes
-change when drivers start, not per pod: a change recomputes every Node (O(nodes)),
-and during the first list only once, when it ends.
 
 May read through the informers (list and watch); never writes to the cluster.
 """
