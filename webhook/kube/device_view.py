@@ -23,10 +23,11 @@ ResourceClaims count twice over:
 What it does not do (docs/policy.md, "Dynamic Resource Allocation"): a template's claim
 allocated before its pod is bound looks free until the binding; a shared claim not yet
 allocated is not asked by the controller's gang; a request's own selectors are not
-applied; DRA gangs are still released unpinned (`policies.assigner.constraints`). Slices, classes and claims that hold devices change when drivers start or
-users create them, not per pod: such a change recomputes every Node (O(nodes + slices)),
-and during the first list only once, when it ends; a claim made for a pod changes no
-Node.
+applied; DRA gangs are still released unpinned (`policies.assigner.constraints`).
+
+Slices, classes and claims that hold devices change when drivers start or users create
+them, not per pod: such a change recomputes every Node (O(nodes + slices)), and during
+the first list only once, when it ends; a claim made for a pod changes no Node.
 
 It lives under `kube` (beside the informers it subscribes to) because both the server
 and the controller use it, and neither may import the other.
