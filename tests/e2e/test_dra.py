@@ -26,7 +26,9 @@ plugin allocates it, and kwok runs the pod: no driver prepares anything.
   admitted and run together on its node;
 - a node's devices allocated to a shared claim (which no pod's limits count) keep a
   4 x 8 gang gated, none bound, until the claim's pod goes and the claim is
-  deallocated; then it binds whole.
+  deallocated; then it binds whole;
+- so do the devices of a claim allocated with no pod at all (its status written as a
+  driver may write it), until the claim is deleted.
 """
 
 from __future__ import annotations
@@ -407,6 +409,66 @@ def test_a_node_s_devices_held_by_a_shared_claim_keep_a_gang_waiting_until_it_is
                              f"{described(cluster, gang_namespace, name)}") from None
     assert sorted(p.spec.node_name for p in pods_of(cluster, gang_namespace, name)) == sorted(
         fleet.nodes)
+
+
+@pytest.fixture(scope="module")
+def allocated_fleet(cluster: Any) -> Iterator[Fleet]:
+    """Four more nodes of 8 devices, one of which a claim with no pod holds."""
+    made = Fleet(cluster)
+    yield made
+    made.delete_classes(cluster)
+
+
+def test_a_claim_allocated_with_no_pod_keeps_its_node_s_devices_from_a_gang(
+    cluster: Any, gang_namespace: str, plain_namespace: str, allocated_fleet: Fleet
+) -> None:
+    fleet = allocated_fleet
+    # Allocated as a DRA driver or a tool may do it, with no consumer: the claim
+    # controller deallocates only a claim whose last consumer went, so it stays.
+    name = unique("reserved")
+    apply(cluster, shared_claim(fleet, name, plain_namespace))
+    allocation = {"status": {"allocation": {"devices": {"results": [
+        {"request": "gpus", "driver": fleet.driver, "pool": fleet.nodes[0],
+         "device": device} for device in _devices(cluster, fleet.nodes[0])]}}}}  # fmt: skip
+    patched = cluster.kubectl("patch", "resourceclaim", name, "-n", plain_namespace,
+                              "--subresource=status", "--type=merge",
+                              "-p", yaml.safe_dump(allocation), check=False)
+    assert patched.returncode == 0, patched.stderr
+
+    apply(cluster, fleet.template(gang_namespace))
+    job = unique("waits")
+    assert apply(cluster, fleet.job(job, gang_namespace, NODES)).returncode == 0
+    cluster.wait_for(lambda: len(pods_of(cluster, gang_namespace, job)) == NODES,
+                     timeout=60.0, message=f"the Job's {NODES} pods")
+    with contextlib.suppress(AssertionError):
+        cluster.wait_for(
+            lambda: any(not gated(p) or p.spec.node_name
+                        for p in pods_of(cluster, gang_namespace, job)),
+            timeout=WAIT_SECONDS, message="(expected to time out)",
+        )
+    early = [p.metadata.name for p in pods_of(cluster, gang_namespace, job)
+             if not gated(p) or p.spec.node_name]
+    assert early == [], f"released while a claim with no pod held node 0's devices: {early}"
+
+    cluster.custom.delete_namespaced_custom_object(
+        "resource.k8s.io", "v1", plain_namespace, "resourceclaims", name)
+
+    def all_bound() -> bool:
+        pods = pods_of(cluster, gang_namespace, job)
+        return len(pods) == NODES and all(p.spec.node_name for p in pods)
+
+    try:
+        cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {described(cluster, gang_namespace, job)}") from None
+
+
+def _devices(cluster: Any, node: str) -> list[str]:
+    """The device names of `node`'s ResourceSlices."""
+    slices = cluster.custom.list_cluster_custom_object(
+        "resource.k8s.io", "v1", "resourceslices")["items"]
+    return [d["name"] for s in slices if s["spec"].get("nodeName") == node
+            for d in s["spec"].get("devices") or ()]  # fmt: skip
 
 
 def test_plain_nvidia_gpu_workers_are_counted_on_devices_of_a_class_serving_that_resource(
