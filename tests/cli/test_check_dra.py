@@ -52,6 +52,17 @@ def test_five_workers_of_eight_devices_on_four_nodes_of_eight_are_refused_with_n
     assert "at most 32" in record["reason"]
 
 
+def test_the_text_output_names_devices_by_their_class_never_the_internal_resource() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gangkeeper.webhook.cli", "check", "-f",
+         str(DRA / "job-too-big.yaml"), "--nodes", str(FLEET)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "(40 devices of DeviceClass gpu.example.com)" in proc.stdout, proc.stdout
+    assert "dra:" not in proc.stdout
+
+
 def test_the_classes_extended_resource_name_makes_its_devices_count_as_that_resource() -> None:
     """The fleet's Nodes list no nvidia.com/gpu; the class serves it from its devices."""
     fits = verdicts(check(ROOT / "examples" / "job-fits.yaml"))
