@@ -23,6 +23,9 @@ are placed. A gang whose members read no node identity is then assigned over a f
 dozen groups instead of every node (`placement.assign_groups`), and nothing per node is
 rebuilt for it.
 
+Devices that allocated ResourceClaims hold with no bound pod counting them
+(`NodeFacts.held`) are used on their node from the start, like a bound pod's.
+
 Pure: Node dicts (read by `policies.cluster.node_facts`) and `PodInfo`s in; eligibility comes from
 `policies.eligibility`.
 """
@@ -44,6 +47,8 @@ from .node_facts import NodeFacts, read_node
 from .observed_gangs import PodInfo
 
 _Free = tuple[tuple[str, int], ...]
+#: Before a node's name: the uid its claims' held devices are counted under.
+HELD_UID = "resourceclaims:"
 _NONE: Mapping[str, int] = {}
 #: Node dict → its facts (`nodes.read_node` with the pass's config, or a cache of it).
 NodeReader = Callable[[Mapping[str, Any]], NodeFacts]
@@ -92,6 +97,9 @@ class Fleet:
         self._grouping: _Grouping | None = None
         self._all: _Grouping | None = None
         self._add_many((p.uid, p.node_name, p.demand, p.requests) for p in pods if p.node_name)
+        # Devices that claims hold with no bound pod counting them: used like a pod's.
+        self._add_many((f"{HELD_UID}{f.name}", f.name, f.held, f.held)
+                       for f in self.nodes.values() if f.held)
 
     def _add_many(
         self, entries: Iterable[tuple[str, str, Mapping[str, int], Mapping[str, int]]],

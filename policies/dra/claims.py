@@ -32,7 +32,7 @@ Pure: plain dicts in, frozen dataclasses out.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,14 +194,3 @@ def pod_claims(spec: object, templates: Mapping[str, DeviceDemand],
         else:
             unresolved.add(template)
     return PodClaims(own, frozenset(shared), frozenset(unresolved))
-
-
-def shared_demand(pods: Iterable[PodClaims], claims: Mapping[str, DeviceDemand]) -> DeviceDemand:
-    """The shared ResourceClaims of a set of pods, each counted once however many
-    pods name it; one not in `claims` counts nothing."""
-    names = set().union(*(p.shared for p in pods))
-    total = DeviceDemand()
-    for name in sorted(names):
-        if name in claims:
-            total = total.plus(claims[name])
-    return total

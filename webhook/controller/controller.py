@@ -237,10 +237,12 @@ class GangController:
         if self.devices is not None:
             # Its claims' devices as limits, so a bound pod uses them on its node and
             # a gated member asks them (a claim whose template is unknown asks none),
-            # and whether that count can pin it.
+            # and whether that count can pin it. Not its shared claims: their names are
+            # no node's resource, and once allocated their devices are not free on
+            # their node whichever pods run.
             namespace = str((raw.get("metadata") or {}).get("namespace") or "")
             claims = self.devices.pin_doubt(raw, namespace)
-            raw = self.devices.with_claims(raw, namespace)[0]
+            raw = self.devices.with_claims(raw, namespace, shared=False)[0]
         info = pod_info(raw, self.config, self._shared, claims=claims)
         return info if matters(info) else None
 
