@@ -2,7 +2,8 @@
 
 The plan (`policies.autoscaling.provisioning`, through `release.plan`) says which
 request each gang that asks through cluster-autoscaler's ProvisioningRequest API should
-have; `RequestWriter` makes it so, as leader only:
+have, and `policies.release.request_actions` what the pass writes and says about them;
+`RequestWriter` sends it, as leader only:
 
 - **create**: one PodTemplate per member shape, copied from one member read once (GET;
   the informer keeps members reduced) as its placeholder would be (`placeholder_pod`:
@@ -40,9 +41,10 @@ from gangkeeper.policies.autoscaling.provisioning import (
     TemplateInfo,
     request_info,
     template_info,
-    template_orphans,
 )
 from gangkeeper.policies.catalogue import Metric
+from gangkeeper.policies.release.placeholder_actions import gang_targets
+from gangkeeper.policies.release.request_actions import request_actions
 from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.settings.config import Config
 
@@ -50,7 +52,6 @@ from ..kube.api import Api, ApiError, Conflict, NotFound
 from ..kube.informer import Informer, Informers, Store
 from ..kube.resources import Resource
 from .capacity_writer import CapacityWriter
-from .placeholders import gang_targets
 from .writes import delete_options
 
 log = logging.getLogger(__name__)
@@ -137,22 +138,19 @@ class RequestWriter(CapacityWriter):
     def apply(
         self, result: Plan, requests: Sequence[RequestInfo], templates: Iterable[TemplateInfo]
     ) -> None:
-        """Create and delete what the plan says; post the Events it asks for."""
-        doomed: list[RequestInfo] = list(result.request_orphans)
-        creations: list[RequestAsk] = []
-        for ask in result.request_asks:
-            doomed.extend(ask.delete)
-            if ask.create:
-                creations.append(ask)
-            reason, note = ask.event
-            if reason:
-                self._report(ask, ask.about, reason, note)
+        """Send what the plan and `request_actions` decide: deletes, creates, Events."""
+        actions = request_actions(result, requests, templates, frozenset(self._reported))
+        self._reported |= actions.reported
+        for family, labels, value in actions.counts:
+            self._count(family, labels, value)
+        for event in actions.events:
+            log.warning("%s", event.note)
+            for target in event.regarding:
+                self._emit(target, event.reason, event.note)
         pool = self._pool()
-        wait([pool.submit(self._delete_request, r) for r in doomed])
-        wait([pool.submit(self._create, ask) for ask in creations])
-        created = {(a.gang.namespace, a.name) for a in creations}
-        stale = template_orphans(list(templates), requests, {r.uid for r in doomed}, created)
-        wait([pool.submit(self._delete_template, t) for t in stale])
+        wait([pool.submit(self._delete_request, r) for r in actions.delete_requests])
+        wait([pool.submit(self._create, ask) for ask in actions.creates])
+        wait([pool.submit(self._delete_template, t) for t in actions.delete_templates])
 
     # -- writes --------------------------------------------------------------------------
 

@@ -12,11 +12,11 @@ a suspended TrainJob its JobSet (`policies.release.recovery.SUSPENDED_OWNERS`).
 annotation `gangkeeper.io/requeues`, so every leader sees the same count) and patches
 `spec.suspend: true` with the label `gangkeeper.io/requeue: suspended`, testing the
 uid and resourceVersion it read. `resume(pods, now)` patches `spec.suspend: false`
-(and drops the label) once no pod of the owner is left in the controller's cache, or
-`RESUME_AFTER_SECONDS` after the suspension whatever is left: an owner is never left
-suspended. A new leader `adopt()`s the owners labelled suspended (one list per kind;
-a kind whose CRD is not installed is skipped), so a leader change between suspend
-and resume leaves none behind.
+(and drops the label) when `release.watchdog_actions.to_resume` says (no pod of the
+owner left in the controller's cache, or `RESUME_AFTER_SECONDS` after the suspension
+whatever is left: an owner is never left suspended). A new leader `adopt()`s the
+owners labelled suspended (one list per kind; a kind whose CRD is not installed is
+skipped), so a leader change between suspend and resume leaves none behind.
 
 May do API I/O (get, list, patch on the owners of `SUSPENDED_OWNERS`); decides
 nothing about gangs.
@@ -32,17 +32,13 @@ from typing import Any, Literal
 from gangkeeper.policies.cluster.observed_gangs import Owner, PodInfo
 from gangkeeper.policies.names import REQUEUE_LABEL, REQUEUE_SUSPENDED, REQUEUES_ANNOTATION
 from gangkeeper.policies.release.recovery import SUSPENDED_OWNERS
+from gangkeeper.policies.release.watchdog_actions import to_resume
 
 from ..kube.api import Api, ApiError, Conflict, Invalid, NotFound
 from ..kube.resources import Resource
 from .writes import WRITE_QUERY, resume_patch, suspend_patch
 
 log = logging.getLogger(__name__)
-
-#: A suspended owner is resumed this long after its suspension even if some of its
-#: pods are still there (a controller that is down must not keep it suspended).
-RESUME_AFTER_SECONDS = 120.0
-
 
 def _resource(api_version: str, kind: str, plural: str) -> Resource:
     group, _, version = api_version.rpartition("/")
@@ -166,12 +162,10 @@ class SuspendRequeuer:
     def resume(self, pods: Iterable[PodInfo], now: float) -> list[Suspended]:
         """Resume the owners whose pods are gone (or that waited long enough); the owners
         resumed (or found gone)."""
-        if not self.suspended:
-            return []
-        left = {p.owner.uid for p in pods if p.owner is not None}
+        due = to_resume(((s.uid, s.since) for s in self.suspended.values()), pods, now)
         done: list[Suspended] = []
         for key, held in list(self.suspended.items()):
-            if held.uid in left and now - held.since < RESUME_AFTER_SECONDS:
+            if held.uid not in due:
                 continue
             if not self._may_write():
                 return done

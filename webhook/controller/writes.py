@@ -23,6 +23,7 @@ from gangkeeper.policies.names import (
     REQUEUE_SUSPENDED,
     REQUEUES_ANNOTATION,
 )
+from gangkeeper.policies.release.gang_events import EVENT_POD_LIMIT
 from gangkeeper.policies.release.results import Release
 
 from ..kube.election import micro_time
@@ -105,10 +106,6 @@ def event_body(
         "type": kind,
         "regarding": dict(regarding),
     }
-
-
-#: Events per stuck gang go to the owner and at most this many member pods.
-EVENT_POD_LIMIT = 100
 
 
 def rejoined_events(

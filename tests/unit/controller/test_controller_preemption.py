@@ -11,8 +11,9 @@ from builders.gangs import T0, node
 from builders.preemption import planned, running_gang, running_pod, waiting_gang
 
 from gangkeeper.policies.errors import TooManyRequests
+from gangkeeper.policies.release.preemption_actions import LEAVING_SECONDS
 from gangkeeper.policies.settings.config import Config
-from gangkeeper.webhook.controller.preemption import LEAVING_SECONDS, Preemptions
+from gangkeeper.webhook.controller.preemption import Preemptions
 from gangkeeper.webhook.controller.watchdog import Watchdog
 
 
@@ -20,8 +21,10 @@ class _Posted:
     def __init__(self) -> None:
         self.posts: list[tuple[str, list[str], str]] = []
 
-    def post(self, namespace: str, members: list[Any], reason: str, note: str) -> None:
-        self.posts.append((reason, [m.name for m in members], note))
+    def send(self, event: Any) -> None:
+        self.posts.append(
+            (event.reason, [t["name"] for t in event.regarding if t["kind"] == "Pod"],
+             event.note))
 
 
 class _Rest:

@@ -76,8 +76,9 @@ class _Posted:
     def __init__(self) -> None:
         self.posts: list[tuple[str, list[str]]] = []
 
-    def post(self, namespace: str, members: list[Any], reason: str, note: str) -> None:
-        self.posts.append((reason, [m.name for m in members]))
+    def send(self, event: Any) -> None:
+        self.posts.append(
+            (event.reason, [t["name"] for t in event.regarding if t["kind"] == "Pod"]))
 
 
 def test_a_stuck_member_is_evented_once_while_the_stuck_set_shrinks() -> None:
