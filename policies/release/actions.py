@@ -1,6 +1,11 @@
 """Every write a pass asks for besides its releases, decided from the plan and the
-controller's memory: the Events to post, the coscheduling PodGroups to nudge, when
-to plan again, and the counters those decisions add to.
+controller's memory: the Events to post about stuck gangs, the coscheduling
+PodGroups to nudge, when to plan again, and the counters those decisions add to
+(`Actions`); and `PassActions`, every action of a pass besides its releases in one
+value: placeholders, ProvisioningRequests, those `Actions`, the watchdog's requeues
+and the plan's preemptions, each decided by its pure module
+(`placeholder_actions`, `request_actions`, this one, `watchdog_actions`,
+`preemption`) from the memory the sender of that kind keeps.
 
 `plan()` decides from what the API server holds; some decisions also need what the
 controller remembers of earlier passes (which cause a stuck gang's last Event named,
@@ -23,9 +28,13 @@ from typing import Any
 from ..cluster.observed_gangs import PodInfo
 from ..settings.config import Config
 from .gang_events import Counted, Event
+from .placeholder_actions import PlaceholderActions
+from .preemption import Preemption
+from .request_actions import RequestActions
 from .requeue import NudgeMemory, nudges
 from .results import Plan
 from .stuck_events import Evented, stuck_events
+from .watchdog_actions import WatchdogActions
 
 
 @dataclass(frozen=True)
@@ -71,3 +80,19 @@ def decide_actions(
         events=tuple(events), nudges=tuple(groups), wake_after=wake_after,
         counts=tuple(counts), memory=Memory(evented=evented, nudge=nudged),
     )
+
+
+@dataclass(frozen=True)
+class PassActions:
+    """Every action of one pass besides its releases, in the order they are sent
+    (after the releases: a released gang's placeholders go before its gates)."""
+
+    placeholders: PlaceholderActions
+    #: None: no ProvisioningRequest is asked through, or the API is not served.
+    requests: RequestActions | None
+    #: Stuck-gang Events, PodGroup nudges, when to plan again.
+    events_and_nudges: Actions
+    watchdog: WatchdogActions
+    #: The plan's; what is said after each is decided from its victims' outcomes
+    #: (`preemption_actions`).
+    preemptions: tuple[Preemption, ...]

@@ -7,10 +7,10 @@ what the controller remembers (`WatchdogMemory`): requeues done per owner (bound
 `rebindRetries`), members already told they are stuck (one `GangMemberStuck` per
 member however the stuck set changes pass to pass), gang instances already told they
 are not Ready. `watchdog_actions` decides the pass from the plan, that memory and
-two facts the executor knows of the owners it suspends (resumed this pass, as
-`to_resume` decides; a requeue under way); `after_suspend` decides what follows a
-suspension from its outcome (the owner's requeue count is read from the owner, so
-every leader sees the same count).
+the owners gangkeeper holds suspended (which to resume now: `to_resume`; the others'
+requeue is under way); `after_suspend` decides what follows a suspension from its
+outcome (the owner's requeue count is read from the owner, so every leader sees the
+same count).
 
 A suspended owner's count is an annotation on it; the others' are this memory (a new
 leader starts again at zero: at most one more round per gang per leader change),
@@ -63,6 +63,8 @@ class WatchdogActions:
     deletes: tuple[PodInfo, ...] = ()
     #: Requeues by suspending the gang's owner; what follows is `after_suspend`'s.
     suspends: tuple[Requeue, ...] = ()
+    #: uids of the owners suspended by gangkeeper to resume now (`to_resume`).
+    resume: frozenset[str] = frozenset()
     gauges: Mapping[Metric, float] = field(default_factory=dict)
     memory: WatchdogMemory = WatchdogMemory()
 
@@ -100,12 +102,16 @@ def watchdog_actions(
     config: Config,
     memory: WatchdogMemory,
     *,
-    resumed: frozenset[str] = frozenset(),
-    busy: frozenset[str] = frozenset(),
+    pods: Iterable[PodInfo] = (),
+    suspended: Iterable[tuple[str, float]] = (),
 ) -> WatchdogActions:
-    """This pass's watchdog actions. `resumed`: uids of owners resumed in this pass
-    (they may still show their old pods: not requeued again yet); `busy`: uids of
-    owners whose suspension is under way."""
+    """This pass's watchdog actions. `pods`: every live pod the controller keeps
+    (deleting ones too); `suspended`: (uid, since) of the owners gangkeeper holds
+    suspended. An owner resumed in this pass may still show its old pods, and one
+    still suspended is being requeued: neither is requeued again yet."""
+    held = list(suspended)
+    resumed = to_resume(held, pods, now)
+    busy = {uid for uid, _ in held} - resumed
     live = {g.key for g in result.gangs}
     reported = {k for k in memory.reported if k[:2] in live}
     not_ready = {k for k in memory.not_ready if k[:2] in live}
@@ -155,7 +161,7 @@ def watchdog_actions(
         events.append(announce(requeue, done + 1, config))
     return WatchdogActions(
         events=tuple(events), counts=tuple(counts), deletes=tuple(deletes),
-        suspends=tuple(suspends), gauges=gauges,
+        suspends=tuple(suspends), resume=resumed, gauges=gauges,
         memory=WatchdogMemory(retries, frozenset(reported), frozenset(not_ready)),
     )
 

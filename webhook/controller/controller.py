@@ -366,8 +366,12 @@ class GangController:
             # Patched pods are in the cache already; re-plan so the next gang in line
             # is judged against them.
             self._dirty.set()
-        self.executor.send_pass(result, self.pods.items(), self.nodes.items(), requests,
-                                time.time())
+        # Every other action of the pass, decided in one value, on the caches as the
+        # releases left them.
+        wall = time.time()
+        actions = self.executor.decide(result, self.pods.items(), self.nodes.items(), requests,
+                                       wall)
+        self.executor.send_pass(actions, wall)
         return result
 
     def _cross_check(

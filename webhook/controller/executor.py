@@ -1,17 +1,18 @@
 """`Executor`: sends everything a pass decided besides its releases (those are the
 `releaser`'s), in one order, and keeps the memory the next pass's decisions need.
 
-`send_pass(plan, pods, nodes, requests, now)`, as leader, after the releases:
-placeholders (`placeholders`), ProvisioningRequests (`provisioning`), then the
-actions `policies.release.actions.decide_actions` (pure) decides from the plan and
-the `Memory` this executor holds — Events to post, coscheduling PodGroups to nudge,
-when to plan again, counters to add, and the memory after the pass — then the
-watchdog's requeues (`watchdog`) and the plan's preemptions (`preemption`). Each of
-those senders gets its decisions from a pure `policies.release.*_actions` function
-with the memory it keeps, and sends them. This module posts each Event through
-`GangEvents`, sends each nudge (a merge patch of one annotation,
-`requeue.requeue_patch`) on the release pool, fenced like every controller write, and
-asks for a pass when the actions say when; it decides nothing.
+As leader, after the releases, `decide(plan, pods, nodes, requests, now)` collects
+every action of the pass in one value (`policies.release.actions.PassActions`), each
+kind decided by its pure function from the memory its sender keeps: placeholders
+(`placeholders`), ProvisioningRequests (`provisioning`), the `Actions`
+`decide_actions` decides from the plan and the `Memory` this executor holds — Events
+about stuck gangs, coscheduling PodGroups to nudge, when to plan again, counters, and
+the memory after the pass — the watchdog's requeues (`watchdog`) and the plan's
+preemptions (`preemption`). `send_pass(actions, now)` sends them in that order,
+through those senders, which record what the API answered. This module posts each
+Event through `GangEvents`, sends each nudge (a merge patch of one annotation,
+`requeue.requeue_patch`) on the release pool, fenced like every controller write,
+and asks for a pass when the actions say when; it decides nothing.
 
 May do API I/O (Event creates, PodGroup patches; the rest through the senders it is
 given); holds the memory of one controller process (`forget` on taking the lead:
@@ -31,7 +32,7 @@ from typing import Any
 from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.autoscaling.provisioning import RequestInfo
 from gangkeeper.policies.cluster.observed_gangs import PodInfo
-from gangkeeper.policies.release.actions import Actions, Memory, decide_actions
+from gangkeeper.policies.release.actions import Actions, Memory, PassActions, decide_actions
 from gangkeeper.policies.release.groups import COSCHEDULING
 from gangkeeper.policies.release.requeue import NudgeMemory, requeue_patch
 from gangkeeper.policies.release.results import Plan
@@ -93,22 +94,37 @@ class Executor:
         """A new leader: what changed while no one led is unknown, so nudge once."""
         self.memory = replace(self.memory, nudge=NudgeMemory())
 
-    def send_pass(
+    def decide(
         self, result: Plan, pods: Sequence[PodInfo], nodes: Sequence[Mapping[str, Any]],
         requests: Sequence[RequestInfo] | None, now: float,
-    ) -> None:
-        """Everything a pass decided besides its releases, as leader: `pods` and
-        `nodes` as the caches hold them after the releases; `requests`: the
-        ProvisioningRequests the pass planned with (None: not served)."""
-        senders = self.senders
-        assert senders is not None, "an executor of Events and nudges only"
-        senders.placeholders.apply(result, pods)
-        if senders.requests is not None and requests is not None:
-            senders.requests.apply(result, requests)
-        self.send(decide_actions(result, pods, nodes, self.config, memory=self.memory,
-                                 clock=time.monotonic()))
-        senders.watchdog.check(result, now, pods)
-        senders.preemptions.apply(result, now)
+    ) -> PassActions:
+        """Every action of the pass besides its releases: `pods` and `nodes` as the
+        caches hold them after the releases; `requests`: the ProvisioningRequests the
+        pass planned with (None: not served)."""
+        senders = self._senders()
+        return PassActions(
+            placeholders=senders.placeholders.actions(result, pods),
+            requests=(None if senders.requests is None or requests is None
+                      else senders.requests.actions(result, requests)),
+            events_and_nudges=decide_actions(result, pods, nodes, self.config,
+                                             memory=self.memory, clock=time.monotonic()),
+            watchdog=senders.watchdog.actions(result, now, pods),
+            preemptions=result.preemptions,
+        )
+
+    def send_pass(self, actions: PassActions, now: float) -> None:
+        """Send every action of the pass, in order (as leader, after the releases)."""
+        senders = self._senders()
+        senders.placeholders.send(actions.placeholders)
+        if senders.requests is not None and actions.requests is not None:
+            senders.requests.writer.send(actions.requests)
+        self.send(actions.events_and_nudges)
+        senders.watchdog.send(actions.watchdog, now)
+        senders.preemptions.send(actions.preemptions, now)
+
+    def _senders(self) -> Senders:
+        assert self.senders is not None, "an executor of Events and nudges only"
+        return self.senders
 
     def send(self, actions: Actions) -> None:
         """Post the Events, add the counters, send the nudges, keep the memory."""

@@ -33,6 +33,7 @@ from gangkeeper.policies.autoscaling.asking import Ask, Backoff, gang_key
 from gangkeeper.policies.autoscaling.placeholders import placeholder_pod
 from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo
 from gangkeeper.policies.release.placeholder_actions import (
+    PlaceholderActions,
     PlaceholderMemory,
     gang_targets,
     placeholder_actions,
@@ -69,9 +70,12 @@ class PlaceholderWriter(CapacityWriter):
 
     # -- one pass -------------------------------------------------------------------------
 
-    def apply(self, result: Plan, pods: Iterable[PodInfo]) -> None:
-        """Send what the plan and `placeholder_actions` decide; keep the memory."""
-        actions = placeholder_actions(result, pods, self.memory, frozenset(self._deleted))
+    def actions(self, result: Plan, pods: Iterable[PodInfo]) -> PlaceholderActions:
+        """This pass's decisions (`placeholder_actions`) from the memory kept here."""
+        return placeholder_actions(result, pods, self.memory, frozenset(self._deleted))
+
+    def send(self, actions: PlaceholderActions) -> None:
+        """Send what `actions` says; keep its memory."""
         self.memory = actions.memory
         self._deleted &= actions.deleted
         for family, labels, value in actions.counts:

@@ -28,7 +28,6 @@ from gangkeeper.policies.release.preemption_actions import (
     leaving_now,
     preempting_event,
 )
-from gangkeeper.policies.release.results import Plan
 
 from ..kube.api import Api, ApiError, NotFound, TooManyRequests
 from ..kube.resources import PODS
@@ -68,8 +67,9 @@ class Preemptions:
         self._leaving = leaving_now(self._leaving, pods, now)
         return frozenset(self._leaving)
 
-    def apply(self, plan: Plan, now: float) -> None:
-        for found in plan.preemptions:
+    def send(self, preemptions: Iterable[Preemption], now: float) -> None:
+        """Take the victims of each of the plan's `preemptions`, and say so."""
+        for found in preemptions:
             if not self._may_write():
                 return
             self._preempt(found, now)

@@ -44,7 +44,7 @@ from gangkeeper.policies.autoscaling.provisioning import (
 )
 from gangkeeper.policies.catalogue import Metric
 from gangkeeper.policies.release.placeholder_actions import gang_targets
-from gangkeeper.policies.release.request_actions import request_actions
+from gangkeeper.policies.release.request_actions import RequestActions, request_actions
 from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.settings.config import Config
 
@@ -135,11 +135,14 @@ class RequestWriter(CapacityWriter):
         #: (request uid or gang key, reason) already reported by an Event.
         self._reported: set[tuple[str, str]] = set()
 
-    def apply(
+    def actions(
         self, result: Plan, requests: Sequence[RequestInfo], templates: Iterable[TemplateInfo]
-    ) -> None:
-        """Send what the plan and `request_actions` decide: deletes, creates, Events."""
-        actions = request_actions(result, requests, templates, frozenset(self._reported))
+    ) -> RequestActions:
+        """This pass's decisions (`request_actions`) from the Events said already."""
+        return request_actions(result, requests, templates, frozenset(self._reported))
+
+    def send(self, actions: RequestActions) -> None:
+        """Send what `actions` says: deletes, creates, Events."""
         self._reported |= actions.reported
         for family, labels, value in actions.counts:
             self._count(family, labels, value)
@@ -280,5 +283,6 @@ class ProvisioningRequests:
             return None
         return self.request_store.items()
 
-    def apply(self, result: Plan, requests: Sequence[RequestInfo]) -> None:
-        self.writer.apply(result, requests, self.template_store.items())
+    def actions(self, result: Plan, requests: Sequence[RequestInfo]) -> RequestActions:
+        """The writer's decisions, on the PodTemplates watched."""
+        return self.writer.actions(result, requests, self.template_store.items())

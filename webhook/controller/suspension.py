@@ -11,10 +11,11 @@ a suspended TrainJob its JobSet (`policies.release.recovery.SUSPENDED_OWNERS`).
 `suspend(namespace, owner, requeues_left)` reads the owner (its requeue count is the
 annotation `gangkeeper.io/requeues`, so every leader sees the same count) and patches
 `spec.suspend: true` with the label `gangkeeper.io/requeue: suspended`, testing the
-uid and resourceVersion it read. `resume(pods, now)` patches `spec.suspend: false`
-(and drops the label) when `release.watchdog_actions.to_resume` says (no pod of the
-owner left in the controller's cache, or `RESUME_AFTER_SECONDS` after the suspension
-whatever is left: an owner is never left suspended). A new leader `adopt()`s the
+uid and resourceVersion it read. `resume(uids)` patches `spec.suspend: false` (and
+drops the label) of the owners `release.watchdog_actions.to_resume` chose from
+`held()` (no pod of the owner left in the controller's cache, or
+`RESUME_AFTER_SECONDS` after the suspension whatever is left: an owner is never left
+suspended). A new leader `adopt()`s the
 owners labelled suspended (one list per kind; a kind whose CRD is not installed is
 skipped), so a leader change between suspend and resume leaves none behind.
 
@@ -25,14 +26,13 @@ nothing about gangs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gangkeeper.policies.cluster.observed_gangs import Owner, PodInfo
+from gangkeeper.policies.cluster.observed_gangs import Owner
 from gangkeeper.policies.names import REQUEUE_LABEL, REQUEUE_SUSPENDED, REQUEUES_ANNOTATION
 from gangkeeper.policies.release.recovery import SUSPENDED_OWNERS
-from gangkeeper.policies.release.watchdog_actions import to_resume
 
 from ..kube.api import Api, ApiError, Conflict, Invalid, NotFound
 from ..kube.resources import Resource
@@ -159,16 +159,18 @@ class SuspendRequeuer:
                 self._track(resource, str(meta.get("namespace")), str(meta.get("name")),
                             str(meta.get("uid")), now)
 
-    def resume(self, pods: Iterable[PodInfo], now: float) -> list[Suspended]:
-        """Resume the owners whose pods are gone (or that waited long enough); the owners
-        resumed (or found gone)."""
-        due = to_resume(((s.uid, s.since) for s in self.suspended.values()), pods, now)
-        done: list[Suspended] = []
+    def held(self) -> list[tuple[str, float]]:
+        """(uid, suspended since) of the owners held suspended: what `to_resume` reads."""
+        return [(s.uid, s.since) for s in self.suspended.values()]
+
+    def resume(self, uids: frozenset[str]) -> None:
+        """Resume the owners `uids` (`to_resume` chose them) and forget them; one that
+        is gone, or no longer ours, is forgotten too; one that fails stays held."""
         for key, held in list(self.suspended.items()):
-            if held.uid not in due:
+            if held.uid not in uids:
                 continue
             if not self._may_write():
-                return done
+                return
             path = held.path
             try:
                 current = self.rest.get(path)
@@ -184,5 +186,3 @@ class SuspendRequeuer:
                             held.name, err)
                 continue
             del self.suspended[key]
-            done.append(held)
-        return done

@@ -1,9 +1,10 @@
 """Carries out the watchdog's decisions about released gangs (`policies.release`:
 `recovery` finds the requeues, `watchdog_actions` decides what is done about them).
 
-Each pass as leader: adopt the owners a predecessor left suspended (once per term),
-resume the suspended owners whose pods are gone (`suspension`), then send what
-`watchdog_actions` decided from the plan and the memory this object keeps — member
+Each pass as leader: `actions` adopts the owners a predecessor left suspended (once
+per term) and asks `watchdog_actions` from the plan, the memory this object keeps and
+the owners held suspended; `send` resumes the owners it chose (`suspension`) and
+sends the rest — member
 deletes (a uid precondition: the pod read and no other) for their owner to
 recreate, owner suspensions (what follows each is `after_suspend`'s, from the
 suspension's outcome), `GangMemberStuck`, `GangNotReady`, `GangRequeued` and
@@ -25,6 +26,7 @@ from gangkeeper.policies.cluster.observed_gangs import PodInfo
 from gangkeeper.policies.release.gang_events import Counted, Event
 from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.release.watchdog_actions import (
+    WatchdogActions,
     WatchdogMemory,
     after_suspend,
     watchdog_actions,
@@ -71,13 +73,16 @@ class Watchdog:
     def elected(self) -> None:
         self.owners.elected()
 
-    def check(self, plan: Plan, now: float, pods: Iterable[PodInfo] = ()) -> None:
-        """One pass: `pods` are every live pod the controller keeps (deleting ones too)."""
+    def actions(self, plan: Plan, now: float, pods: Iterable[PodInfo] = ()) -> WatchdogActions:
+        """This pass's decisions: `pods` are every live pod the controller keeps
+        (deleting ones too). Lists the owners left suspended first, once per term."""
         self.owners.adopt(now)
-        resumed = frozenset(held.uid for held in self.owners.resume(pods, now))
-        busy = frozenset(held.uid for held in self.owners.suspended.values())
-        actions = watchdog_actions(plan, now, self.config, self.memory, resumed=resumed,
-                                   busy=busy)
+        return watchdog_actions(plan, now, self.config, self.memory, pods=pods,
+                                suspended=self.owners.held())
+
+    def send(self, actions: WatchdogActions, now: float) -> None:
+        """Resume, delete, suspend, post and count what `actions` says; keep its memory."""
+        self.owners.resume(actions.resume)
         self.memory = actions.memory
         self.gauges = dict(actions.gauges)
         for member in actions.deletes:

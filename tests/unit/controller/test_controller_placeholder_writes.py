@@ -61,7 +61,7 @@ def state(api: FakeApi) -> list[PodInfo]:
 
 def one_pass(api: FakeApi, now: float, w: PlaceholderWriter) -> Plan:
     result = plan(state(api), [], CONFIG, now, w.backoff)
-    w.apply(result, state(api))
+    w.send(w.actions(result, state(api)))
     return result
 
 

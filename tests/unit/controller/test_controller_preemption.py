@@ -63,7 +63,7 @@ def test_victim_gangs_are_suspended_and_remembered_as_leaving() -> None:
     result = planned([*low, *waiting_gang("high", 1, 8, 1000)], nodes)
     rest = _Rest()
     preemptions, posted, counted = _executor(rest)
-    preemptions.apply(result, T0)
+    preemptions.send(result.preemptions, T0)
     assert rest.requests == [("PATCH", "/apis/batch/v1/namespaces/team/jobs/low1")]
     reasons = [reason for reason, _, _ in posted.posts]
     assert reasons == ["GangPreempting", "PreemptedByGang"]
@@ -81,7 +81,7 @@ def test_leaving_victims_are_handed_to_the_next_pass_until_gone_or_stale() -> No
     pods = [*low, *waiting_gang("high", 1, 8, 1000)]
     result = planned(pods, nodes)
     preemptions, _, _ = _executor(_Rest())
-    preemptions.apply(result, T0)
+    preemptions.send(result.preemptions, T0)
     infos = [p for g in result.gangs for p in g.members]
     leaving = preemptions.leaving(infos, T0 + 1)
     assert leaving == {low[0]["metadata"]["uid"]}
@@ -97,7 +97,7 @@ def test_an_eviction_a_budget_refuses_is_said_on_the_preemptor() -> None:
     result = planned(pods, nodes)  # the controller's budgets were stale: it tries
     rest = _Rest(refuse={"guarded"})
     preemptions, posted, counted = _executor(rest)
-    preemptions.apply(result, T0)
+    preemptions.send(result.preemptions, T0)
     assert rest.requests == [("POST", "/api/v1/namespaces/team/pods/guarded/eviction")]
     assert [reason for reason, _, _ in posted.posts] == ["GangPreempting",
                                                           "GangPreemptionBlocked"]

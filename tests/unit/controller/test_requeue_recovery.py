@@ -164,7 +164,8 @@ def watchdog(api: FakeApi, cfg: Config) -> tuple[Watchdog, Posted, dict[str, flo
 
 def pass_(dog: Watchdog, pods: list[dict[str, Any]], nodes: int, cfg: Config,
           now: float = LATER) -> None:
-    dog.check(planned(pods, nodes, cfg, now), now, [pod_info(p, cfg) for p in pods])
+    actions = dog.actions(planned(pods, nodes, cfg, now), now, [pod_info(p, cfg) for p in pods])
+    dog.send(actions, now)
 
 
 def methods(api: FakeApi, method: str, path: str = JOB_PATH) -> int:

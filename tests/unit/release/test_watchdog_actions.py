@@ -75,11 +75,19 @@ def test_a_job_is_left_to_the_suspension_and_its_outcome_decides_the_rest() -> N
     assert after_suspend(actions.memory, requeue, "error", 0, cfg) == ([], [], actions.memory)
 
 
-def test_owners_resumed_or_busy_this_pass_are_not_requeued_again() -> None:
+def test_owners_resumed_or_still_suspended_this_pass_are_not_requeued_again() -> None:
     cfg = config()
-    result = planned(released(2, bound=1, owner=JOB), cfg)
-    for known in ({"resumed": frozenset({JOB["uid"]})}, {"busy": frozenset({JOB["uid"]})}):
-        assert watchdog_actions(result, LATER, cfg, WatchdogMemory(), **known).suspends == ()
+    pods = released(2, bound=1, owner=JOB)
+    result = planned(pods, cfg)
+    infos = [pod_info(p, cfg) for p in pods]
+    # Its pods are still there: its requeue is under way.
+    busy = watchdog_actions(result, LATER, cfg, WatchdogMemory(), pods=infos,
+                            suspended=[(JOB["uid"], LATER - 1)])
+    assert busy.suspends == () and busy.resume == frozenset()
+    # Its pods are gone from the cache (the plan may still show them): resumed, not requeued.
+    resumed = watchdog_actions(result, LATER, cfg, WatchdogMemory(), pods=[],
+                               suspended=[(JOB["uid"], LATER - 1)])
+    assert resumed.suspends == () and resumed.resume == {JOB["uid"]}
 
 
 def test_a_gang_never_ready_is_told_once_per_instance_and_counted_in_the_gauge() -> None:
