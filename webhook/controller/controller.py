@@ -36,8 +36,9 @@ and group objects and finishes whatever a previous leader left half done.
 Every decision is the pure core's: the plan's (`gangkeeper.policies.release.plan`),
 and, from it and the memory the senders keep between passes (passed in as plain
 values), `release.actions` (stuck Events, nudges), `release.watchdog_actions`,
-`release.placeholder_actions`, `release.request_actions` and
-`release.preemption_actions`. The senders only send and record what the API answered:
+`release.placeholder_actions`, `release.request_actions`,
+`release.preemption_actions` and `release.release_actions` (what a release's answers
+are said and counted as). The senders only send and record what the API answered:
 `releaser` (groups, placeholders deleted, gates lifted; `gangkeeper ungate` uses the
 same), `executor`, `watchdog`, `placeholders`, `provisioning`, `preemption`. The write
 bodies are `writes`' (pure). Every read and write goes through the `Api` given as
@@ -73,10 +74,11 @@ from gangkeeper.policies.names import LEASE_NAME
 from gangkeeper.policies.release.budgets import Budget, read_budget
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.planner import Planner, decisions
+from gangkeeper.policies.release.release_actions import after_release
 from gangkeeper.policies.release.results import GangReport, Plan, Release
 from gangkeeper.policies.settings.config import Config
 
-from ..kube.api import Api, ApiError
+from ..kube.api import Api
 from ..kube.device_view import DeviceView, with_device_names
 from ..kube.informer import Informer, Informers, Store
 from ..kube.lease import LeaderElector
@@ -95,7 +97,7 @@ from .releaser import Releaser
 from .samples import flattened, samples_of
 from .timings import GangTimings
 from .watchdog import Watchdog
-from .writes import WRITE_QUERY, event_body, rejoined_events
+from .writes import WRITE_QUERY
 
 log = logging.getLogger(__name__)
 
@@ -177,8 +179,7 @@ class GangController:
         self.timings = GangTimings()
         self.groups = GroupWriter(self.rest, self.series.add)
         self.events = GangEvents(
-            self.rest, self.identity, lambda: self._pool, self.series.add,
-            may_write=lambda: not self._fenced(),
+            self.rest, self.identity, lambda: self._pool, may_write=lambda: not self._fenced(),
         )
         self.watchdog = Watchdog(
             self.rest, config, self.events, self.series.add, may_write=lambda: not self._fenced()
@@ -192,7 +193,8 @@ class GangController:
         self.nodes: Store[Mapping[str, Any]] = Store(self._node, self._dirty.set)
         #: Placeholder pods for gangs that wait for an autoscaler (`placeholders.py`).
         self.placeholders = PlaceholderWriter(
-            self.rest, config, pool=self._release_pool, emit=self._event, count=self.series.add,
+            self.rest, config, pool=self._release_pool, emit=self.events.send,
+            count=self.series.add,
             write_query=WRITE_QUERY, may_write=lambda: not self._fenced(),
         )
         #: Sends releases: group objects, placeholders deleted, gates lifted.
@@ -220,7 +222,7 @@ class GangController:
         #: where the API is not served, placeholders stand in).
         self.requests = ProvisioningRequests.watching(
             self._informers, self.rest, config, self._dirty.set, pool=self._release_pool,
-            emit=self._event, count=self.series.add, write_query=WRITE_QUERY,
+            emit=self.events.send, count=self.series.add, write_query=WRITE_QUERY,
             may_write=lambda: not self._fenced(),
         )
         #: Sends what each pass decides besides its releases, and keeps its memory.
@@ -234,11 +236,6 @@ class GangController:
         pool = self._pool
         assert pool is not None, "the controller is not started"
         return pool
-
-    def _event(self, regarding: Mapping[str, str], reason: str, note: str) -> None:
-        path = f"/apis/events.k8s.io/v1/namespaces/{regarding['namespace']}/events"
-        body = event_body(regarding, reason, note, self.identity, time.time())
-        self._release_pool().submit(self._post_event, path, body)
 
     def _elected(self) -> None:
         # What changed while no one led is unknown: nudge PodGroups once.
@@ -411,8 +408,6 @@ class GangController:
         return False
 
     def _release_all(self, releases: tuple[Release, ...], burst: Burst) -> None:
-        pool = self._pool
-        assert pool is not None
         if not burst.confirmed():
             return
         ready = self.releaser.prepare(releases)
@@ -423,29 +418,16 @@ class GangController:
         lifted = {uid for uid, f in futures.items() if f.result() == "ungated"}
         elapsed = time.monotonic() - started
         for release in ready:
-            events = rejoined_events(release, lifted, self.identity, time.time())
-            if events:
-                self.series.add(cat.GANG_REJOINED_PODS, (), len(events))
-            for path, body in events:
-                pool.submit(self._post_event, path, body)
             log.info(
                 "released gang %s/%s: %d pods in %.3fs",
                 release.gang.namespace, release.gang.name, len(release.pods), elapsed,
             )
-            self.series.add(cat.GANG_RELEASES, (("backend", release.gang.backend),))
             self.timings.released(release, elapsed, time.time())
-            if release.unpinned:
-                self.events.unpinned(release.gang, release.unpinned)
-            elif release.pins:
-                self.series.add(cat.GANG_PINNED_PODS, (), len(release.pins))
-
-    def _post_event(self, path: str, body: dict[str, Any]) -> None:
-        if self._fenced():
-            return
-        try:
-            self.rest.request("POST", path, WRITE_QUERY, body=body)
-        except ApiError as err:
-            log.warning("event for %s: %s", body["regarding"].get("name"), err)
+            events, counts = after_release(release, lifted)
+            for family, labels, value in counts:
+                self.series.add(family, labels, value)
+            for event in events:
+                self.events.send(event)
 
     def _lifted(self, answer: Mapping[str, Any]) -> None:
         self.pods.put(answer)

@@ -1,11 +1,9 @@
-"""Posting the controller's Events about gangs.
+"""Posting the controller's Events.
 
-`GangEvents.send(event)` posts an events.k8s.io/v1 Event (a decided
-`policies.release.gang_events.Event`: stuck gangs', the watchdog's, preemptions') on
-each object it regards; `post(namespace, members, reason, note)` regards the members'
-owner and up to `EVENT_POD_LIMIT` of them. `GangEvents.unpinned(gang, why)` says why
-a gate-backend gang was released without pins (a constraint the assigner does not
-model).
+`GangEvents.send(event)` posts an events.k8s.io/v1 Event — a decided
+`policies.release.gang_events.Event`: stuck gangs', the watchdog's, preemptions',
+releases', placeholders' and ProvisioningRequests' — on each object it regards, each
+post fenced, on the release pool.
 
 May do API I/O (Event creates, through the controller's pool); decides nothing.
 """
@@ -18,12 +16,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gangkeeper.policies import catalogue as cat
-from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo
-from gangkeeper.policies.release.gang_events import Event, event_targets
+from gangkeeper.policies.release.gang_events import Event
 
 from ..kube.api import Api, ApiError
-from ..series import Count
 from .writes import WRITE_QUERY, event_body
 
 log = logging.getLogger(__name__)
@@ -37,7 +32,6 @@ class GangEvents:
         rest: Api,
         identity: str,
         pool: Callable[[], ThreadPoolExecutor | None],
-        count: Count,
         *,
         may_write: Callable[[], bool] = lambda: True,
     ) -> None:
@@ -45,21 +39,7 @@ class GangEvents:
         self.rest = rest
         self.identity = identity
         self._pool_of = pool
-        self._count = count
         self._may_write = may_write
-
-    def unpinned(self, gang: GangObservation, why: str) -> None:
-        note = (
-            f"gang {gang.namespace}/{gang.name} released without pinning its members "
-            f"to nodes (the scheduler places them): {why}"
-        )
-        self.post(gang.namespace, list(gang.members), cat.GANG_RELEASED_UNPINNED, note)
-        self._count(cat.GANG_UNPINNED_RELEASES)
-
-    def post(self, namespace: str, members: list[PodInfo], reason: str, note: str) -> None:
-        """A Warning to the owner of `members` and up to `EVENT_POD_LIMIT` of them."""
-        owner = next((m.owner for m in members if m.owner is not None), None)
-        self.send(Event(event_targets(namespace, owner, members), reason, note))
 
     def send(self, event: Event) -> None:
         """Post `event` on each object it regards, through the pool."""

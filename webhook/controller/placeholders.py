@@ -32,6 +32,7 @@ from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.autoscaling.asking import Ask, Backoff, gang_key
 from gangkeeper.policies.autoscaling.placeholders import placeholder_pod
 from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo
+from gangkeeper.policies.release.gang_events import Event
 from gangkeeper.policies.release.placeholder_actions import (
     PlaceholderActions,
     PlaceholderMemory,
@@ -83,8 +84,7 @@ class PlaceholderWriter(CapacityWriter):
         for event in actions.events:
             log.log(logging.WARNING if event.reason == cat.GANG_PROVISIONING_TIMED_OUT
                     else logging.INFO, "%s", event.note)
-            for target in event.regarding:
-                self._emit(target, event.reason, event.note)
+            self._emit(event)
         self.delete(actions.deletes)
         pool = self._pool()
         wait([pool.submit(self._create, ask, member) for ask, member in actions.creates])
@@ -150,5 +150,4 @@ class PlaceholderWriter(CapacityWriter):
             f"were refused, so no autoscaler is asked: {err}"
         )
         log.warning("%s", note)
-        for target in gang_targets(gang):
-            self._emit(target, cat.GANG_PLACEHOLDERS_REFUSED, note)
+        self._emit(Event(gang_targets(gang), cat.GANG_PLACEHOLDERS_REFUSED, note))

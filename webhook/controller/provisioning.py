@@ -43,6 +43,7 @@ from gangkeeper.policies.autoscaling.provisioning import (
     template_info,
 )
 from gangkeeper.policies.catalogue import Metric
+from gangkeeper.policies.release.gang_events import Event
 from gangkeeper.policies.release.placeholder_actions import gang_targets
 from gangkeeper.policies.release.request_actions import RequestActions, request_actions
 from gangkeeper.policies.release.results import Plan
@@ -148,8 +149,7 @@ class RequestWriter(CapacityWriter):
             self._count(family, labels, value)
         for event in actions.events:
             log.warning("%s", event.note)
-            for target in event.regarding:
-                self._emit(target, event.reason, event.note)
+            self._emit(event)
         pool = self._pool()
         wait([pool.submit(self._delete_request, r) for r in actions.delete_requests])
         wait([pool.submit(self._create, ask) for ask in actions.creates])
@@ -231,8 +231,7 @@ class RequestWriter(CapacityWriter):
         self._reported.add(key)
         self._count(cat.PROVISIONING_REQUEST_EVENTS, (("reason", reason),))
         log.warning("%s", note)
-        for target in gang_targets(ask.gang):
-            self._emit(target, reason, note)
+        self._emit(Event(gang_targets(ask.gang), reason, note))
 
     def _refused(self, ask: RequestAsk, kind: str, err: ApiError) -> None:
         gang = ask.gang

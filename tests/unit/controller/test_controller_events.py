@@ -47,7 +47,7 @@ class _Recorder:
 def _events() -> tuple[Executor, _Recorder]:
     rest = _Recorder()
     pool = _Inline(max_workers=1)
-    events = GangEvents(rest, "me", lambda: pool, lambda *_: None)  # type: ignore[arg-type]
+    events = GangEvents(rest, "me", lambda: pool)  # type: ignore[arg-type]
     executor = Executor(rest, CFG, events, lambda: pool, lambda *_: None,  # type: ignore[arg-type]
                         wake=lambda: None, may_write=lambda: True)
     return executor, rest
