@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from builders.gangs import JOB, LWS, T0, node, pod, released
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.cluster.observed_gangs import pod_info
@@ -120,3 +122,25 @@ def test_an_owner_is_resumed_once_its_pods_are_gone_or_after_a_while_whatever_is
     assert to_resume(held, pods, T0 + 1) == {LWS["uid"]}
     assert to_resume(held, pods, T0 + RESUME_AFTER_SECONDS) == {JOB["uid"], LWS["uid"]}
     assert to_resume([], pods, T0) == frozenset()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(min_value=0.5, max_value=120.0), min_size=1, max_size=8),
+       st.integers(min_value=0, max_value=3))
+def test_a_gang_is_requeued_at_most_rebind_retries_times_and_each_member_told_once(
+    steps: list[float], retries: int,
+) -> None:
+    """Whatever the passes' timing, a gang whose member stays stuck (its owner never
+    recreates it) is requeued `rebindRetries` times, then told once per member."""
+    cfg = config(rebindRetries=retries)
+    pods = released(2, bound=1, owner=LWS)
+    memory, now, deleted, told = WatchdogMemory(), LATER, 0, []
+    for step in steps:
+        now += step
+        actions = watchdog_actions(planned(pods, cfg, now), now, cfg, memory)
+        memory = actions.memory
+        deleted += bool(actions.deletes)
+        told += [t["name"] for e in actions.events if e.reason == cat.GANG_MEMBER_STUCK
+                 for t in e.regarding if t["kind"] == "Pod"]
+    assert deleted == min(retries, len(steps))
+    assert told == (["g-1"] if len(steps) > retries else [])
