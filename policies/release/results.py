@@ -103,6 +103,12 @@ class Release:
     #: Annotations added in the gate-lifting patch (a provisioned request's consumers).
     annotations: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def needs_nothing_first(self) -> bool:
+        """Its gates may go the moment it is decided: no group object to create and
+        no placeholder to delete before them."""
+        return not self.needs_group and not self.placeholders
+
 
 @dataclass(frozen=True)
 class Plan:

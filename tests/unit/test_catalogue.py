@@ -138,7 +138,7 @@ def busy_controller() -> GangController:
     result = plan([pod_info(p, Config()) for p in members("a", 2)], [node("n", 8)], Config(), T0)
     controller.timings.released(result.releases[0], 0.01, T0 + 5)
     controller._last_plan = result
-    controller.watchdog.check(result, T0 + 9)
+    controller.watchdog.send(controller.watchdog.actions(result, T0 + 9), T0 + 9)
     controller.series.add(catalogue.GANG_RELEASES, (("backend", "gate"),))
     return controller
 

@@ -61,7 +61,7 @@ class Burst:
 
     def decided(self, release: Release) -> None:
         """The plan's `on_release`: send it now if nothing must be written first."""
-        if not self._early or release.needs_group or release.placeholders:
+        if not self._early or not release.needs_nothing_first:
             return
         if self.confirmed():
             self._sent[id(release)] = self.submit(release)

@@ -79,8 +79,9 @@ class _Posted:
     def __init__(self) -> None:
         self.posts: list[tuple[str, list[str]]] = []
 
-    def post(self, namespace: str, members: list[Any], reason: str, note: str) -> None:
-        self.posts.append((reason, [m.name for m in members]))
+    def send(self, event: Any) -> None:
+        self.posts.append(
+            (event.reason, [t["name"] for t in event.regarding if t["kind"] == "Pod"]))
 
 
 def test_a_stuck_member_is_evented_once_while_the_stuck_set_shrinks() -> None:
@@ -97,7 +98,8 @@ def test_a_stuck_member_is_evented_once_while_the_stuck_set_shrinks() -> None:
     for bound in (0, 1, 2, 3):
         for i in range(bound):
             pods[i]["spec"]["nodeName"] = f"n{i}"
-        watchdog.check(plan([pod_info(p, CFG) for p in pods], nodes, CFG, T0 + 60), T0 + 60)
+        result = plan([pod_info(p, CFG) for p in pods], nodes, CFG, T0 + 60)
+        watchdog.send(watchdog.actions(result, T0 + 60), T0 + 60)
     evented = [name for reason, names in posted.posts if reason == "GangMemberStuck"
                for name in names]
     assert sorted(evented) == ["g-0", "g-1", "g-2", "g-3"]
