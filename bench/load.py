@@ -503,11 +503,13 @@ def _phase(
     pods, how = _settle(rest, specs, log, passes, namespace=namespace, finished=finished)
     ended = time.monotonic()
     watch.stop.set()
-    last = max([*watch.seen.values(), *watch.bound.values()], default=ended)
+    # Copies: the watch's thread may still be stamping one last event.
+    seen, ungated, bound = dict(watch.seen), dict(watch.ungated), dict(watch.bound)
+    last = max([*seen.values(), *bound.values()], default=ended)
     return Phase(
         pods=list(pods), end=how, created_s=created_s,
         settled_s=(last if how == "settled" else ended) - started,
-        lags=release_lags(pods, watch.seen, watch.ungated),
+        lags=release_lags(pods, seen, ungated),
         create_ms=burst.create_ms, failures=burst.failures, watch_gaps=watch.gaps,
     )
 
@@ -599,7 +601,8 @@ def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
             cpu = (sum(map(_cpu_seconds, pids)) - cpu_before) / (time.monotonic() - load_started)
             after = scrape()
             memory = {name: process_memory_mb(r.pid) for name in sandbox.processes.names()
-                      if (r := sandbox.processes.record(name)) is not None}
+                      if sandbox.processes.alive(name)
+                      and (r := sandbox.processes.record(name)) is not None}
             left = _left_to_release(load.pods, _listed(rest, "/api/v1/nodes", log))
             rest.close_all()
         finally:
