@@ -434,10 +434,23 @@ def _wait_namespace(rest: Any, namespace: str) -> None:
 
 
 def _delete_namespace(rest: Any, namespace: str, log: Any) -> float:
-    """Delete a namespace and wait until it is gone (its pods too): seconds taken."""
+    """Delete a namespace and wait until it is gone (its pods too): seconds taken.
+    Its JobSets, Jobs and pods go first, at once and without grace (the namespace
+    controller alone would delete the pods one by one with theirs)."""
     from gangkeeper.webhook.kube.api import ApiError
 
     started = time.monotonic()
+    ns = f"/namespaces/{namespace}"
+    # Owners first, or their controllers recreate the pods deleted next.
+    for path, query in (
+        (f"/apis/jobset.x-k8s.io/v1alpha2{ns}/jobsets", [("propagationPolicy", "Background")]),
+        (f"/apis/batch/v1{ns}/jobs", [("propagationPolicy", "Background")]),
+        (f"/api/v1{ns}/pods", [("gracePeriodSeconds", "0")]),
+    ):
+        try:
+            rest.request("DELETE", path, query, timeout=600)
+        except ApiError as err:  # a timed-out answer: the namespace's deletion ends it
+            log(f"DELETE {path}: {err}")
     rest.request("DELETE", f"/api/v1/namespaces/{namespace}")
     while time.monotonic() - started < 1800:
         try:
@@ -486,7 +499,8 @@ def _rounded(values: Sequence[float], q: float, digits: int) -> float | None:
 def _phase(
     rest: Any, specs: Sequence[GangSpec], namespace: str, log: Any, *,
     passes: Callable[[], float], gate: str | None = None,
-    finished: Finished = _nothing_left_to_release, listener: Any = None,
+    finished: Finished = _nothing_left_to_release,
+    listener: Callable[[Mapping[str, Any]], None] | None = None,
 ) -> Phase:
     """Create the trace into `namespace` at once and wait until it settles, watching."""
     from bench.pod_watch import Observer

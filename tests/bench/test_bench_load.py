@@ -27,7 +27,7 @@ from bench.load import (
     release_lags,
     stalled,
 )
-from bench.load_baseline import place
+from bench.load_baseline import BASELINE_GATE, Releaser, place
 from gangkeeper.webhook.kube.api import ApiError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,6 +89,42 @@ def test_the_baseline_places_a_whole_gang_round_robin_or_nothing() -> None:
     assert place(4, free, 0) is None and free == {"a": 1, "b": 2, "c": 0}
     assert place(3, free, 1) == (["b", "a", "b"], 2)
     assert free == {"a": 0, "b": 0, "c": 0}
+
+
+class _Patches:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, object]] = []
+
+    def request(self, method: str, path: str, body: object = None, **_: object) -> None:
+        self.sent.append((path.rsplit("/", 1)[-1], body))
+
+
+def _gated(gang: str, name: str) -> dict[str, object]:
+    return {"metadata": {"name": name, "labels": {"job-name": gang}},
+            "spec": {"schedulingGates": [{"name": BASELINE_GATE}]}}
+
+
+def test_the_baseline_lifts_a_gang_pinned_once_all_its_members_exist_and_fit() -> None:
+    from bench.load import owner
+
+    rest = _Patches()
+    releaser = Releaser(rest, {"fits": 2, "too-big": 3}, {"n1": 1, "n2": 2}, owner)
+    releaser(_gated("fits", "fits-0"))
+    releaser(_gated("fits", "fits-0"))  # seen again (a status update): not a second member
+    assert releaser.undecided() == 2
+    releaser(_gated("fits", "fits-1"))
+    for name in ("big-0", "big-1", "big-2"):  # one GPU left: it stays gated
+        releaser(_gated("too-big", name))
+    releaser.close()
+    assert releaser.undecided() == 0 and releaser.failures == []
+    assert sorted(name for name, _ in rest.sent) == ["fits-0", "fits-1"]
+    gates = "/spec/schedulingGates"
+    for _, patch in rest.sent:  # the controller's patch: its own gate lifted, pinned
+        assert isinstance(patch, list)
+        assert {"op": "test", "path": gates, "value": [{"name": BASELINE_GATE}]} in patch
+        assert {"op": "replace", "path": gates, "value": []} in patch
+        [pin] = [op for op in patch if op["path"] == "/spec/nodeSelector"]
+        assert pin["value"]["kubernetes.io/hostname"] in ("n1", "n2")
 
 
 class _Answers:
