@@ -186,9 +186,12 @@ def release_lags(
 # -- live ----------------------------------------------------------------------------------
 
 
-def _template(gate: str | None = None) -> dict[str, Any]:
+def _template(gate: str | None = None, gang: str = "") -> dict[str, Any]:
+    # The release patch adds an annotation (its time), which a JSON patch cannot do
+    # to a map that does not exist: gangkeeper's admission gives every gang pod some,
+    # the baseline's pods get one of the benchmark's own.
     return {
-        "metadata": {"annotations": {}},
+        "metadata": {"annotations": {BENCH_GANG_LABEL: gang} if gate else {}},
         "spec": {
             **({"schedulingGates": [{"name": gate}]} if gate else {}),
             "restartPolicy": "Never",
@@ -201,9 +204,9 @@ def _template(gate: str | None = None) -> dict[str, Any]:
     }
 
 
-def _job_spec(size: int, gate: str | None) -> dict[str, Any]:
-    return {"completionMode": "Indexed", "completions": size, "parallelism": size,
-            "backoffLimit": 0, "template": _template(gate)}
+def _job_spec(spec: GangSpec, gate: str | None) -> dict[str, Any]:
+    return {"completionMode": "Indexed", "completions": spec.size, "parallelism": spec.size,
+            "backoffLimit": 0, "template": _template(gate, spec.name)}
 
 
 def _objects(
@@ -216,22 +219,23 @@ def _objects(
     if spec.kind == "job":
         return [(f"/apis/batch/v1{ns}/jobs", {
             "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": spec.name},
-            "spec": _job_spec(spec.size, gate)})]
+            "spec": _job_spec(spec, gate)})]
     if spec.kind == "jobset":
         return [(f"/apis/jobset.x-k8s.io/v1alpha2{ns}/jobsets", {
             "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
             "metadata": {"name": spec.name},
             "spec": {"replicatedJobs": [{"name": "w", "replicas": 1,
-                                         "template": {"spec": _job_spec(spec.size, gate)}}]}})]
+                                         "template": {"spec": _job_spec(spec, gate)}}]}})]
     from gangkeeper.policies.names import GANG_NAME_ANNOTATION, MIN_MEMBER_ANNOTATION
 
     keys: dict[str, Any] = (
-        {"labels": {BENCH_GANG_LABEL: spec.name}} if gate else {"annotations": {
+        {"labels": {BENCH_GANG_LABEL: spec.name},
+         "annotations": {BENCH_GANG_LABEL: spec.name}} if gate else {"annotations": {
             GANG_NAME_ANNOTATION: spec.name, MIN_MEMBER_ANNOTATION: str(spec.size)}}
     )
     bodies = []
     for i in range(spec.size):
-        pod = {"apiVersion": "v1", "kind": "Pod", **_template(gate)}
+        pod = {"apiVersion": "v1", "kind": "Pod", **_template(gate, spec.name)}
         pod["metadata"] = {"name": f"{spec.name}-{i:02d}", **keys}
         bodies.append((f"/api/v1{ns}/pods", pod))
     return bodies

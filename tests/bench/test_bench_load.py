@@ -171,4 +171,5 @@ def test_the_quick_load_loses_nothing_and_leaves_no_gang_half_done(tmp_path: Pat
     assert row["lifted_p99_s"] is not None, "released gangs were watched"
     assert row["baseline_end"] == "settled" and row["baseline_pods_lost"] == 0, row
     assert row["baseline_gangs_partly_bound"] == 0 and row["baseline_gangs_bound"] > 0
+    assert row["baseline_release_failures"] == 0, row["failures_sample"]
     assert row["settle_ratio"] is not None and row["rss_gangkeeper_mb"] > 0
