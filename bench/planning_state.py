@@ -1,7 +1,7 @@
 """The cluster states `bench.planning` plans over, built in this process.
 
 The trace is `bench.load`'s (`gang_mix(gangs)`: bare annotated pods, Indexed Jobs and
-JobSets of 2 to 20 one-GPU members, 10 on average) on `fleet_of(nodes)` 8-GPU nodes, so
+JobSets of 2 to 32 one-GPU members, 10 on average) on `fleet_of(nodes)` 8-GPU nodes, so
 the figures here and the live load run describe the same cluster. Every pod is made
 as its controller makes it (ownerReferences to its Job, the Job's to its JobSet) and
 then admitted by the real `decide_pod`, whose patch (gang label, annotations, gate,
