@@ -553,11 +553,11 @@ def _baseline(
     rest: Any, sandbox: Any, specs: Sequence[GangSpec], pids: Sequence[int], log: Any
 ) -> Baseline:
     """Phase 1 (`bench.load_baseline`), its namespace deleted and gone afterwards."""
-    from bench.load_baseline import BASELINE_GATE, BASELINE_NAMESPACE, Releaser, hostnames
+    from bench.load_baseline import BASELINE_GATE, BASELINE_NAMESPACE, Releaser, node_slots
 
     sandbox.kubectl("create", "namespace", BASELINE_NAMESPACE)
     _wait_namespace(rest, BASELINE_NAMESPACE)
-    fleet = hostnames(_listed(rest, "/api/v1/nodes", log), GPUS_PER_NODE)
+    fleet = node_slots(_listed(rest, "/api/v1/nodes", log), GPUS_PER_NODE)
     releaser = Releaser(rest, {s.name: s.size for s in specs}, fleet, owner)
     cpu_before, started = sum(map(_cpu_seconds, pids)), time.monotonic()
     # The releaser decides as pods arrive: quiet alone is a stall here.

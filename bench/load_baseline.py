@@ -7,10 +7,10 @@ benchmark's own (`BASELINE_GATE`, in the pod or the Job's template) instead of
 gangkeeper's, and `Releaser` stands in for gangkeeper's controller with no planning
 cost: it watches the namespace (`bench.pod_watch`), and when every member of a gang
 exists and the gang's GPUs are free it lifts each member's gate and pins it to a node
-in one patch — the patch gangkeeper's controller sends (`pin_patch`: gate, hostname
-`nodeSelector`, release time), from as many connections (`PATCH_WORKERS`). Nodes are
-taken round-robin among those with room. kube-scheduler then binds each pod, with the
-same client (50 requests/s by default) as in gangkeeper's run. So both runs make the
+in one patch — the patch gangkeeper's controller sends (`pin_patch`: gate, the
+`matchFields metadata.name` pin, release time), from as many connections
+(`PATCH_WORKERS`). Nodes are taken round-robin among those with room. kube-scheduler
+then binds each pod, with the same client (50 requests/s by default) as in gangkeeper's run. So both runs make the
 same creates, the same patch per released pod and the same bind per released pod,
 through the same API server, etcd, kwok, Job/JobSet controllers and scheduler; what
 the baseline lacks is exactly gangkeeper's cost: two admission calls per pod, the
@@ -37,7 +37,7 @@ BASELINE_GATE = "bench.gangkeeper.io/baseline"
 
 def place(size: int, free: MutableMapping[str, int], start: int) -> tuple[list[str], int] | None:
     """One-GPU members onto nodes with room, round-robin from the node at `start`:
-    the hostnames (taken from `free`) and where the next gang starts; None, `free`
+    the nodes (taken from `free`) and where the next gang starts; None, `free`
     untouched, when the gang's GPUs are not all free."""
     if sum(free.values()) < size:
         return None
@@ -95,10 +95,12 @@ class Releaser:
 
     def _release(self, name: str, host: str) -> None:
         from gangkeeper.policies.assigner.pin import pin_patch
+        from gangkeeper.policies.model import Placement
         from gangkeeper.webhook.controller.writes import rfc3339
         from gangkeeper.webhook.kube.api import ApiError
 
-        patch = pin_patch([BASELINE_GATE], None, host, BASELINE_GATE,
+        # The baseline's pods ask no affinity: the pin is their one required term.
+        patch = pin_patch([BASELINE_GATE], Placement(), 0, host, BASELINE_GATE,
                           released_at=rfc3339(time.time()))
         path = f"/api/v1/namespaces/{BASELINE_NAMESPACE}/pods/{name}"
         for attempt in range(5):
@@ -117,8 +119,6 @@ class Releaser:
         self._pool.shutdown(wait=True)
 
 
-def hostnames(nodes: Sequence[Mapping[str, Any]], gpus: int) -> dict[str, int]:
-    """{hostname label: free one-GPU slots} of an empty fleet."""
-    from gangkeeper.policies.names import PIN_LABEL
-
-    return {str(n["metadata"]["labels"][PIN_LABEL]): gpus for n in nodes}
+def node_slots(nodes: Sequence[Mapping[str, Any]], gpus: int) -> dict[str, int]:
+    """{node name (what a pin names): free one-GPU slots} of an empty fleet."""
+    return {str(n["metadata"]["name"]): gpus for n in nodes}

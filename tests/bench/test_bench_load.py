@@ -123,8 +123,11 @@ def test_the_baseline_lifts_a_gang_pinned_once_all_its_members_exist_and_fit() -
         assert isinstance(patch, list)
         assert {"op": "test", "path": gates, "value": [{"name": BASELINE_GATE}]} in patch
         assert {"op": "replace", "path": gates, "value": []} in patch
-        [pin] = [op for op in patch if op["path"] == "/spec/nodeSelector"]
-        assert pin["value"]["kubernetes.io/hostname"] in ("n1", "n2")
+        [pin] = [op for op in patch if op["path"] == "/spec/affinity"]
+        [term] = pin["value"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"]
+        assert term in ({"matchFields": [{"key": "metadata.name", "operator": "In",
+                                           "values": [node]}]} for node in ("n1", "n2"))
 
 
 class _Answers:
