@@ -10,9 +10,9 @@ exists and the gang's GPUs are free it lifts each member's gate and pins it to a
 in one patch — the patch gangkeeper's controller sends (`pin_patch`: gate, the
 `matchFields metadata.name` pin, release time), from as many connections
 (`PATCH_WORKERS`). Nodes are taken round-robin among those with room. kube-scheduler
-then binds each pod, with the same client (50 requests/s by default) as in gangkeeper's run. So both runs make the
-same creates, the same patch per released pod and the same bind per released pod,
-through the same API server, etcd, kwok, Job/JobSet controllers and scheduler; what
+then binds each pod, with the same client (50 requests/s by default) as in
+gangkeeper's run. So both runs make the same creates, the same patch per released pod
+and the same bind per released pod, through the same API server, etcd, kwok, Job/JobSet controllers and scheduler; what
 the baseline lacks is exactly gangkeeper's cost: two admission calls per pod, the
 controller's watches and planning. gangkeeper's processes run meanwhile (they watch
 every pod, as in a cluster where one namespace did not opt in); their CPU then is
