@@ -6,19 +6,19 @@ namespace that did not opt in, so no webhook is called. Their pods carry a gate 
 benchmark's own (`BASELINE_GATE`, in the pod or the Job's template) instead of
 gangkeeper's, and `Releaser` stands in for gangkeeper's controller with no planning
 cost: it watches the namespace (`bench.pod_watch`), and when every member of a gang
-exists and the gang's GPUs are free it lifts each member's gate and pins it to a node
-in one patch — the patch gangkeeper's controller sends (`pin_patch`: gate, the
-`matchFields metadata.name` pin, release time), from as many connections
-(`PATCH_WORKERS`). Nodes are taken round-robin among those with room. kube-scheduler
-then binds each pod, with the same client (50 requests/s by default) as in
-gangkeeper's run. So both runs make the same creates, the same patch per released pod
-and the same bind per released pod, through the same API server, etcd, kwok, Job/JobSet controllers and scheduler; what
-the baseline lacks is exactly gangkeeper's cost: two admission calls per pod, the
+exists and the gang's GPUs are free it lifts each member's gate and pins it to a node in
+one patch — the patch gangkeeper's controller sends (`pin_patch`: gate, the `matchFields
+metadata.name` pin, release time), from as many connections (`PATCH_WORKERS`). Nodes are
+taken round-robin among those with room. kube-scheduler then binds each pod, with the
+same client (50 requests/s by default) as in gangkeeper's run. So both runs make the
+same creates, the same patch per released pod and the same bind per released pod,
+through the same API server, etcd, kwok, Job/JobSet controllers and scheduler; what the
+baseline lacks is exactly gangkeeper's cost: two admission calls per pod, the
 controller's watches and planning. gangkeeper's processes run meanwhile (they watch
 every pod, as in a cluster where one namespace did not opt in); their CPU then is
 reported. A gang that does not fit when complete stays gated: pods here run until
-deleted, so free GPUs only shrink. Which gangs fit may differ from gangkeeper's
-choice; each run's bound gangs are reported.
+deleted, so free GPUs only shrink. Which gangs fit may differ from gangkeeper's choice;
+each run's bound gangs are reported.
 
 Pure part: `place`. Live part: `Releaser` patches pods of the baseline namespace only.
 """
