@@ -82,7 +82,12 @@ def settled(cluster: Any, namespace: str, names: set[str]) -> list[Any] | None:
 
 def delete_all(cluster: Any, namespace: str, names: set[str]) -> None:
     for name in names:
-        cluster.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        try:
+            cluster.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        except client.ApiException as err:
+            # Already gone: a waiting gang of higher priority may have preempted it.
+            if err.status != 404:
+                raise
     cluster.wait_for(
         lambda: not {p.metadata.name for p in pods_of(cluster, namespace)} & names,
         timeout=30,
