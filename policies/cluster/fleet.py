@@ -49,6 +49,9 @@ _NONE: Mapping[str, int] = {}
 NodeReader = Callable[[Mapping[str, Any]], NodeFacts]
 #: What decides a node's eligibility for a pod that reads no node identity.
 _Class = tuple[tuple[tuple[str, str], ...], tuple[Any, ...], bool, bool, bool]
+#: One change `Fleet.log` records: ("add" | "unplace", uid, node, demand, requests) or
+#: ("reserve", names).
+FleetOp = tuple[Any, ...]
 
 
 class Fleet:
@@ -91,7 +94,39 @@ class Fleet:
         #: GPU nodes grouped, and every node grouped (built only for a gang without GPUs).
         self._grouping: _Grouping | None = None
         self._all: _Grouping | None = None
+        #: When a list: every `add`, `unplace` and `reserve` is appended to it (a
+        #: planner replays a gang's decision from it: `release.replay`).
+        self.log: list[FleetOp] | None = None
         self._add_many((p.uid, p.node_name, p.demand, p.requests) for p in pods if p.node_name)
+
+    def replay(self, ops: Iterable[FleetOp]) -> None:
+        """Do these ops again (`log` entries): pods out, then pods in (the capacity and
+        each node's view moved once per node), then nodes held. The end state is the
+        ops' in order: a pod comes out only where it went in before, and a held node
+        counts its pods whenever they came."""
+        ops = list(ops)
+        for op in ops:
+            if op[0] == "unplace":
+                self.unplace(op[1], op[2], op[3], op[4])
+        self._add_many(op[1:] for op in ops if op[0] == "add")
+        for op in ops:
+            if op[0] == "reserve":
+                self.reserve_names(op[1])
+
+    def copy(self) -> Fleet:
+        """An independent fleet of the same nodes, pods placed and nodes held (a planner
+        keeps one between passes and each pass changes its own copy). Node facts and
+        what only they decide (eligibility, classes) are shared: never changed in place."""
+        new = object.__new__(Fleet)
+        new.__dict__.update(self.__dict__)
+        new.capacity = self.capacity.copy()
+        new._used = {n: dict(u) for n, u in self._used.items()}
+        new._taken = {n: dict(t) for n, t in self._taken.items()}
+        new._eligible, new._split = dict(self._eligible), dict(self._split)
+        new._reserved, new._views, new.log = set(self._reserved), dict(self._views), None
+        new._grouping = None if self._grouping is None else self._grouping.copy(new)
+        new._all = None if self._all is None else self._all.copy(new)
+        return new
 
     def _add_many(
         self, entries: Iterable[tuple[str, str, Mapping[str, int], Mapping[str, int]]],
@@ -128,6 +163,8 @@ class Fleet:
         demand: Mapping[str, int],
         requests: Mapping[str, int] | None = None,
     ) -> None:
+        if self.log is not None:
+            self.log.append(("add", uid, node_name, demand, requests))
         self._count(node_name, demand, requests)
         self.capacity.add_pod(uid, node_name, demand)
         self._changed(node_name)
@@ -140,6 +177,8 @@ class Fleet:
         requests: Mapping[str, int] | None = None,
     ) -> None:
         """Undo `add`/`place` of a pod (a trial placement that was not kept)."""
+        if self.log is not None:
+            self.log.append(("unplace", uid, node_name, demand, requests))
         used = self._used.get(node_name, {})
         for resource, amount in demand.items():
             used[resource] = used.get(resource, 0) - amount
@@ -334,7 +373,14 @@ class Fleet:
     def reserve(self, placements: Sequence[Placement], *, plain: bool = False) -> tuple[str, ...]:
         """Hold every node these placements may use (GPU nodes only, unless `plain`):
         later gangs must fit elsewhere."""
-        names = sorted({n for p in placements for n in self.eligible(p, plain=plain)})
+        return self.reserve_names(
+            sorted({n for p in placements for n in self.eligible(p, plain=plain)})
+        )
+
+    def reserve_names(self, names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+        """Hold these nodes (`reserve`, the names chosen)."""
+        if self.log is not None:
+            self.log.append(("reserve", tuple(names)))
         for name in names:
             self._reserved.add(name)
             self.capacity.delete_node(name)
@@ -378,6 +424,15 @@ class _Grouping:
                 continue
             key = self._key[name] = free_key(fleet.free_all(name))
             self._runs.setdefault((self._class[name], key), []).append(self._rank[name])
+
+    def copy(self, fleet: Fleet) -> _Grouping:
+        """The same grouping for `fleet` (a copy of this one's fleet): what nodes alone
+        decide is shared, the groups are its own."""
+        new = object.__new__(_Grouping)
+        new.__dict__.update(self.__dict__)
+        new._fleet, new._key, new._likes = fleet, dict(self._key), dict(self._likes)
+        new._runs = {group: list(run) for group, run in self._runs.items()}
+        return new
 
     def with_label(self, key: str, value: str) -> list[str]:
         """The nodes whose label `key` (one unique per node) is `value`."""
