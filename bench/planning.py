@@ -25,7 +25,8 @@ three ways:
   the state a moment before it: what a running controller pays pass after pass.
 
 `full_cpu_s` is `plan()` from scratch on the state, the baseline of the same run.
-CPU is thread CPU time (other processes on a shared machine do not count).
+CPU is thread CPU time (other processes on a shared machine do not count), with the
+garbage collector paused while a pass is timed.
 `matches_full_plan` is true when all three planner passes decided what the
 from-scratch plan decides (releases with their pins, every gang's report).
 
@@ -87,13 +88,15 @@ def _log(message: str) -> None:
 def _one_change(state: str, state_pods: list[PodInfo], before: list[PodInfo]) -> list[PodInfo]:
     """The state a moment before one gang's change, that change being what the
     controller sees most in this state: in `burst` a gang arriving (its members
-    created); in `inflight` a released gang's patches applied (gates lifted, pinned);
-    in `settled` a gang in flight bound. `before`: the pods of the state before."""
+    created); in `inflight` the last released gang's patches applied (gates lifted,
+    pinned); in `settled` it bound. `before`: the pods of the state before."""
     if state == "burst":
         last = state_pods[-1].gang
         return [p for p in state_pods if p.gang != last]
     moved = (lambda p: p.in_flight) if state == "inflight" else (lambda p: bool(p.node_name))
-    gang = next(p.gang for p in state_pods if p.gang and moved(p))
+    # The last gang released: before its patches, the gangs released before it were in
+    # flight, as when it was decided (its pins are what a pass then decides again).
+    gang = [p.gang for p in state_pods if p.gang and moved(p)][-1]
     earlier = {p.uid: p for p in before if p.gang == gang}
     return [earlier.get(p.uid, p) for p in state_pods]
 
@@ -103,10 +106,15 @@ def _first_pass(
 ) -> tuple[float, list[float], Plan]:
     """CPU of one pass, and into it when each release was decided (`on_release`)."""
     gc.collect()
+    gc.disable()  # as for every other figure here
     told: list[float] = []
-    started = time.thread_time()
-    result = planner.plan(pods, nodes, at, on_release=lambda _: told.append(time.thread_time()))
-    cpu = time.thread_time() - started
+    try:
+        started = time.thread_time()
+        result = planner.plan(pods, nodes, at,
+                              on_release=lambda _: told.append(time.thread_time()))
+        cpu = time.thread_time() - started
+    finally:
+        gc.enable()
     return cpu, [t - started for t in told], result
 
 

@@ -129,7 +129,7 @@ class Fleet:
         return new
 
     def _add_many(
-        self, entries: Iterable[tuple[str, str, Mapping[str, int], Mapping[str, int]]],
+        self, entries: Iterable[tuple[str, str, Mapping[str, int], Mapping[str, int] | None]],
         *, counted: bool = False,
     ) -> None:
         """`add` of many pods, the capacity and each node's view and group moved once
@@ -168,6 +168,15 @@ class Fleet:
         self._count(node_name, demand, requests)
         self.capacity.add_pod(uid, node_name, demand)
         self._changed(node_name)
+
+    def add_all(
+        self, entries: Sequence[tuple[str, str, Mapping[str, int], Mapping[str, int] | None]]
+    ) -> None:
+        """`add` of each (uid, node, demand, requests), the capacity and each node's
+        view and group moved once per node (a gang's members, placed together)."""
+        if self.log is not None:
+            self.log.extend(("add", *entry) for entry in entries)
+        self._add_many(entries)
 
     def unplace(
         self,

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..model import Placement
 from ..names import PIN_LABEL
 from ..settings.config import Config
 from .fleet import Fleet, NodeReader
@@ -68,6 +69,8 @@ class KeptFleet:
         self._many: dict[str, PodInfo] = {}
         #: Nodes with two pods in flight tied on (created, name).
         self._tied: set[str] = set()
+        #: Placement (and whether without GPUs) → `_target`, for the nodes of `fleet`.
+        self._targets: dict[tuple[Placement, bool], str] = {}
         #: Where each pod in flight was placed, and the placeholders among them.
         self._placed: dict[str, str] = {}
         self._placeholders: set[str] = set()
@@ -115,37 +118,42 @@ class KeptFleet:
         # Every node's new placements first, then the fleet moved: all pods out that
         # leave a node before any comes in (a pod moving nodes keeps its uid).
         planned = {node: self._plan(node, position) for node in sorted(touched)}
-        fleet = self.fleet
-        for node, now in planned.items():
-            for uid, entry in self._on.get(node, {}).items():
-                if now.get(uid) != entry:
-                    fleet.unplace(uid, node, dict(entry[2]), dict(entry[3]))
+        out: list[tuple[Any, ...]] = []
+        into: list[tuple[Any, ...]] = []
         for node, now in planned.items():
             before = self._on.get(node, {})
-            for uid, entry in now.items():
-                if before.get(uid) != entry:
-                    fleet.add(uid, node, dict(entry[2]), dict(entry[3]))
+            out.extend(("unplace", uid, node, dict(e[2]), dict(e[3]))
+                       for uid, e in before.items() if now.get(uid) != e)
+            into.extend(("add", uid, node, dict(e[2]), dict(e[3]))
+                        for uid, e in now.items() if before.get(uid) != e)
             self._count(before, now)
             if now:
                 self._on[node] = now
             else:
                 self._on.pop(node, None)
+        # Every pod out before any comes in, the capacity moved once per node.
+        self.fleet.replay(out + into)
         self.replaced = len(touched)
-        return fleet
+        return self.fleet
 
     # -- indexes ----------------------------------------------------------------------
 
     def _target(self, pod: PodInfo) -> str:
         """The one node a pod in flight may use, `_MANY`, or "" when it is placed nowhere
-        (as `Fleet._first_fit` judges: a pod without GPUs only when pinned)."""
-        assert self.fleet is not None
+        (as `Fleet._first_fit` judges: a pod without GPUs only when pinned). Kept per
+        placement while the nodes do not change."""
         plain = not pod.demand
-        if plain and PIN_LABEL not in dict(pod.placement.node_selector):
-            return ""
-        names = self.fleet.eligible(pod.placement, plain=plain)
-        if not names:
-            return ""
-        return names[0] if len(names) == 1 else _MANY
+        key = (pod.placement, plain)
+        found = self._targets.get(key)
+        if found is None:
+            assert self.fleet is not None
+            found = ""
+            if not plain or PIN_LABEL in dict(pod.placement.node_selector):
+                names = self.fleet.eligible(pod.placement, plain=plain)
+                if names:
+                    found = names[0] if len(names) == 1 else _MANY
+            self._targets[key] = found
+        return found
 
     def _index(self, pod: PodInfo, sign: int) -> str:
         """Add (+1) or drop (-1) a pod from the indexes; the node it touches ("" none)."""
@@ -188,6 +196,7 @@ class KeptFleet:
         """Everything from scratch, as a pass from scratch starts."""
         before = self._on
         fleet = self.fleet = Fleet(nodes, live, self._config, reader, kept.fleet_copy())
+        self._targets = {}
         in_flight = sorted((p for p in live if p.in_flight), key=lambda p: (p.created, p.name))
         self._on, self._bound, self._pinned, self._many = {}, {}, {}, {}
         self._placed, self._placeholders, self._tied = {}, set(), set()

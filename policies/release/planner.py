@@ -12,11 +12,18 @@ since the last pass (the controller's stores count their changes) says so with t
 same `version`; when every other input is equal too, the last plan had nothing to do
 (`Plan.quiet`) and no deadline it waits for has come (`Plan.valid_until`), the pass is
 that plan with the gangs' ages moved on, decided in microseconds instead of a pass
-over every gang: the resync of a settled cluster costs nothing. Anything else is
-decided afresh, so a pass of the planner decides exactly what `plan()` from scratch
-decides on the same state (`bench.planning` and
+over every gang: the resync of a settled cluster costs nothing.
+
+Any other pass decides again only what can differ from the last one (`_start`): the
+fleet a pass starts from is moved by the pods that changed (`KeptFleet`), the gangs
+are read again only when a member changed (`KeptGangs`), and each gang's decision of
+the last pass is re-used while the gang and the state it finds at its turn are the
+same (`replay.Replay`). So a pass costs what changed, plus a look at each pod and
+gang (is it the same object?), and a pass of the planner decides exactly what
+`plan()` from scratch decides on the same state (`bench.planning` and
 `tests/property/test_planner_properties.py` compare them; `decisions` is what they
-compare, and the controller's periodic cross-check too).
+compare, and the controller's periodic cross-check too, which makes the planner
+`forget` all it kept when they differ).
 
 Pure: the dicts and `PodInfo`s the caller holds in, `Plan` out; no I/O. Owned by one
 controller; not thread-safe (one reconciler thread plans).
@@ -180,21 +187,23 @@ class Planner:
             # Decided again only what can differ from the last pass (`_start`).
             start = partial(self._start, _Inputs(listed, nodes_changed, others, leaving, budgets))
         else:
-            self._forget()  # two pods share a uid: nothing is kept, plan from scratch
+            self.forget()  # two pods share a uid: nothing is kept, plan from scratch
         try:
             result = plan(live, listed, self.config, now, backoff, requests=others[1],
                           reader=self._read, leaving=leaving, budgets=budgets,
                           on_release=on_release, kept=self._kept, start=start)
         except BaseException:
-            self._forget()
+            self.forget()
             raise
         # Only the Nodes of this pass stay: a deleted Node's entry goes with the pass.
         self._facts = self._seen
         self._last = (result, now, version, others)
         return result
 
-    def _forget(self) -> None:
-        """Keep nothing of the pods and gangs: the next pass decides every gang."""
+    def forget(self) -> None:
+        """Keep nothing of the pods and gangs: the next pass decides every gang (after a
+        pass that differed from a from-scratch plan, say)."""
+        self._last = None
         self._gangs = KeptGangs(self.config)
         self._fleet = KeptFleet(self.config)
         self._steps = []

@@ -12,15 +12,18 @@ to the state: `Replay` re-uses it (a `Step`) instead of deciding it.
 
 "The same state" is checked exactly, by value: `Replay.diff` counts what this pass's
 state holds that the last pass's held at the same point, less what the last one held
-that this one does not — every placement (pod uid, node, GPUs, requests), held node,
-holder, claimed pool and taken victim. It starts as the difference of the two passes'
+that this one does not — every placement (pod uid, node, GPUs, requests: a
+`kept_fleet.Placed`, four long), held node, holder, claimed pool and taken victim
+(tagged tuples of other lengths). It starts as the difference of the two passes'
 starts (`KeptFleet.delta`), and at each gang adds what the gang did this pass and
 subtracts what it did in the last one; gangs of the last pass that are gone subtract
 theirs at their place. An empty `diff` is equal state. So a pod that went from in
 flight to bound on the same node changes nothing after it, and a gang that released
 last pass whose members are now in flight leaves the state as it was.
 
-A step is re-used only when, besides:
+A released gang (nothing gated) is decided on its members and the clock alone (the
+fleet is read only for a member stuck, which always requeues): its step is re-used
+whatever the state (`Step.blind`). Any other step is re-used only when, besides:
 - its decision read the clock only through deadlines (`Pass.until`), none of which has
   come (`Step.valid_until`), and not at all otherwise (`Pass.clocked`);
 - it asked nothing of preemption but "is any lower-priority work there at all?"
@@ -80,6 +83,8 @@ class Step:
     lowest_at_least: int | None = None
     #: The later-members hold: the gangs it placed for.
     phase: tuple[GangObservation, ...] = ()
+    #: Its decision read nothing of the state (a released gang, no member stuck).
+    blind: bool = False
 
 
 def _net(log: Sequence[FleetOp]) -> tuple[tuple[FleetOp, ...], dict[Hashable, int]]:
@@ -91,7 +96,7 @@ def _net(log: Sequence[FleetOp]) -> tuple[tuple[FleetOp, ...], dict[Hashable, in
         if op[0] == "reserve":
             reserves.append(op)
             continue
-        entry = ("pod", *placed(op[1], op[2], op[3], op[4]))
+        entry = placed(op[1], op[2], op[3], op[4])
         counts[entry] = counts.get(entry, 0) + (1 if op[0] == "add" else -1)
         args.setdefault((entry, op[0]), op)
     ops: list[FleetOp] = []
@@ -126,7 +131,7 @@ class Replay:
         lowest priority of any live pod (`lowest` is never below it); `final`: the last
         pass's own fleet as its gangs left it (`finish`), or None."""
         self.run, self._base, self._last, self._decide = run, base, last, decide
-        self.diff: dict[Hashable, int] = {("pod", *e): n for e, n in delta.items() if n}
+        self.diff: dict[Hashable, int] = {entry: n for entry, n in delta.items()}
         self._dirty = dirty
         self._live = False
         self._pending: list[Step] = []
@@ -213,7 +218,7 @@ class Replay:
     def _reusable(self, step: Step, gang: GangObservation) -> bool:
         now = self.run.now
         return (
-            step.replayable and step.gang is gang and not self.diff
+            step.replayable and step.gang is gang and (step.blind or not self.diff)
             and gang.key not in self._dirty and step.decided_at <= now < step.valid_until
             and (step.lowest_at_least is None or self._lowest_at_least(step.lowest_at_least))
         )
@@ -319,4 +324,7 @@ class Replay:
             valid_until=min((at for at in deadlines if at > run.now), default=math.inf),
             replayable=replayable,
             lowest_at_least=gang.priority if preempting.asked > asked else None,
+            # Rule 1 (nothing gated) reads the fleet only for a member stuck, which
+            # always requeues: without a requeue the state was not read.
+            blind=not gang.gated and len(run.requeues) == requeues,
         )

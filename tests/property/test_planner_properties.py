@@ -503,3 +503,20 @@ def test_a_gang_gone_before_its_release_was_applied_frees_its_room_for_the_next(
     assert _pass(planner, cluster, EPOCH + 1) == []
     cluster.apply("gang", 3, 1, 8, EPOCH + 2)
     assert _pass(planner, cluster, EPOCH + 2) == [("releasing", "")]
+
+
+def test_a_re_used_release_found_by_a_trial_placement_is_counted_once() -> None:
+    """g0's replacement member was released where a trial placement found room (tried,
+    taken back, placed): re-used in the next pass and applied to a copy of its start
+    (g3 after it is decided again), it counts once: g3 is told 4 GPUs are free."""
+    planner, cluster = Planner(SHORT), Cluster(SHORT)
+    cluster.apply("gang", 0, 2, 8, EPOCH)
+    _pass(planner, cluster, EPOCH)
+    cluster.apply("bind", 0, 2, 8, EPOCH)  # both on n0
+    cluster.apply("stray", 1, 1, 8, EPOCH)  # n1 full
+    cluster.apply("replace", 0, 2, 4, EPOCH + 1)  # 4 GPUs: room on n2
+    cluster.apply("gang", 3, 1, 8, EPOCH + 1)  # 8 GPUs: waits, holds every node
+    assert _pass(planner, cluster, EPOCH + 1) == [("releasing", ""), ("waiting", "no-fit")]
+    cluster.apply("touch", 3, 1, 8, EPOCH + 2)
+    assert _pass(planner, cluster, EPOCH + 2) == [("releasing", ""), ("waiting", "no-fit")]
+    assert (planner.decided, planner.replayed) == (1, 1)
