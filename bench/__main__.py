@@ -36,6 +36,8 @@ RESULTS = Path("bench/results")
 #: (name, module, needs the shared sandbox)
 BENCHMARKS: tuple[tuple[str, str, bool], ...] = (
     ("policy", "bench.policy", False),
+    # The same pod decision and validation with GPUs as DRA devices, against it.
+    ("dra", "bench.dra", False),
     ("topology", "bench.topology", False),
     # gangkeeper view's pages rendered from a synthetic cluster, in process.
     ("view", "bench.view", False),

@@ -8,8 +8,9 @@ and time from the moment its create call returned until
   for 1,000 pods: within 2 s),
 - the first and the last member is bound (adds kube-scheduler, whose client is rate
   limited to its default 50 requests/s for bindings).
-Times come from one raw watch of the namespace started before the gang, so each is the
-moment this process saw the change (a few milliseconds after the API server did).
+Times come from one raw watch of the namespace started before the gang
+(`bench.pod_watch`), so each is the moment this process saw the change (a few
+milliseconds after the API server did).
 
 Baseline, measured in the same run after each gang: the API server alone lifting as
 many gates (`api_ceiling`: the same patch, the same 32 connections, a minimal client,
@@ -25,12 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gangkeeper.policies.names import GANG_NAME_ANNOTATION, GATE, MIN_MEMBER_ANNOTATION
+from bench.pod_watch import Observer
+from gangkeeper.policies.names import GANG_NAME_ANNOTATION, MIN_MEMBER_ANNOTATION
 
 NAMESPACE = "bench-controller"
 BASELINE_NAMESPACE = "bench-controller-baseline"
@@ -66,39 +67,6 @@ def member(gang: str, index: int, size: int) -> dict[str, Any]:
             }],
         },
     }
-
-
-class Observer:
-    """Watches the namespace; remembers when each pod was first seen ungated and bound."""
-
-    def __init__(self, rest: Any, resource_version: str) -> None:
-        self.rest = rest
-        self.since = resource_version
-        self.ungated: dict[str, float] = {}
-        self.bound: dict[str, float] = {}
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        path = f"/api/v1/namespaces/{NAMESPACE}/pods"
-        version = self.since
-        while not self.stop.is_set():
-            for event in self.rest.watch(path, [("resourceVersion", version)], 60):
-                now = time.monotonic()
-                obj = event.get("object") or {}
-                meta = obj.get("metadata") or {}
-                version = str(meta.get("resourceVersion") or version)
-                if event.get("type") not in ("ADDED", "MODIFIED"):
-                    continue
-                name = str(meta.get("name"))
-                spec = obj.get("spec") or {}
-                gates = [g.get("name") for g in spec.get("schedulingGates") or []]
-                if GATE not in gates:
-                    self.ungated.setdefault(name, now)
-                if spec.get("nodeName"):
-                    self.bound.setdefault(name, now)
-                if self.stop.is_set():
-                    return
 
 
 def create(rest: Any, path: str, body: dict[str, Any], attempts: int = 5) -> None:
@@ -171,7 +139,7 @@ def measure(cluster: Any, rest: Any, size: int) -> dict[str, Any]:
     gang = f"g{size}"
     since = str(rest.get(f"/api/v1/namespaces/{NAMESPACE}/pods", [("limit", 1)])
                 ["metadata"]["resourceVersion"])
-    observer = Observer(rest, since)
+    observer = Observer(rest, since, NAMESPACE)
     observer.thread.start()
     started = time.monotonic()
     path = f"/api/v1/namespaces/{NAMESPACE}/pods"

@@ -1,33 +1,54 @@
 """Load: 10,000 pods in 1,000 gangs of mixed kinds and sizes, created concurrently on a
-1,000-node kwok fleet (`sandbox up --nodes 1000`), and what is left when it settles.
+1,000-node kwok fleet (`sandbox up --nodes 1000`), and what is left when it settles,
+against the same trace with gangkeeper out of the way in the same sandbox.
 
 `python -m bench.load [--quick] [--nodes N] [--gangs G] [--json FILE]`
 
-The gangs cycle through sizes 2, 4, 8, 16 and 20 (mean 10 pods) of one-GPU members
-and through three kinds: bare pods with gangkeeper's annotations (60 %), Indexed Jobs
-(30 %; the Job controller creates the pods) and JobSets (10 %; JobSet's controller,
-then the Job controller). The fleet holds 8 GPUs a node, 0.8 GPU per pod asked for,
-so about a fifth of the gangs cannot fit and must stay whole and gated. Everything is
-created at once by 16 threads, in a seeded shuffled order, into one opted-in
-namespace. Settled = every pod exists, every released pod is bound, no gang is partly
-bound and the controller's planning would release nothing more (polled every 10 s);
-the run also ends when nothing changed for 120 s and the controller finished two
-planning passes meanwhile ("stalled": it looked and released nothing), or at a
-deadline. A pass of 10,000 pods can take a minute on a loaded machine, and the
-controller waits twice its last pass before the next, so 120 s of quiet alone is no
-sign of a stall.
+The gangs cycle through sizes 2, 4, 8, 16, 32, 2, 4, 8, 16, 8 (2 to 32, mean 10 pods,
+so N gangs are 10 N pods) of one-GPU members and through three kinds: bare pods with
+gangkeeper's annotations (60 %), Indexed Jobs (30 %; the Job controller creates the
+pods) and JobSets (10 %; JobSet's controller, then the Job controller). The fleet holds
+8 GPUs a node, 0.8 GPU per pod asked for, so about a fifth of the gangs cannot fit and
+must stay whole and gated. Everything is created at once by 16 threads, in a seeded
+shuffled order, into one namespace.
+
+One sandbox, three phases in this order:
+1. the baseline (`bench.load_baseline`): the same trace in a namespace that did not opt
+   in, the benchmark lifting each complete gang's gates that fit (the controller's
+   patch, pinned) and kube-scheduler binding: the same creates, patches and binds
+   without gangkeeper's cost. Then its namespace is deleted and its pods are gone
+   before what follows (run first, it gets the fresher etcd: the ratio errs against
+   gangkeeper);
+2. idle admission: 200 bare pods of the trace created one at a time with
+   `dryRun=All` in the opted-in namespace (the webhooks answer as for a real create;
+   nothing is stored);
+3. the load: the trace in the opted-in namespace, gangkeeper gating and releasing.
+
+Settled = every pod exists, every released pod is bound, no gang is partly bound and
+the deciding side would release nothing more (gangkeeper: its own planning,
+`policies.release.ungate`; the baseline: every gang decided), polled every 10 s; the
+settle time is the last change a watch of the namespace saw (a pod created or bound),
+from the first create. A run also ends when nothing changed for 120 s and the
+controller finished two planning passes meanwhile ("stalled": it looked and released
+nothing), or at a deadline. A pass of 10,000 pods can take a minute on a loaded
+machine, and the controller waits twice its last pass before the next, so 120 s of
+quiet alone is no sign of a stall.
 
 Figures (targets first): pods lost (expected members that never appeared), gangs
-left gated that fit now (what the controller's own planning, `policies.release.ungate`,
-would still release), gangs partly bound; then admission latency p50/p99 during the
-burst (gangkeeper's own /mutate and /validate histograms, and the create call as the client saw it
-for the bare pods), the controller's planning time per pass (mean, and the number of
-passes), gangkeeper's CPU (cores, both processes, over the burst) and memory (RSS, peak:
-`gangkeeper_*` the admission process, `controller_*` the controller's).
+left gated that fit now (what the controller's own planning would still release), gangs
+partly bound; settle time against the baseline's (`settle_ratio`); per gang, its last
+member seen → all its gates seen lifted, p50/p99 (`bench.pod_watch`: both moments as
+this process saw them, one clock), for gangkeeper and the baseline; the controller's
+planning pass p50/p99 (its `gangkeeper_controller_plan_seconds` histogram) and mean;
+`/mutate` and `/validate` p50/p99 during the burst and idle (gangkeeper's own
+histograms, quantiles interpolated within their buckets), and the create call as the
+client saw it for the bare pods; gangkeeper's CPU (cores, both processes, over the load;
+and over the baseline, when it only watches) and the RSS and peak of every process of
+the sandbox (`rss_<process>_mb`, `peak_<process>_mb`), read at the end.
 `--quick`: 40 nodes, 40 gangs (400 pods).
 
-Pure part: `gang_mix`, `outcome`, `histogram_quantile`. Live part: starts and stops
-its own sandbox in a temporary directory and creates objects only there.
+Pure part: `gang_mix`, `outcome`, `release_lags`, `histogram_quantile`. Live part:
+starts and stops its own sandbox in a temporary directory and creates objects only there.
 """
 
 from __future__ import annotations
@@ -38,18 +59,18 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.cluster import RUN_FOR
 from bench.memory import process_memory_mb
 from bench.scheduling import percentile
 
 NAMESPACE = "bench-load"
-SIZES = (2, 4, 8, 16, 20)
+#: Gang sizes in the order the cycle draws them: 2 to 32, 100 pods per 10 gangs.
+SIZES = (2, 4, 8, 16, 32, 2, 4, 8, 16, 8)
 #: (kind, share of the gangs), in the order the cycle draws them.
 KINDS = (("pods", 6), ("job", 3), ("jobset", 1))
 GPUS_PER_NODE = 8
@@ -60,10 +81,16 @@ POLL_SECONDS = 10.0
 STALL_SECONDS = 120.0
 #: Controller passes that must end within a quiet spell for it to count as a stall.
 STALL_PASSES = 2
-PLAN_COUNT = "gangkeeper_controller_plan_seconds_count"
+PLAN = "gangkeeper_controller_plan_seconds"
+PLAN_COUNT = f"{PLAN}_count"
+ADMISSION = "gangkeeper_admission_duration_seconds"
+#: Bare pods created one at a time, dry run, to measure admission idle.
+IDLE_CREATES = 200
 GANG_LABEL = "gangkeeper.io/gang"
 JOB_NAME_LABEL = "job-name"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+#: The baseline's bare pods: no gangkeeper key, so gangkeeper's controller ignores them.
+BENCH_GANG_LABEL = "bench.gangkeeper.io/gang"
 
 
 @dataclass(frozen=True)
@@ -82,6 +109,15 @@ def gang_mix(gangs: int, seed: int = 14) -> list[GangSpec]:
     ]
     random.Random(seed).shuffle(specs)
     return specs
+
+
+def owner(pod: Mapping[str, Any]) -> str | None:
+    """The gang a pod of the trace belongs to: its JobSet, Job or bare-pod gang."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    for key in (JOBSET_NAME_LABEL, JOB_NAME_LABEL, GANG_LABEL, BENCH_GANG_LABEL):
+        if labels.get(key):
+            return str(labels[key])
+    return None
 
 
 def histogram_quantile(buckets: Sequence[tuple[float, float]], q: float) -> float | None:
@@ -106,14 +142,7 @@ def outcome(
     specs: Iterable[GangSpec], pods: Iterable[Mapping[str, Any]]
 ) -> dict[str, int]:
     """Counts over the settled pods: lost, partly bound, whole gangs bound or gated."""
-    members: dict[str, list[Mapping[str, Any]]] = {}
-    for pod in pods:
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        owner = labels.get(JOBSET_NAME_LABEL) or labels.get(JOB_NAME_LABEL) or labels.get(
-            GANG_LABEL
-        )
-        if owner:
-            members.setdefault(str(owner), []).append(pod)
+    members = _members(pods)
     counts = {"gangs": 0, "pods_expected": 0, "pods_lost": 0, "gangs_partly_bound": 0,
               "gangs_bound": 0, "gangs_gated": 0}
     for spec in specs:
@@ -131,14 +160,40 @@ def outcome(
     return counts
 
 
+def _members(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    members: dict[str, list[Mapping[str, Any]]] = {}
+    for pod in pods:
+        gang = owner(pod)
+        if gang:
+            members.setdefault(gang, []).append(pod)
+    return members
+
+
+def release_lags(
+    pods: Iterable[Mapping[str, Any]], seen: Mapping[str, float],
+    ungated: Mapping[str, float],
+) -> list[float]:
+    """Seconds from each released gang's last member seen to its last gate seen lifted.
+    A gang still gated, or with a member the watch missed, is left out."""
+    lags = []
+    for found in _members(pods).values():
+        names = [str(p["metadata"]["name"]) for p in found]
+        if all(n in seen and n in ungated for n in names):
+            lags.append(max(ungated[n] for n in names) - max(seen[n] for n in names))
+    return lags
+
+
 # -- live ----------------------------------------------------------------------------------
 
 
-def _template(run_for: str | None = None) -> dict[str, Any]:
-    annotations = {RUN_FOR: run_for} if run_for else {}
+def _template(gate: str | None = None, gang: str = "") -> dict[str, Any]:
+    # The release patch adds an annotation (its time), which a JSON patch cannot do
+    # to a map that does not exist: gangkeeper's admission gives every gang pod some,
+    # the baseline's pods get one of the benchmark's own.
     return {
-        "metadata": {"annotations": annotations},
+        "metadata": {"annotations": {BENCH_GANG_LABEL: gang} if gate else {}},
         "spec": {
+            **({"schedulingGates": [{"name": gate}]} if gate else {}),
             "restartPolicy": "Never",
             "containers": [{
                 "name": "trainer", "image": "registry.invalid/bench/trainer:1",
@@ -149,31 +204,39 @@ def _template(run_for: str | None = None) -> dict[str, Any]:
     }
 
 
-def _job_spec(size: int) -> dict[str, Any]:
-    return {"completionMode": "Indexed", "completions": size, "parallelism": size,
-            "backoffLimit": 0, "template": _template()}
+def _job_spec(spec: GangSpec, gate: str | None) -> dict[str, Any]:
+    return {"completionMode": "Indexed", "completions": spec.size, "parallelism": spec.size,
+            "backoffLimit": 0, "template": _template(gate, spec.name)}
 
 
-def _objects(spec: GangSpec) -> list[tuple[str, dict[str, Any]]]:
-    """(collection path, body) to create for one gang."""
-    ns = f"/namespaces/{NAMESPACE}"
+def _objects(
+    spec: GangSpec, namespace: str = NAMESPACE, gate: str | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """(collection path, body) to create for one gang. With `gate` (the baseline) the
+    pods carry that gate, and bare pods a label of the benchmark's own instead of
+    gangkeeper's annotations."""
+    ns = f"/namespaces/{namespace}"
     if spec.kind == "job":
         return [(f"/apis/batch/v1{ns}/jobs", {
             "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": spec.name},
-            "spec": _job_spec(spec.size)})]
+            "spec": _job_spec(spec, gate)})]
     if spec.kind == "jobset":
         return [(f"/apis/jobset.x-k8s.io/v1alpha2{ns}/jobsets", {
             "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
             "metadata": {"name": spec.name},
             "spec": {"replicatedJobs": [{"name": "w", "replicas": 1,
-                                         "template": {"spec": _job_spec(spec.size)}}]}})]
+                                         "template": {"spec": _job_spec(spec, gate)}}]}})]
     from gangkeeper.policies.names import GANG_NAME_ANNOTATION, MIN_MEMBER_ANNOTATION
 
+    keys: dict[str, Any] = (
+        {"labels": {BENCH_GANG_LABEL: spec.name},
+         "annotations": {BENCH_GANG_LABEL: spec.name}} if gate else {"annotations": {
+            GANG_NAME_ANNOTATION: spec.name, MIN_MEMBER_ANNOTATION: str(spec.size)}}
+    )
     bodies = []
     for i in range(spec.size):
-        pod = {"apiVersion": "v1", "kind": "Pod", **_template()}
-        pod["metadata"] = {"name": f"{spec.name}-{i:02d}", "annotations": {
-            GANG_NAME_ANNOTATION: spec.name, MIN_MEMBER_ANNOTATION: str(spec.size)}}
+        pod = {"apiVersion": "v1", "kind": "Pod", **_template(gate, spec.name)}
+        pod["metadata"] = {"name": f"{spec.name}-{i:02d}", **keys}
         bodies.append((f"/api/v1{ns}/pods", pod))
     return bodies
 
@@ -197,16 +260,19 @@ def _samples(text: str) -> dict[str, float]:
     return found
 
 
-def _buckets(samples: Mapping[str, float], endpoint: str) -> dict[float, float]:
-    """Cumulative bucket counts of one endpoint, summed over verdicts: {le: count}."""
+def _buckets(
+    samples: Mapping[str, float], family: str, endpoint: str | None = None
+) -> dict[float, float]:
+    """Cumulative bucket counts of a histogram (of one endpoint when given), summed over
+    its other labels: {le: count}."""
     buckets: dict[float, float] = {}
     for name, value in samples.items():
-        if not name.startswith("gangkeeper_admission_duration_seconds_bucket{"):
+        if not name.startswith(f"{family}_bucket{{"):
             continue
         labels = dict(
             part.split("=", 1) for part in name[name.index("{") + 1:-1].split(",")
         )
-        if labels.get("endpoint", "").strip('"') != endpoint:
+        if endpoint is not None and labels.get("endpoint", "").strip('"') != endpoint:
             continue
         bound = labels["le"].strip('"')
         le = float("inf") if bound == "+Inf" else float(bound)
@@ -257,8 +323,8 @@ class _Burst:
                 self.create_ms.append((time.perf_counter() - t0) * 1000)
             return
 
-    def run(self, specs: Sequence[GangSpec]) -> None:
-        work = [obj for spec in specs for obj in _objects(spec)]
+    def run(self, specs: Sequence[GangSpec], namespace: str, gate: str | None) -> None:
+        work = [obj for spec in specs for obj in _objects(spec, namespace, gate)]
         random.Random(7).shuffle(work)
         with ThreadPoolExecutor(WORKERS) as pool:
             list(pool.map(lambda item: self.create(*item), work))
@@ -279,22 +345,52 @@ def _listed(rest: Any, path: str, log: Any) -> list[Mapping[str, Any]]:
     return list_all(rest, path)
 
 
+def _quantiles_ms(
+    before: Mapping[str, float], after: Mapping[str, float], family: str,
+    endpoint: str | None = None,
+) -> tuple[float | None, float | None]:
+    """p50 and p99 (ms) of the observations a histogram gained between two scrapes."""
+    old, new = _buckets(before, family, endpoint), _buckets(after, family, endpoint)
+    gained = [(le, new[le] - old.get(le, 0.0)) for le in new]
+    p50, p99 = (histogram_quantile(gained, q) for q in (0.5, 0.99))
+    return (None if p50 is None else round(p50 * 1000, 2),
+            None if p99 is None else round(p99 * 1000, 2))
+
+
 def stalled(quiet_seconds: float, passes_meanwhile: float) -> bool:
     """Nothing changed for STALL_SECONDS while the controller planned STALL_PASSES times."""
     return quiet_seconds >= STALL_SECONDS and passes_meanwhile >= STALL_PASSES
 
 
-def _settle(
-    rest: Any, specs: Sequence[GangSpec], log: Any, passes: Any = lambda: 0.0
-) -> tuple[list[Mapping[str, Any]], str]:
-    """Poll (every POLL_SECONDS: listing 10,000 pods loads the API server too) until
-    the load has settled: every pod exists, every released pod is bound, no gang is
-    partly bound, and the controller's own planning would release nothing more. Or
-    until `stalled` (`passes()`: the controller's passes so far), or the deadline.
-    The pods then, and which."""
+Finished = Callable[[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], bool]
+
+
+def _left_to_release(
+    pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]]
+) -> int:
+    """Gangs of the load's namespace that gangkeeper's own planning would release now."""
     from gangkeeper.policies.release.ungate import ungate_plan
     from gangkeeper.policies.settings.config import load_config
 
+    return len(ungate_plan(list(pods), list(nodes), load_config({}), time.time(),
+                           namespace=NAMESPACE).releases)
+
+
+def _nothing_left_to_release(
+    pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]]
+) -> bool:
+    return _left_to_release(pods, nodes) == 0
+
+
+def _settle(
+    rest: Any, specs: Sequence[GangSpec], log: Any, passes: Callable[[], float], *,
+    namespace: str = NAMESPACE, finished: Finished = _nothing_left_to_release,
+) -> tuple[list[Mapping[str, Any]], str]:
+    """Poll (every POLL_SECONDS: listing 10,000 pods loads the API server too) until
+    the load has settled: every pod exists, every released pod is bound, no gang is
+    partly bound, and `finished` (the deciding side would release nothing more). Or
+    until `stalled` (`passes()`: the deciding side's passes so far), or the deadline.
+    The pods then, and which."""
     expected = sum(s.size for s in specs)
     last: tuple[int, int, int] | None = None
     known = [0.0]
@@ -306,7 +402,7 @@ def _settle(
     stable_since, passes_then = time.monotonic(), counted()
     deadline = time.monotonic() + max(300.0, min(2400.0, expected * 0.24))
     while True:
-        pods = _listed(rest, f"/api/v1/namespaces/{NAMESPACE}/pods", log)
+        pods = _listed(rest, f"/api/v1/namespaces/{namespace}/pods", log)
         nodes = _listed(rest, "/api/v1/nodes", log)
         gated = sum(1 for p in pods if p["spec"].get("schedulingGates"))
         bound = sum(1 for p in pods if p["spec"].get("nodeName"))
@@ -318,12 +414,9 @@ def _settle(
                 f"(controller passes: {passes_then:.0f})")
         # Judged once per state: the planning below costs as much as the controller's
         # (a minute for 10,000 pods on a loaded machine) and shares its two cores.
-        if changed and len(pods) >= expected and len(pods) - gated == bound:
-            counts = outcome(specs, pods)
-            fits = ungate_plan(pods, nodes, load_config({}),
-                               time.time(), namespace=NAMESPACE).releases
-            if not counts["gangs_partly_bound"] and not fits:
-                return pods, "settled"
+        if (changed and len(pods) >= expected and len(pods) - gated == bound
+                and not outcome(specs, pods)["gangs_partly_bound"] and finished(pods, nodes)):
+            return pods, "settled"
         quiet, planned = time.monotonic() - stable_since, counted() - passes_then
         if stalled(quiet, planned):
             return pods, f"stalled ({quiet:.0f} s without a change, {planned:.0f} passes)"
@@ -332,42 +425,156 @@ def _settle(
         time.sleep(POLL_SECONDS)
 
 
-def _wait_namespace(rest: Any) -> None:
+def _wait_namespace(rest: Any, namespace: str) -> None:
     from gangkeeper.webhook.kube.api import ApiError
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
-            rest.get(f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default")
+            rest.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/default")
             return
         except ApiError:
             time.sleep(0.5)
 
 
-def _figures(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, Any]:
-    """Admission quantiles and planning time over the burst, from two scrapes."""
-    figures: dict[str, Any] = {}
-    for endpoint in ("mutate", "validate"):
-        old, new = _buckets(before, endpoint), _buckets(after, endpoint)
-        burst = [(le, new[le] - old.get(le, 0.0)) for le in new]
-        for name, q in (("p50", 0.5), ("p99", 0.99)):
-            value = histogram_quantile(burst, q)
-            figures[f"{endpoint}_{name}_ms"] = None if value is None else round(value * 1000, 2)
-    passes = after.get(PLAN_COUNT, 0.0) - before.get(PLAN_COUNT, 0.0)
-    key = "gangkeeper_controller_plan_seconds"
-    plan_s = after.get(f"{key}_sum", 0.0) - before.get(f"{key}_sum", 0.0)
-    return {
-        **figures,
-        "plan_passes": int(passes),
-        "plan_ms_per_pass": round(1000 * plan_s / passes, 1) if passes else None,
-    }
+def _delete_namespace(rest: Any, namespace: str, log: Any) -> float:
+    """Delete a namespace and wait until it is gone (its pods too): seconds taken.
+    Its JobSets, Jobs and pods go first, at once and without grace (the namespace
+    controller alone would delete the pods one by one with theirs)."""
+    from gangkeeper.webhook.kube.api import ApiError
+
+    started = time.monotonic()
+    ns = f"/namespaces/{namespace}"
+    # Owners first, or their controllers recreate the pods deleted next.
+    for path, query in (
+        (f"/apis/jobset.x-k8s.io/v1alpha2{ns}/jobsets", [("propagationPolicy", "Background")]),
+        (f"/apis/batch/v1{ns}/jobs", [("propagationPolicy", "Background")]),
+        (f"/api/v1{ns}/pods", [("gracePeriodSeconds", "0")]),
+    ):
+        try:
+            rest.request("DELETE", path, query, timeout=600)
+        except ApiError as err:  # a timed-out answer: the namespace's deletion ends it
+            log(f"DELETE {path}: {err}")
+    rest.request("DELETE", f"/api/v1/namespaces/{namespace}")
+    while time.monotonic() - started < 1800:
+        try:
+            rest.get(f"/api/v1/namespaces/{namespace}")
+        except ApiError as err:
+            if err.status == 404:
+                return time.monotonic() - started
+        time.sleep(POLL_SECONDS)
+    log(f"namespace {namespace} still there after 1800 s")
+    return time.monotonic() - started
+
+
+@dataclass
+class Phase:
+    """One burst of the trace into one namespace, and what the watch saw."""
+
+    pods: list[Mapping[str, Any]]
+    end: str
+    created_s: float
+    settled_s: float
+    lags: list[float]
+    create_ms: list[float]
+    failures: list[str]
+    watch_gaps: int
+
+    def figures(self, specs: Sequence[GangSpec], prefix: str = "") -> dict[str, Any]:
+        return {
+            f"{prefix}{key}": value for key, value in {
+                **{k: v for k, v in outcome(specs, self.pods).items()
+                   if k not in ("gangs", "pods_expected")},
+                "create_failures": len(self.failures), "created_s": round(self.created_s, 1),
+                "settled_s": round(self.settled_s, 1), "end": self.end,
+                "lifted_p50_s": _rounded(self.lags, 50, 3),
+                "lifted_p99_s": _rounded(self.lags, 99, 3),
+                "create_p50_ms": _rounded(self.create_ms, 50, 1),
+                "create_p99_ms": _rounded(self.create_ms, 99, 1),
+                "watch_gaps": self.watch_gaps,
+            }.items()
+        }
+
+
+def _rounded(values: Sequence[float], q: float, digits: int) -> float | None:
+    return round(percentile(list(values), q), digits) if values else None
+
+
+def _phase(
+    rest: Any, specs: Sequence[GangSpec], namespace: str, log: Any, *,
+    passes: Callable[[], float], gate: str | None = None,
+    finished: Finished = _nothing_left_to_release,
+    listener: Callable[[Mapping[str, Any]], None] | None = None,
+) -> Phase:
+    """Create the trace into `namespace` at once and wait until it settles, watching."""
+    from bench.pod_watch import Observer
+    from gangkeeper.policies.names import GATE
+
+    version = str(rest.get(f"/api/v1/namespaces/{namespace}/pods", [("limit", 1)])
+                  ["metadata"]["resourceVersion"])
+    watch = Observer(rest, version, namespace, gate=gate or GATE, listener=listener)
+    watch.thread.start()
+    burst, started = _Burst(rest), time.monotonic()
+    burst.run(specs, namespace, gate)
+    created_s = time.monotonic() - started
+    log(f"{namespace}: created in {created_s:.0f}s ({len(burst.failures)} failed)")
+    pods, how = _settle(rest, specs, log, passes, namespace=namespace, finished=finished)
+    ended = time.monotonic()
+    watch.stop.set()
+    # Copies: the watch's thread may still be stamping one last event.
+    seen, ungated, bound = dict(watch.seen), dict(watch.ungated), dict(watch.bound)
+    last = max([*seen.values(), *bound.values()], default=ended)
+    return Phase(
+        pods=list(pods), end=how, created_s=created_s,
+        settled_s=(last if how == "settled" else ended) - started,
+        lags=release_lags(pods, seen, ungated),
+        create_ms=burst.create_ms, failures=burst.failures, watch_gaps=watch.gaps,
+    )
+
+
+def _idle_admission(rest: Any, specs: Sequence[GangSpec]) -> None:
+    """IDLE_CREATES bare pods of the trace, one at a time, as dry runs: the webhooks
+    answer them as real creates; nothing is stored."""
+    bodies = [obj for spec in specs if spec.kind == "pods" for obj in _objects(spec)]
+    for path, body in bodies[:IDLE_CREATES]:
+        rest.request("POST", path, [("dryRun", "All")], body=body)
+
+
+@dataclass
+class Baseline:
+    phase: Phase
+    release_failures: list[str]
+    #: gangkeeper's CPU (cores) while the baseline ran beside it, watching only.
+    watching_cpu: float
+    cleared_s: float
+
+
+def _baseline(
+    rest: Any, sandbox: Any, specs: Sequence[GangSpec], pids: Sequence[int], log: Any
+) -> Baseline:
+    """Phase 1 (`bench.load_baseline`), its namespace deleted and gone afterwards."""
+    from bench.load_baseline import BASELINE_GATE, BASELINE_NAMESPACE, Releaser, node_slots
+
+    sandbox.kubectl("create", "namespace", BASELINE_NAMESPACE)
+    _wait_namespace(rest, BASELINE_NAMESPACE)
+    fleet = node_slots(_listed(rest, "/api/v1/nodes", log), GPUS_PER_NODE)
+    releaser = Releaser(rest, {s.name: s.size for s in specs}, fleet, owner)
+    cpu_before, started = sum(map(_cpu_seconds, pids)), time.monotonic()
+    # The releaser decides as pods arrive: quiet alone is a stall here.
+    phase = _phase(rest, specs, BASELINE_NAMESPACE, log, passes=time.monotonic,
+                   gate=BASELINE_GATE, listener=releaser,
+                   finished=lambda _pods, _nodes: releaser.undecided() == 0)
+    watching = (sum(map(_cpu_seconds, pids)) - cpu_before) / (time.monotonic() - started)
+    releaser.close()
+    cleared_s = _delete_namespace(rest, BASELINE_NAMESPACE, log)
+    log(f"baseline settled in {phase.settled_s:.0f}s ({phase.end}); "
+        f"its namespace deleted in {cleared_s:.0f}s")
+    return Baseline(phase, releaser.failures, watching, cleared_s)
 
 
 def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
     import ssl
 
-    from gangkeeper.policies.release.ungate import ungate_plan
-    from gangkeeper.policies.settings.config import load_config
     from gangkeeper.webhook.kube.client import api_client
     from gangkeeper.webhook.kube.rest import Rest
     from gangkeeper.webhook.sandbox import Sandbox
@@ -381,12 +588,9 @@ def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
             info = sandbox.up(fleet=None, node_count=nodes, timeout=1800,
                               components=("kwok", "jobset"))
             log(f"sandbox of {nodes} nodes up in {time.monotonic() - started:.0f}s")
-            sandbox.kubectl("create", "namespace", NAMESPACE)
-            sandbox.kubectl("label", "namespace", NAMESPACE, "gangkeeper.io/enabled=true")
             client = api_client(str(info.kubeconfig))
             client.configuration.connection_pool_maxsize = WORKERS + 4
             rest = Rest(client)
-            _wait_namespace(rest)
             # Admission and the controller are two processes (the default): admission's
             # figures from the one, planning's from the other, CPU and memory of each.
             record = sandbox.processes.record("gangkeeper")
@@ -401,44 +605,67 @@ def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
                         **_samples(_scrape(info.gangkeeper_url, tls))}
 
             pids = sorted({record.pid, control.pid})
+            baseline = _baseline(rest, sandbox, specs, pids, log)
+
+            sandbox.kubectl("create", "namespace", NAMESPACE)
+            sandbox.kubectl("label", "namespace", NAMESPACE, "gangkeeper.io/enabled=true")
+            _wait_namespace(rest, NAMESPACE)
+            idle = scrape()
+            _idle_admission(rest, specs)
             before = scrape()
-            cpu_before, burst_started = sum(map(_cpu_seconds, pids)), time.monotonic()
-            burst = _Burst(rest)
-            burst.run(specs)
-            created_s = time.monotonic() - burst_started
-            log(f"created in {created_s:.0f}s ({len(burst.failures)} failed)")
-            pods, how = _settle(rest, specs, log, lambda: _plan_count(control_url, tls))
-            settled_s = time.monotonic() - burst_started
-            cpu = (sum(map(_cpu_seconds, pids)) - cpu_before) / settled_s
-            rss, peak = process_memory_mb(record.pid)
-            control_rss, control_peak = process_memory_mb(control.pid)
+            cpu_before, load_started = sum(map(_cpu_seconds, pids)), time.monotonic()
+            load = _phase(rest, specs, NAMESPACE, log,
+                          passes=lambda: _plan_count(control_url, tls))
+            cpu = (sum(map(_cpu_seconds, pids)) - cpu_before) / (time.monotonic() - load_started)
             after = scrape()
-            left = ungate_plan(pods, _listed(rest, "/api/v1/nodes", log), load_config({}),
-                               time.time(), namespace=NAMESPACE)
+            memory = {name: process_memory_mb(r.pid) for name in sandbox.processes.names()
+                      if sandbox.processes.alive(name)
+                      and (r := sandbox.processes.record(name)) is not None}
+            left = _left_to_release(load.pods, _listed(rest, "/api/v1/nodes", log))
             rest.close_all()
-            return {
-                "nodes": nodes,
-                "gpus": nodes * GPUS_PER_NODE,
-                **outcome(specs, pods),
-                "gangs_left_gated_that_fit": len(left.releases),
-                "create_failures": len(burst.failures),
-                "created_s": round(created_s, 1),
-                "settled_s": round(settled_s, 1),
-                "end": how,
-                **_figures(before, after),
-                "create_p50_ms": round(percentile(burst.create_ms, 50), 1)
-                if burst.create_ms else None,
-                "create_p99_ms": round(percentile(burst.create_ms, 99), 1)
-                if burst.create_ms else None,
-                "gangkeeper_cpu_cores": round(cpu, 2),
-                "gangkeeper_rss_mb": round(rss, 1),
-                "gangkeeper_peak_mb": round(peak, 1),
-                "controller_rss_mb": round(control_rss, 1),
-                "controller_peak_mb": round(control_peak, 1),
-                "failures_sample": burst.failures[:3],
-            }
         finally:
             sandbox.down()
+    return {
+        "nodes": nodes, "gpus": nodes * GPUS_PER_NODE, "gangs": len(specs),
+        "pods_expected": sum(s.size for s in specs),
+        **load.figures(specs),
+        "gangs_left_gated_that_fit": left,
+        **baseline.phase.figures(specs, "baseline_"),
+        "baseline_release_failures": len(baseline.release_failures),
+        "settle_ratio": round(load.settled_s / baseline.phase.settled_s, 2)
+        if baseline.phase.settled_s > 0 else None,
+        "baseline_cleared_s": round(baseline.cleared_s, 1),
+        **_metric_figures(idle, before, after),
+        "gangkeeper_cpu_cores": round(cpu, 2),
+        "gangkeeper_cpu_cores_in_baseline": round(baseline.watching_cpu, 2),
+        **{f"rss_{name}_mb": round(rss, 1) for name, (rss, _) in sorted(memory.items())},
+        **{f"peak_{name}_mb": round(peak, 1) for name, (_, peak) in sorted(memory.items())},
+        "failures_sample": [*load.failures, *baseline.phase.failures,
+                            *baseline.release_failures][:3],
+    }
+
+
+def _metric_figures(
+    idle: Mapping[str, float], before: Mapping[str, float], after: Mapping[str, float]
+) -> dict[str, Any]:
+    """Admission quantiles idle (`idle` → `before`) and during the load (`before` →
+    `after`), and the planning passes of the load, from three scrapes."""
+    mutate = _quantiles_ms(before, after, ADMISSION, "mutate")
+    validate = _quantiles_ms(before, after, ADMISSION, "validate")
+    quiet = _quantiles_ms(idle, before, ADMISSION, "mutate")
+    plan = _quantiles_ms(before, after, PLAN)
+    passes = after.get(PLAN_COUNT, 0.0) - before.get(PLAN_COUNT, 0.0)
+    plan_s = after.get(f"{PLAN}_sum", 0.0) - before.get(f"{PLAN}_sum", 0.0)
+    return {
+        "mutate_p50_ms": mutate[0], "mutate_p99_ms": mutate[1],
+        "validate_p50_ms": validate[0], "validate_p99_ms": validate[1],
+        "mutate_idle_p50_ms": quiet[0], "mutate_idle_p99_ms": quiet[1],
+        "mutate_p99_vs_idle": round(mutate[1] / quiet[1], 2)
+        if mutate[1] and quiet[1] else None,
+        "plan_passes": int(passes),
+        "plan_ms_per_pass": round(1000 * plan_s / passes, 1) if passes else None,
+        "plan_p50_ms": plan[0], "plan_p99_ms": plan[1],
+    }
 
 
 def run(quick: bool, nodes: int | None = None, gangs: int | None = None) -> list[dict[str, Any]]:

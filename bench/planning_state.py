@@ -1,7 +1,7 @@
 """The cluster states `bench.planning` plans over, built in this process.
 
 The trace is `bench.load`'s (`gang_mix(gangs)`: bare annotated pods, Indexed Jobs and
-JobSets of 2 to 20 one-GPU members, 10 on average) on `fleet_of(nodes)` 8-GPU nodes, so
+JobSets of 2 to 32 one-GPU members, 10 on average) on `fleet_of(nodes)` 8-GPU nodes, so
 the figures here and the live load run describe the same cluster. Every pod is made
 as its controller makes it (ownerReferences to its Job, the Job's to its JobSet) and
 then admitted by the real `decide_pod`, whose patch (gang label, annotations, gate,
@@ -30,9 +30,11 @@ import jsonpatch
 from bench.load import GangSpec, gang_mix
 from gangkeeper.policies import Capacity, Config, decide_pod
 from gangkeeper.policies.admission.decision import Memos
+from gangkeeper.policies.assigner.pin import pin_of
 from gangkeeper.policies.cluster.observed_gangs import PodInfo, matters, pod_info
 from gangkeeper.policies.cluster.shared_parts import SharedParts
-from gangkeeper.policies.names import GANG_NAME_ANNOTATION, MIN_MEMBER_ANNOTATION, PIN_LABEL
+from gangkeeper.policies.names import GANG_NAME_ANNOTATION, MIN_MEMBER_ANNOTATION
+from gangkeeper.policies.podspec import placement_of
 from gangkeeper.policies.release.results import Plan
 from gangkeeper.webhook.controller.writes import ungate_patch
 from gangkeeper.webhook.sandbox.nodes import fleet_of
@@ -188,18 +190,18 @@ def released(pods: Sequence[dict[str, Any]], result: Plan, wall: float) -> list[
 def bound(
     pods: Sequence[dict[str, Any]], nodes: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Pinned, ungated pods bound where they were pinned, Running and Ready."""
-    by_host = {str(n["metadata"]["labels"].get(PIN_LABEL, "")): str(n["metadata"]["name"])
-               for n in nodes}
+    """Pinned, ungated pods bound where they were pinned (if that node is among
+    `nodes`, as the scheduler would), Running and Ready."""
+    names = {str(n["metadata"]["name"]) for n in nodes}
     out = []
     for pod in pods:
         spec = pod["spec"]
-        host = (spec.get("nodeSelector") or {}).get(PIN_LABEL)
-        if spec.get("schedulingGates") or not host:
+        pin = None if spec.get("schedulingGates") else pin_of(placement_of(spec))
+        if pin is None or pin.node not in names:
             out.append(pod)
             continue
         after = copy.deepcopy(pod)
-        after["spec"]["nodeName"] = by_host[host]
+        after["spec"]["nodeName"] = pin.node
         after["status"] = {"phase": "Running", "conditions": [
             {"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]}
         after["metadata"]["resourceVersion"] = str(int(pod["metadata"]["resourceVersion"]) + 1)

@@ -7,10 +7,11 @@ no gangkeeper, no neighbour):
 
 - the scheduler's client rate limit (`clientConnection.qps` / `burst`): its defaults,
   50 requests/s with a burst of 100, against a raised 500 / 1,000;
-- how the release pins a member to its node: gangkeeper's hostname label in
-  `nodeSelector` (every node is filtered: only one passes), against required node
-  affinity `matchFields: metadata.name In [node]`, which the NodeAffinity plugin turns
-  into `PreFilterResult.NodeNames`, so filtering runs on that node alone.
+- how the release pins a member to its node: the hostname label in `nodeSelector`
+  (gangkeeper's pin before; every node is filtered: only one passes), against required
+  node affinity `matchFields: metadata.name In [node]` (gangkeeper's pin now,
+  `assigner.pin`), which the NodeAffinity plugin turns into
+  `PreFilterResult.NodeNames`, so filtering runs on that node alone.
 
 Each trial creates `pods` one-GPU pods held by gangkeeper's gate, pinned one per node
 (spread over the fleet) in the trial's style, then lifts every gate from 32 connections
@@ -18,7 +19,8 @@ Each trial creates `pods` one-GPU pods held by gangkeeper's gate, pinned one per
 first and the last pod bound. Pods are created pinned and gated; only the gate is
 lifted (the scheduler's work is the same as after gangkeeper's own patch, which adds
 the pin as it lifts the gate). Baseline: the default client with the hostname pin, the
-state of a cluster that sets nothing, in the same run.
+state of a cluster that set nothing before gangkeeper pinned with matchFields, in the
+same run.
 
 `run(quick)` returns one row per (nodes, client, pin) for `python -m bench`. Starts and
 stops its own sandboxes (one per client setting and size) in temporary directories.

@@ -41,7 +41,6 @@ def fleet(racks: int, per_rack: int) -> list[NodeView]:
             labels={KEY: f"r{r:02d}"},
             taints=(),
             free={GPU: 8 if (r + i) % 3 else 4, "pods": 110},
-            hostname=f"r{r:02d}-n{i}",
         )
         for r in range(racks)
         for i in range(per_rack)

@@ -68,6 +68,11 @@ DURATION_BUCKETS: tuple[float, ...] = (
 WAIT_BUCKETS: tuple[float, ...] = (1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 #: Seconds to lift a gang's gates (one patch per member, in parallel).
 GATE_BUCKETS: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+#: Seconds of one planning pass: a few ms when nothing changed, seconds for a burst of
+#: tens of thousands of pods; buckets so the p50 and p99 of passes can be read.
+PLAN_BUCKETS: tuple[float, ...] = (
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)
 
 
 def _reason(reason: str, kind: EventType, when: str) -> str:
@@ -114,7 +119,8 @@ CONTROLLER_RELISTS = _metric(
     "gangkeeper_controller_relists_total", "counter", ("resource",),
     "Full re-lists of a watched resource (after 410 Gone or a broken watch).")
 CONTROLLER_PLAN_SECONDS = _metric(
-    "gangkeeper_controller_plan_seconds", "summary", (), "Time spent planning, per pass.")
+    "gangkeeper_controller_plan_seconds", "histogram", (), "Time spent planning, per pass.",
+    PLAN_BUCKETS)
 GANGS = _metric(
     "gangkeeper_gangs", "gauge", ("state",),
     "Gangs at the last pass by state (waiting, releasing, released).")

@@ -138,6 +138,29 @@ def node_eligible(
     )
 
 
+def named_nodes(placement: Placement) -> frozenset[str] | None:
+    """The only nodes the placement may use, when its required terms name them by
+    `metadata.name In` (the NodeAffinity plugin's `PreFilterResult.NodeNames`): the
+    union over the terms, each term's names the intersection of its `In` fields. None
+    when a term names none (or there is no term): any node may do.
+
+    A superset of the eligible nodes (nodeSelector, expressions and taints are not
+    read): callers still filter each one with `node_eligible`.
+    """
+    if not placement.required_terms:
+        return None
+    names: set[str] = set()
+    for term in placement.required_terms:
+        if not term.match_expressions and not term.match_fields:
+            continue  # an empty term matches nothing
+        sets = [frozenset(r.values) for r in term.match_fields
+                if r.key == "metadata.name" and r.operator == "In"]
+        if not sets:
+            return None
+        names |= frozenset.intersection(*sets)
+    return frozenset(names)
+
+
 def uses_node_identity(placement: Placement, identity_keys: Iterable[str]) -> bool:
     """Whether the answer can differ between nodes with equal labels and taints.
 

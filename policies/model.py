@@ -14,6 +14,12 @@ from typing import Any, Literal
 #: A Kubernetes object as the API server sends it: a JSON object, never a typed model.
 KubeObject = Mapping[str, Any]
 
+#: A key of a Node's `status` as gangkeeper's device view passes the Node on (never one
+#: the API server sends): GPUs of each resource that allocated ResourceClaims take on
+#: the node with no bound pod counting them (`dra.allocated`). The controller counts
+#: them as used; "could ever run" does not.
+HELD_BY_CLAIMS = "gangkeeper.io/heldByClaims"
+
 #: For `isinstance(value, JSON_OBJECT)`: true for any Mapping, like `isinstance(value,
 #: Mapping)`, but a dict (every object decoded from JSON) is answered by a C type
 #: check before the ABC's Python-level `__instancecheck__` is reached: 40 ns rather

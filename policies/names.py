@@ -85,8 +85,8 @@ KARPENTER_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "gangkeeper"
 
-#: Node label the controller pins a released member to (`spec.nodeSelector`, added in
-#: the patch that lifts the gate; placement `pinned`, the gate backend's default).
+#: Node label versions before the matchFields pin (`assigner.pin`) pinned a released
+#: member by (`spec.nodeSelector`); still read as a pin while such pods live.
 PIN_LABEL = "kubernetes.io/hostname"
 
 #: Annotation the controller writes in the same patch: when (RFC 3339) it released and

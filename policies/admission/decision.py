@@ -28,6 +28,7 @@ from functools import cached_property
 from typing import Any
 
 from ..cluster.capacity import Capacity
+from ..dra.shared import charged_once
 from ..errors import PolicyError
 from ..fit.feasibility import check_gang
 from ..model import JSON_OBJECT, Gang, KubeObject, OwnerLookup, PodMembership, PodsLookup, Verdict
@@ -160,6 +161,8 @@ def decide_pod(
             why = f"owner {unread} unknown"
             return PodDecision(None, allowed, skipped=why, unread_owner=unread)
         return PodDecision(None, allowed, skipped="not part of a gang")
+    # Shared ResourceClaims in its limits are one member's devices for the gang.
+    membership = replace(membership, gang=charged_once(membership.gang))
     verdict = _checked(membership.gang, capacity)
     if memos is not None:
         plan, ops = memos.plans.plan(pod, membership, config, namespace)
@@ -222,6 +225,7 @@ def validate_object(
     owners = memos.owners if memos is not None else None
     facts = memos.siblings if memos is not None else None
     gangs = recognize_object(obj, lookup, config, registry, siblings, owners=owners, facts=facts)
+    gangs = [charged_once(gang) for gang in gangs]
     decisions = [
         ObjectDecision(
             gang,

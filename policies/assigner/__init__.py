@@ -7,16 +7,17 @@ same patch that lifts the gate:
 
     constraints  `unmodeled(spec)`: the pod constraints the assigner does not model
                  (required pod (anti-)affinity, DoNotSchedule topology spread,
-                 hostPorts, PVC volumes, DRA claims); a gang with one is released
-                 unpinned, with the reason.
+                 hostPorts, PVC volumes, DRA claims a device count cannot place); a
+                 gang with one is released unpinned, with the reason.
     assign       `assign(members, nodes) -> Assignment | Unpinned | NoRoom`: an exact
                  search for small gangs, best-fit decreasing for large ones, over
                  every resource the scheduler checks and each member's eligibility.
     domains      `fewest_domains(members, nodes, key)`: the assignment over the fewest
                  domains of a node label (`gangkeeper.io/topology-preferred`).
-    pin          `pin_patch(...)`: the JSON patch that lifts gangkeeper's gate and adds
-                 `nodeSelector["kubernetes.io/hostname"]` (KEP-3838: additions to a
-                 gated pod's scheduling directives), never overwriting a user's key.
+    pin          `pin_patch(...)`: the JSON patch that lifts gangkeeper's gate and pins
+                 the pod with required node affinity `matchFields: metadata.name In
+                 [node]` in every term (KEP-3838: additions to a gated pod's
+                 scheduling directives); `pin_of(placement)` reads a pin back.
 
 Pure: plain values in, frozen dataclasses and JSON-patch lists out; no I/O.
 """
@@ -26,17 +27,18 @@ from __future__ import annotations
 from .assign import Assignment, Member, NodeView, NoRoom, Unpinned, assign
 from .constraints import unmodeled
 from .domains import fewest_domains
-from .pin import HOSTNAME_LABEL, pin_patch
+from .pin import Pin, pin_of, pin_patch
 
 __all__ = [
-    "HOSTNAME_LABEL",
     "Assignment",
     "Member",
     "NoRoom",
     "NodeView",
+    "Pin",
     "Unpinned",
     "assign",
     "fewest_domains",
+    "pin_of",
     "pin_patch",
     "unmodeled",
 ]

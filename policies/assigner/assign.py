@@ -3,10 +3,10 @@
 `assign(members, nodes)` returns
 - `Assignment`: member name → node name, such that each member is eligible on its
   node (nodeSelector, required node affinity, taints — `policies.eligibility`, the
-  scheduler's own filters), the node is Ready, not cordoned and has a hostname label
-  to pin on, and no node goes over any resource (every resource a member requests,
-  `pods` included) of its *free* amount — which the caller has already reduced by
-  bound pods, pods in flight and other gangs' pinned members;
+  scheduler's own filters), the node is Ready and not cordoned, and no node goes
+  over any resource (every resource a member requests, `pods` included) of its
+  *free* amount — which the caller has already reduced by bound pods, pods in
+  flight and other gangs' pinned members;
 - `Unpinned(reason)`: a member has a constraint the assigner does not model
   (`constraints.unmodeled`), so no pin can be promised; the gang goes to the scheduler
   unpinned;
@@ -68,8 +68,6 @@ class NodeView:
     free: Mapping[str, int]
     ready: bool = True
     unschedulable: bool = False
-    #: The value a pin selects on (`kubernetes.io/hostname`); "" when it has none.
-    hostname: str = ""
 
 
 @dataclass(frozen=True)
@@ -118,7 +116,7 @@ def eligible(member: Member, node: NodeView) -> bool:
 
 
 def eligible_for(placement: Placement, node: NodeView) -> bool:
-    if not node.ready or node.unschedulable or not node.hostname:
+    if not node.ready or node.unschedulable:
         return False
     return node_eligible(placement, node_name=node.name, labels=node.labels, taints=node.taints)
 

@@ -9,7 +9,9 @@ it does not check constraints between pods or on volumes:
 - topology spread with `whenUnsatisfiable: DoNotSchedule`: depends on the spread;
 - `hostPort`: two pods on one node may collide;
 - PersistentVolumeClaims and generic ephemeral volumes: a zonal volume binds a node;
-- DRA `resourceClaims`: devices the assigner does not count.
+- DRA `resourceClaims`, unless the caller counted their devices as the pod's requests
+  (`dra:<class>`, `webhook.kube.device_view`) and says whether a count can place them
+  (`claims`: `policies.dra.pinnable.pin_doubt`, "" when it can).
 
 A member with any of them makes its gang go unpinned (the scheduler places it), with
 the reason `unmodeled` returns. Soft preferences never matter here.
@@ -33,8 +35,11 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def unmodeled(spec: object) -> str:
-    """Why this pod cannot be pinned safely, or "" when it can."""
+def unmodeled(spec: object, claims: str | None = None) -> str:
+    """Why this pod cannot be pinned safely, or "" when it can.
+
+    `claims`: why its DRA claims cannot be placed by their devices' count ("" when
+    they can); None when their devices were not counted at all."""
     body = _mapping(spec)
     affinity = _mapping(body.get("affinity"))
     for kind in ("podAffinity", "podAntiAffinity"):
@@ -52,5 +57,5 @@ def unmodeled(spec: object) -> str:
         if "persistentVolumeClaim" in volume or "ephemeral" in volume:
             return f"volume {volume.get('name', '?')!s} (a claim may bind the pod to a zone)"
     if body.get("resourceClaims"):
-        return "DRA resourceClaims"
+        return "DRA resourceClaims whose devices are not counted" if claims is None else claims
     return ""

@@ -5,10 +5,16 @@ autoscaler choose the right node and the scheduler put it where the member may g
 the member's effective requests (every resource, computed as kube-scheduler does:
 the larger of app containers plus sidecars and the peak init container, plus
 overhead), nodeSelector, required node affinity, tolerations, topology spread
-constraints and schedulerName. It leaves out what could never be satisfied by a pod
-that is not a member: required pod (anti-)affinity names the members' labels, which a
-placeholder does not carry, so copying it could make the placeholder unschedulable
-(or repel the members themselves).
+constraints and schedulerName, and its DRA claims made from ResourceClaimTemplates
+(`spec.resourceClaims[].resourceClaimTemplateName`: templates are namespaced and
+reusable, so the placeholder gets claims of its own for the same devices, made by the
+resourceclaim controller and deleted with it). It leaves out what could never be
+satisfied by a pod that is not a member: required pod (anti-)affinity names the
+members' labels, which a placeholder does not carry, so copying it could make the
+placeholder unschedulable (or repel the members themselves); and a shared
+ResourceClaim (`resourceClaimName`), which the placeholder would reserve, and whose
+allocation, once made for the placeholder, would hold the devices on the
+placeholder's node for every pod that shares the claim.
 
 Pure: a pod dict in, a pod dict out.
 """
@@ -153,6 +159,14 @@ def placeholder_pod(
     affinity = _required_node_affinity(spec)
     if affinity is not None:
         pod_spec["affinity"] = affinity
+    claims = [
+        {"name": c["name"], "resourceClaimTemplateName": c["resourceClaimTemplateName"]}
+        for c in spec.get("resourceClaims") or []
+        if isinstance(c, Mapping) and c.get("name") and c.get("resourceClaimTemplateName")
+    ]
+    if claims:
+        # Allocated to the pod as a whole: no container needs to name them.
+        pod_spec["resourceClaims"] = claims
     metadata: dict[str, Any] = {
         "name": placeholder_name(member_name),
         "namespace": str(meta.get("namespace", "")),

@@ -17,11 +17,14 @@ any node, and is placed, pinned and held by what it requests (`plain=True` in
 before: a GPU member cannot use a node without GPUs, and a GPU gang never holds one.
 
 For the assigner the fleet also keeps its nodes grouped (`groups`): nodes of one
-*class* (labels other than per-node identity, taints, readiness, cordon, whether a pin
-can name them) with equal free amounts, each group a sorted run of node ranks, moved
-from group to group as pods are placed. A gang whose members read no node identity is
-then assigned over a few dozen groups instead of every node (`placement.assign_groups`),
-and nothing per node is rebuilt for it.
+*class* (labels other than per-node identity, taints, readiness, cordon) with equal
+free amounts, each group a sorted run of node ranks, moved from group to group as pods
+are placed. A gang whose members read no node identity is then assigned over a few
+dozen groups instead of every node (`placement.assign_groups`), and nothing per node is
+rebuilt for it.
+
+Devices that allocated ResourceClaims hold with no bound pod counting them
+(`NodeFacts.held`) are used on their node from the start, like a bound pod's.
 
 Pure: Node dicts (read by `policies.cluster.node_facts`) and `PodInfo`s in; eligibility comes from
 `policies.eligibility`.
@@ -34,21 +37,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..assigner.assign import Group, NodeView, free_key
-from ..eligibility import node_eligible, uses_node_identity
+from ..assigner.pin import pin_of
+from ..eligibility import named_nodes, node_eligible, uses_node_identity
 from ..errors import PolicyError
 from ..model import Placement
-from ..names import PIN_LABEL
 from ..settings.config import Config
 from .capacity import Capacity
 from .node_facts import NodeFacts, read_node
 from .observed_gangs import PodInfo
 
 _Free = tuple[tuple[str, int], ...]
+#: Before a node's name: the uid its claims' held devices are counted under.
+HELD_UID = "resourceclaims:"
 _NONE: Mapping[str, int] = {}
 #: Node dict → its facts (`nodes.read_node` with the pass's config, or a cache of it).
 NodeReader = Callable[[Mapping[str, Any]], NodeFacts]
 #: What decides a node's eligibility for a pod that reads no node identity.
-_Class = tuple[tuple[tuple[str, str], ...], tuple[Any, ...], bool, bool, bool]
+_Class = tuple[tuple[tuple[str, str], ...], tuple[Any, ...], bool, bool]
 #: One change `Fleet.log` records: ("add" | "unplace", uid, node, demand, requests) or
 #: ("reserve", names).
 FleetOp = tuple[Any, ...]
@@ -98,12 +103,13 @@ class Fleet:
         #: planner replays a gang's decision from it: `release.replay`).
         self.log: list[FleetOp] | None = None
         self._add_many((p.uid, p.node_name, p.demand, p.requests) for p in pods if p.node_name)
+        # Devices that claims hold with no bound pod counting them: used like a pod's.
+        self._add_many((f"{HELD_UID}{f.name}", f.name, f.held, f.held)
+                       for f in self.nodes.values() if f.held)
 
     def replay(self, ops: Iterable[FleetOp]) -> None:
-        """Do these ops again (`log` entries): pods out, then pods in (the capacity and
-        each node's view moved once per node), then nodes held. The end state is the
-        ops' in order: a pod comes out only where it went in before, and a held node
-        counts its pods whenever they came."""
+        """Do these `log` entries again: pods out, pods in (moved once per node), nodes
+        held; the end state is theirs in order (a held node counts pods whenever)."""
         ops = list(ops)
         for op in ops:
             if op[0] == "unplace":
@@ -114,9 +120,8 @@ class Fleet:
                 self.reserve_names(op[1])
 
     def copy(self) -> Fleet:
-        """An independent fleet of the same nodes, pods placed and nodes held (a planner
-        keeps one between passes and each pass changes its own copy). Node facts and
-        what only they decide (eligibility, classes) are shared: never changed in place."""
+        """An independent fleet of the same nodes, pods and holds (a planner's kept start,
+        each pass changing its own copy); what nodes alone decide is shared."""
         new = object.__new__(Fleet)
         new.__dict__.update(self.__dict__)
         new.capacity = self.capacity.copy()
@@ -172,8 +177,7 @@ class Fleet:
     def add_all(
         self, entries: Sequence[tuple[str, str, Mapping[str, int], Mapping[str, int] | None]]
     ) -> None:
-        """`add` of each (uid, node, demand, requests), the capacity and each node's
-        view and group moved once per node (a gang's members, placed together)."""
+        """`add` of each (uid, node, demand, requests), each node moved once (a gang's)."""
         if self.log is not None:
             self.log.extend(("add", *entry) for entry in entries)
         self._add_many(entries)
@@ -223,7 +227,6 @@ class Fleet:
                 free=self.free_all(name),
                 ready=facts.ready,
                 unschedulable=facts.unschedulable,
-                hostname=facts.labels.get(PIN_LABEL, ""),
             )
         return view
 
@@ -292,9 +295,13 @@ class Fleet:
     def _eligible_names(self, placement: Placement, plain: bool) -> tuple[str, ...]:
         identity = self.identity_labels
         grouping = self.grouping_of(plain)
+        named = named_nodes(placement)
         pinned = [(k, v) for k, v in placement.node_selector if k in identity]
-        if pinned:
-            # A pin (the hostname label) names one node: look it up, do not scan.
+        if named is not None:
+            # A pin (matchFields metadata.name) names its node: look it up, do not scan.
+            candidates = [n for n in sorted(named) if grouping.has(n)]
+        elif pinned:
+            # So does a label unique per node (an earlier version's hostname pin).
             candidates = sorted(grouping.with_label(*pinned[0]))
         elif uses_node_identity(placement, identity):
             candidates = grouping.names
@@ -338,11 +345,10 @@ class Fleet:
     def place(self, pod: PodInfo, *, pinnable: bool = False) -> str | None:
         """Take room for a pod on the first eligible node where it fits; None if none.
 
-        A pod without GPUs is placed only when its nodeSelector names one node, or
+        A pod without GPUs is placed only when it is pinned to one node (`pin_of`), or
         with `pinnable` (a member of a gang without GPUs, pinned where it is placed);
         it may use any node. With `pinnable`, only nodes a pin may name are used
-        (Ready, uncordoned, with a hostname label) and every resource the pod
-        requests must fit.
+        (Ready, uncordoned) and every resource the pod requests must fit.
         """
         name = self._first_fit(pod, pinnable=pinnable)
         if name is not None:
@@ -352,7 +358,7 @@ class Fleet:
     def _first_fit(self, pod: PodInfo, *, pinnable: bool) -> str | None:
         """The node `place` takes for the pod (nothing taken yet); None if none."""
         plain = not pod.demand
-        if plain and not pinnable and PIN_LABEL not in dict(pod.placement.node_selector):
+        if plain and not pinnable and pin_of(pod.placement) is None:
             return None
         demand = pod.demand.items()
         for name in self.eligible(pod.placement, plain=plain):
@@ -361,8 +367,7 @@ class Fleet:
             if not all(gpus.get(r, 0) - used.get(r, 0) >= a for r, a in demand):
                 continue
             if pinnable:
-                facts = self.nodes[name]
-                if not (facts.ready and facts.labels.get(PIN_LABEL)):
+                if not self.nodes[name].ready:
                     continue
                 left = self.free_all(name)
                 if not all(left.get(r, 0) >= a for r, a in pod.requests.items()):
@@ -423,7 +428,6 @@ class _Grouping:
                 facts.scheduling_taints,
                 facts.ready,
                 facts.unschedulable,
-                bool(facts.labels.get(PIN_LABEL)),
             )
             if kind not in classes:
                 classes[kind] = len(self._like)
@@ -442,6 +446,10 @@ class _Grouping:
         new._fleet, new._key, new._likes = fleet, dict(self._key), dict(self._likes)
         new._runs = {group: list(run) for group, run in self._runs.items()}
         return new
+
+    def has(self, name: str) -> bool:
+        """Whether `name` is one of the grouping's nodes."""
+        return name in self._rank
 
     def with_label(self, key: str, value: str) -> list[str]:
         """The nodes whose label `key` (one unique per node) is `value`."""
@@ -487,7 +495,6 @@ class _Grouping:
                     free=dict(group[1]),
                     ready=facts.ready,
                     unschedulable=facts.unschedulable,
-                    hostname=facts.labels.get(PIN_LABEL, ""),
                 )
             out.append(Group(like, run))
         return out

@@ -6,12 +6,12 @@ the other, oldest first, each on the first node it may use with room for its GPU
 At 1,000 nodes and 8,000 pods in flight that start was about half of a pass.
 `KeptFleet` keeps it and re-does only what a change can move:
 
-- A pod in flight that may use exactly one node (a pod pinned by its hostname label:
-  every gang member gangkeeper released pinned) competes only with the pods bound to
-  that node and the pods in flight before it pinned to the same node. First-fit of
-  such pods decomposes node by node, so a change re-places the pods of the nodes it
-  touches (the node a changed pod is bound to, or pinned to, before or after) and no
-  others.
+- A pod in flight that may use exactly one node (a pod pinned to it: every gang
+  member gangkeeper released pinned, by node name or, before, hostname label)
+  competes only with the pods bound to that node and the pods in flight before it
+  pinned to the same node. First-fit of such pods decomposes node by node, so a
+  change re-places the pods of the nodes it touches (the node a changed pod is bound
+  to, or pinned to, before or after) and no others.
 - A pod in flight that may use several nodes takes the first with room, so what it
   takes depends on every pod before it: while one exists, any change to a bound or
   in-flight pod re-places every pod in flight (the start of a pass from scratch).
@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..assigner.pin import pin_of
 from ..model import Placement
-from ..names import PIN_LABEL
 from ..settings.config import Config
 from .fleet import Fleet, NodeReader
 from .kept_capacity import KeptCapacity
@@ -148,7 +148,7 @@ class KeptFleet:
         if found is None:
             assert self.fleet is not None
             found = ""
-            if not plain or PIN_LABEL in dict(pod.placement.node_selector):
+            if not plain or pin_of(pod.placement) is not None:
                 names = self.fleet.eligible(pod.placement, plain=plain)
                 if names:
                     found = names[0] if len(names) == 1 else _MANY

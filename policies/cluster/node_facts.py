@@ -17,7 +17,7 @@ from math import floor
 from typing import Any
 
 from ..errors import InvalidObject
-from ..model import KubeObject, Taint
+from ..model import HELD_BY_CLAIMS, KubeObject, Taint
 from ..podspec import as_list, as_mapping, as_str, field_path, resource_amount
 from ..quantity import parse_quantity
 from ..settings.config import Config
@@ -63,6 +63,9 @@ class NodeFacts:
     allocatable: Mapping[str, int] = field(default_factory=dict)
     #: The Ready condition is True, or the Node reports no Ready condition at all.
     ready: bool = True
+    #: GPUs that allocated ResourceClaims take with no bound pod counting them
+    #: (`model.HELD_BY_CLAIMS`): not free now, still offered for "could ever run".
+    held: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def scheduling_taints(self) -> tuple[Taint, ...]:
@@ -131,9 +134,21 @@ def read_node(node: KubeObject, config: Config) -> NodeFacts:
         if floor(amount) > 0:
             gpus[resource] = floor(amount)
     allocatable.update(gpus)
+    held_path = f"{where}: status.{HELD_BY_CLAIMS}"
+    held = {
+        as_str(r, held_path): min(gpus.get(r, 0), _count(n, field_path(held_path, str(r))))
+        for r, n in as_mapping(status.get(HELD_BY_CLAIMS), held_path).items()
+    }
     return NodeFacts(
-        name, labels, tuple(taints), unschedulable, gpus, allocatable, _ready(status)
+        name, labels, tuple(taints), unschedulable, gpus, allocatable, _ready(status),
+        {r: n for r, n in held.items() if n > 0},
     )
+
+
+def _count(value: object, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidObject(path, f"must be a whole number, got {value!r}")
+    return value
 
 
 def _ready(status: Mapping[str, Any]) -> bool:
@@ -168,6 +183,8 @@ def node_fields(node: Mapping[str, Any]) -> dict[str, Any] | None:
         if key in spec:
             slim_spec[key] = spec[key]
     slim_status: dict[str, Any] = {"allocatable": allocatable}
+    if isinstance(status, Mapping) and HELD_BY_CLAIMS in status:
+        slim_status[HELD_BY_CLAIMS] = status[HELD_BY_CLAIMS]
     conditions = status.get("conditions") if isinstance(status, Mapping) else None
     if isinstance(conditions, list):
         # Only Ready is read (placement never picks a NotReady node); the heartbeat

@@ -28,6 +28,7 @@ from typing import Any, cast, get_args
 
 from .. import names
 from ..assigner.constraints import unmodeled
+from ..assigner.pin import affinity_levels, pin_of
 from ..errors import InvalidObject
 from ..model import Backend, Placement
 from ..podspec import placement_of, pod_demand, pod_requests
@@ -93,6 +94,9 @@ class PodInfo:
     requests: Mapping[str, int] = field(default_factory=dict)
     #: Why the pod cannot be pinned (`placement.unmodeled`); "" when it can.
     unpinnable: str = ""
+    #: How much of the path to required node affinity the spec has
+    #: (`pin.affinity_levels`): where the pin patch writes. 0 for a non-member.
+    affinity_levels: int = 0
     #: `spec.priority` (set from the PriorityClass at creation); 0 when absent.
     priority: int = 0
     #: `spec.priorityClassName`; "" when absent. A native PodGroup names it too.
@@ -215,11 +219,17 @@ def is_live(pod: Mapping[str, Any]) -> bool:
 
 
 def pod_info(
-    pod: Mapping[str, Any], config: Config, shared: SharedParts | None = None
+    pod: Mapping[str, Any],
+    config: Config,
+    shared: SharedParts | None = None,
+    *,
+    claims: str | None = None,
 ) -> PodInfo:
     """Reduce a pod dict to `PodInfo`; a malformed spec is recorded, never raised.
 
-    With `shared`, equal demands and placements are one object across pods.
+    With `shared`, equal demands and placements are one object across pods. `claims`:
+    the pod's DRA claims were counted as its requests, and why that count cannot place
+    them ("" when it can; `assigner.constraints.unmodeled`); None when not counted.
     """
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -258,7 +268,8 @@ def pod_info(
         demand=shared.demand(demand) if shared else MappingProxyType(demand),
         placement=shared.placement(placement) if shared else placement,
         requests=shared.demand(requests) if shared else MappingProxyType(requests),
-        unpinnable=unmodeled(spec) if gang else "",
+        unpinnable=unmodeled(spec, claims) if gang else "",
+        affinity_levels=affinity_levels(spec) if gang else 0,
         priority=priority if type(priority) is int else 0,
         priority_class=sys.intern(str(spec.get("priorityClassName") or "")) if gang else "",
         released_at=parse_time(annotations.get(names.RELEASED_AT_ANNOTATION)) if gang else 0.0,
@@ -296,13 +307,13 @@ def same_for_planning(old: PodInfo, new: PodInfo) -> bool:
 
 def matters(info: PodInfo) -> bool:
     """Whether a plan can depend on this pod: a gang member, one that wants GPUs, or
-    one that takes room on a known node (bound, or in flight with a hostname pin):
+    one that takes room on a known node (bound, or in flight with a pin):
     placement counts its cpu, memory and pod slot there.
 
     Any other pod takes nothing a plan can place (an unbound pod without GPUs may go
     to any node, most likely one without GPUs), so the controller need not keep it.
     """
-    pinned = info.in_flight and any(k == names.PIN_LABEL for k, _ in info.placement.node_selector)
+    pinned = info.in_flight and pin_of(info.placement) is not None
     return bool(info.gang or info.demand or info.node_name or pinned or info.placeholder_for)
 
 

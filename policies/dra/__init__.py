@@ -7,6 +7,9 @@
 - `capacity`: per node, how many devices each class can be given, or "unknown".
 - `claims`: what pods ask of each class through ResourceClaimTemplates and shared
   ResourceClaims.
+- `resource_names`: the `dra:<class>` names devices are counted under, and their text.
+- `shared`: a shared ResourceClaim's devices asked once per gang.
+- `allocated`: devices that allocated ResourceClaims hold.
 
 The wire format is `k8s.io/api/resource/v1/types.go` (kubernetes/api); every field
 read is named after it. Pure: plain dicts in, frozen dataclasses out; no I/O and no
@@ -20,7 +23,6 @@ from .claims import (
     pod_claims,
     read_claim,
     read_claim_template,
-    shared_demand,
 )
 from .class_capacity import UNKNOWN, NodeClassCapacity, class_capacity
 from .classes import DeviceClass, SelectorVerdict, read_device_class, selects
@@ -43,5 +45,4 @@ __all__ = [
     "read_device_class",
     "read_resource_slice",
     "selects",
-    "shared_demand",
 ]

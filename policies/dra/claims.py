@@ -21,13 +21,18 @@ How each request is counted, so that a count is never more than the allocator ne
 - A request's own `selectors` narrow the class's devices; they are not applied, so the
   class's count may overstate what the request can use (never the other way).
 
+Where that count may differ from what the allocator takes on a node (All,
+firstAvailable with more than one alternative, adminAccess, a request's own selectors,
+a request left out) the demand keeps the reason in `doubts`: the count still judges
+whether the gang could fit, but it cannot promise a node (`pinnable.pin_doubt`).
+
 Pure: plain dicts in, frozen dataclasses out.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,14 +44,16 @@ _MODES = ("ExactCount", "All")
 
 @dataclass(frozen=True)
 class DeviceDemand:
-    """Devices asked of each class: `counts` exactly, and all of each class in `every`."""
+    """Devices asked of each class: `counts` exactly, and all of each class in `every`;
+    `doubts`: why a node with that many free devices may still not satisfy a request."""
 
     counts: Mapping[str, int] = field(default_factory=dict)
     every: frozenset[str] = frozenset()
+    doubts: frozenset[str] = frozenset()
 
     def plus(self, other: DeviceDemand) -> DeviceDemand:
         return DeviceDemand(dict(Counter(self.counts) + Counter(other.counts)),
-                            self.every | other.every)  # fmt: skip
+                            self.every | other.every, self.doubts | other.doubts)  # fmt: skip
 
 
 def _alternative(raw: object, path: str) -> tuple[str, int | None] | None:
@@ -92,6 +99,26 @@ def _request(raw: object, path: str) -> tuple[str, int | None] | None:
     return classes.pop(), (1 if None in counts else min(exact))
 
 
+def _doubt(raw: object) -> str:
+    """Why counting this (valid) request may not be what the allocator takes on a node;
+    "" when the count is exactly that."""
+    body = raw if isinstance(raw, Mapping) else {}
+    name = body.get("name", "?")
+    alternatives = body.get("firstAvailable") or [{}]
+    if "exactly" not in body and len(alternatives) > 1:
+        return f"request {name} has firstAvailable alternatives (counted as its smallest)"
+    exact = body["exactly"] if "exactly" in body else alternatives[0]
+    if not isinstance(exact, Mapping):
+        return ""
+    if exact.get("allocationMode") == "All":
+        return f"request {name} asks every device of its class on the node (allocationMode All)"
+    if exact.get("adminAccess") is True:
+        return f"request {name} asks admin access (counted as no device)"
+    if exact.get("selectors"):
+        return f"request {name} narrows its class with selectors of its own"
+    return ""
+
+
 def claim_spec_demand(spec: object, path: str) -> DeviceDemand:
     """The demand of one `ResourceClaimSpec`."""
     body = as_mapping(spec, path)
@@ -99,10 +126,13 @@ def claim_spec_demand(spec: object, path: str) -> DeviceDemand:
     requests_path = field_path(devices_path, "requests")
     counts: Counter[str] = Counter()
     every: set[str] = set()
+    doubts: set[str] = set()
     raw_requests = as_list(as_mapping(body.get("devices"), devices_path).get("requests"),
                            requests_path)  # fmt: skip
     for i, raw in enumerate(raw_requests):
         asked = _request(raw, field_path(requests_path, i))
+        # Every request left out (None) has a doubt: adminAccess, or alternatives.
+        doubts.update(filter(None, [_doubt(raw)]))
         if asked is None:
             continue
         device_class, count = asked
@@ -110,7 +140,7 @@ def claim_spec_demand(spec: object, path: str) -> DeviceDemand:
             every.add(device_class)
         else:
             counts[device_class] += count
-    return DeviceDemand(dict(counts), frozenset(every))
+    return DeviceDemand(dict(counts), frozenset(every), frozenset(doubts))
 
 
 def read_claim_template(obj: Mapping[str, Any]) -> tuple[str, DeviceDemand]:
@@ -164,14 +194,3 @@ def pod_claims(spec: object, templates: Mapping[str, DeviceDemand],
         else:
             unresolved.add(template)
     return PodClaims(own, frozenset(shared), frozenset(unresolved))
-
-
-def shared_demand(pods: Iterable[PodClaims], claims: Mapping[str, DeviceDemand]) -> DeviceDemand:
-    """The shared ResourceClaims of a set of pods, each counted once however many
-    pods name it; one not in `claims` counts nothing."""
-    names = set().union(*(p.shared for p in pods))
-    total = DeviceDemand()
-    for name in sorted(names):
-        if name in claims:
-            total = total.plus(claims[name])
-    return total

@@ -13,14 +13,16 @@ as GPUs with no DRA knowledge of their own; the names are added to the config's
 
 Where a count is UNKNOWN (cluster/capacity.py) the node gets `UNCOUNTED` devices: nothing is
 refused on its account. An All request asks for the fewest devices any node offers the
-class (at least one): it takes the whole node, which is not charged. Shared
-ResourceClaims are left out here (each pod would be charged the whole claim; the
-gang-level count, `claims.shared_demand`, is not wired into the packing yet).
+class (at least one): it takes the whole node, which is not charged. A shared
+ResourceClaim (given in `shared`) becomes a limit of its own name, `dra:<class>@<claim>`,
+that `shared.charged_once` turns into one member's devices for the whole gang; one not
+given, or with `shared` None (the controller, which counts allocated claims on their
+nodes instead), is left out: its devices are not counted.
 
 A pod naming a ResourceClaimTemplate that was not given is an `InvalidObject` at
 that entry: its devices cannot be counted, and a pod seen as asking none would pass.
 
-Pure: returns new dicts, never changes those given.
+Pure: never changes the dicts given; what it returns shares their unchanged parts.
 """
 
 from __future__ import annotations
@@ -31,17 +33,25 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InvalidObject
+from ..model import HELD_BY_CLAIMS, JSON_OBJECT
 from ..podspec import field_path
 from ..quantity import MAX_GPUS_PER_POD
 from ..settings.config import Config
+from .allocated import DeviceKey
 from .claims import DeviceDemand, pod_claims
 from .class_capacity import UNKNOWN, class_capacity
-from .classes import DeviceClass
-from .slices import ResourceSlice, node_devices
+from .classes import DeviceClass, SelectorVerdict, selects
+from .resource_names import PREFIX, shared_name
+from .slices import Device, ResourceSlice, node_devices
 
+#: What `with_claim_limits` looks into for pod specs (a dict first: a C type check).
+_NESTED = (dict, list, Mapping)
+#: Keys under which no pod spec is ever found.
+_NO_POD_SPEC = frozenset({"metadata", "status"})
 #: Devices of a class on a node whose count is unknown: more than any pod may ask.
 UNCOUNTED = MAX_GPUS_PER_POD
-PREFIX = "dra:"
+__all__ = ["PREFIX", "UNCOUNTED", "nodes_with_devices", "with_claim_limits",
+           "with_device_resources"]
 
 
 def _labels(node: Mapping[str, Any]) -> Mapping[str, str]:
@@ -53,10 +63,21 @@ def nodes_with_devices(
     nodes: Iterable[Mapping[str, Any]],
     slices: Iterable[ResourceSlice],
     classes: Iterable[DeviceClass],
+    held: frozenset[DeviceKey] = frozenset(),
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """(Nodes with their classes' devices in `status.allocatable`, the fewest devices
-    of each class a node offers, for All requests)."""
-    held_slices, held_classes = list(slices), list(classes)
+    of each class a node offers, for All requests). The `held` devices (`allocated`)
+    a class counts on a node are in the Node's `status` under `HELD_BY_CLAIMS`."""
+    held_classes = list(classes)
+    # A slice naming its node is offered to that node alone: only the others are
+    # looked at for every node (O(nodes + slices), not nodes x slices).
+    named: dict[str, list[ResourceSlice]] = {}
+    anywhere: list[ResourceSlice] = []
+    for piece in slices:
+        if piece.selection is not None and piece.selection.node_name and not piece.shared_counters:
+            named.setdefault(piece.selection.node_name, []).append(piece)
+        else:
+            anywhere.append(piece)
     out: list[dict[str, Any]] = []
     fewest: dict[str, int] = {}
     for node in nodes:
@@ -64,72 +85,115 @@ def nodes_with_devices(
         name = str((copied.get("metadata") or {}).get("name", ""))
         status = copied.setdefault("status", {})
         allocatable = status.setdefault("allocatable", {})
-        devices = node_devices(held_slices, name, _labels(copied))
+        devices = node_devices([*named.get(name, ()), *anywhere], name, _labels(copied))
         for device_class in held_classes:
             counted = class_capacity(device_class, devices)
             if counted == 0:
                 continue
             amount = UNCOUNTED if counted is UNKNOWN else counted
             extended = device_class.extended_resource_name
-            if extended and extended not in allocatable:
+            serves_extended = bool(extended) and extended not in allocatable
+            if serves_extended:
                 allocatable[extended] = str(amount)
             allocatable[PREFIX + device_class.name] = str(amount)
-            if counted is not UNKNOWN:
-                fewest[device_class.name] = min(fewest.get(device_class.name, amount), amount)
+            if counted is UNKNOWN:
+                continue
+            fewest[device_class.name] = min(fewest.get(device_class.name, amount), amount)
+            taken = _held(device_class, devices, held) if held else 0
+            if taken:
+                held_here = status.setdefault(HELD_BY_CLAIMS, {})
+                held_here[PREFIX + device_class.name] = taken
+                if serves_extended:
+                    held_here[extended] = taken
         out.append(copied)
     return out, fewest
 
 
+def _held(device_class: DeviceClass, devices: list[Device], held: frozenset[DeviceKey]) -> int:
+    """How many of a node's devices of the class are held by claims."""
+    return sum(
+        (d.driver, d.pool, d.name) in held and selects(device_class, d) is SelectorVerdict.ACCEPTED
+        for d in devices
+    )  # fmt: skip
+
+
 def with_device_resources(config: Config, classes: Iterable[DeviceClass]) -> Config:
-    """The config counting the classes' resources as GPUs."""
-    names = [PREFIX + c.name for c in classes]
+    """The config counting the classes' resources (and shared claims' devices) as GPUs."""
+    names = [n for c in classes for n in (PREFIX + c.name, shared_name(c.name, "*"))]
     names += [c.extended_resource_name for c in classes if c.extended_resource_name]
     added = tuple(n for n in dict.fromkeys(names) if not config.is_gpu_resource(n))
     return dataclasses.replace(config, gpu_resources=(*config.gpu_resources, *added))
 
 
-def _limits(demand: DeviceDemand, fewest: Mapping[str, int]) -> dict[str, str]:
+def _limits(demand: DeviceDemand, fewest: Mapping[str, int], claim: str = "") -> dict[str, int]:
+    """`demand` as limits of `dra:<class>`, or of `claim`'s own names when it is shared."""
+
+    def name(class_name: str) -> str:
+        return shared_name(class_name, claim) if claim else PREFIX + class_name
+
     limits: dict[str, int] = {}
     for class_name, count in demand.counts.items():
-        limits[PREFIX + class_name] = count
+        limits[name(class_name)] = count
     for class_name in demand.every:
-        limits[PREFIX + class_name] = limits.get(PREFIX + class_name, 0) + fewest.get(
-            class_name, 1
-        )
-    return {k: str(v) for k, v in limits.items()}
+        limits[name(class_name)] = limits.get(name(class_name), 0) + fewest.get(class_name, 1)
+    return limits
 
 
 def with_claim_limits(
     obj: Mapping[str, Any],
     templates: Mapping[str, DeviceDemand],
     fewest: Mapping[str, int],
+    shared: Mapping[str, DeviceDemand] | None = None,
 ) -> dict[str, Any]:
     """`obj` with every pod spec in it (a mapping with `containers` and
-    `resourceClaims`) asking its claims' devices in its first container's limits."""
+    `resourceClaims`) asking its claims' devices in its first container's limits:
+    its templates' as `dra:<class>`, the `shared` claims it names under their own
+    names (module docstring)."""
 
     def walk(value: Any, path: str) -> Any:
+        # Only what changes is copied: the rest is shared with `obj` (never changed).
         if isinstance(value, list):
-            return [walk(v, f"{path}[{i}]") for i, v in enumerate(value)]
-        if not isinstance(value, Mapping):
+            items = [walk(v, f"{path}[{i}]") for i, v in enumerate(value)]
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        if not isinstance(value, JSON_OBJECT):
             return value
-        out = {k: walk(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
-        containers = out.get("containers")
-        if out.get("resourceClaims") and isinstance(containers, list) and containers:
-            claims = pod_claims(out, templates, path or "spec")
+        containers = value.get("containers")
+        if containers is None:
+            # Not a pod spec: one may be inside (a template), never in metadata or status.
+            out: dict[str, Any] | None = None
+            for k, v in value.items():
+                if isinstance(v, _NESTED) and k not in _NO_POD_SPEC:
+                    walked = walk(v, f"{path}.{k}" if path else str(k))
+                    if walked is not v:
+                        out = dict(value) if out is None else out
+                        out[k] = walked
+            return value if out is None else out
+        if value.get("resourceClaims") and isinstance(containers, list) and containers:
+            claims = pod_claims(value, templates, path or "spec")
             if claims.unresolved:
                 # Its devices cannot be counted: refuse to judge rather than see a pod
                 # that asks no GPUs (as a TrainJob without its runtime is refused).
-                _raise_unresolved(out["resourceClaims"], sorted(claims.unresolved)[0],
+                _raise_unresolved(value["resourceClaims"], sorted(claims.unresolved)[0],
                                   field_path(path or "spec", "resourceClaims"))
             extra = _limits(claims.own, fewest)
-            if extra and isinstance(containers[0], dict):
-                resources = containers[0].setdefault("resources", {})
-                limits = resources.setdefault("limits", {})
-                limits.update(extra)
-        return out
+            for name in sorted(claims.shared):
+                if shared is not None and name in shared:
+                    extra.update(_limits(shared[name], fewest, name))
+            if extra and isinstance(containers[0], JSON_OBJECT):
+                return {**value,
+                        "containers": [_with_limits(containers[0], extra), *containers[1:]]}
+        return value
 
-    result: dict[str, Any] = walk(obj, "")
+    result: dict[str, Any] = dict(walk(obj, ""))
     return result
+
+
+def _with_limits(container: Mapping[str, Any], extra: Mapping[str, int]) -> dict[str, Any]:
+    """A copy of `container` with `extra` added to its limits."""
+    resources = dict(container.get("resources") or {})
+    resources["limits"] = {**(resources.get("limits") or {}),
+                           **{k: str(v) for k, v in extra.items()}}
+    return {**container, "resources": resources}
 
 
 def _raise_unresolved(entries: list[Any], template: str, path: str) -> None:

@@ -49,6 +49,7 @@ from itertools import combinations, pairwise
 
 from ..cluster.capacity import Capacity
 from ..cluster.node_shapes import Bin
+from ..dra.resource_names import resource_text
 from ..memo import MISSING
 from ..model import Gang, Placement, Verdict
 from .packing import Item, Outcome, Problem, per_node, search
@@ -159,7 +160,7 @@ def _nodes_text(bins: Sequence[Bin], resource: str) -> str:
     )
     total = sum(n for _, n in amounts)
     if not total:
-        return f"no node it may use has {resource}"
+        return f"no node it may use has {resource_text(resource)}"
     merged: dict[int, int] = {}
     for amount, n in amounts:
         merged[amount] = merged.get(amount, 0) + n
@@ -174,7 +175,7 @@ def _demand_text(items: Sequence[Item], resource: str) -> str:
     parts = [(i.count, i.needs(resource)) for i in items if i.needs(resource)]
     total = sum(c * a for c, a in parts)
     terms = " + ".join(f"{c} {TIMES} {a}" for c, a in parts)
-    return f"{terms} {resource} = {total}"
+    return f"{terms} {resource_text(resource)} = {total}"
 
 
 def _who(gang: Gang, problem: Problem, items: Sequence[Item]) -> str:
@@ -243,9 +244,10 @@ def _member_bounds(gang: Gang, problem: Problem) -> _Finding | None:
         placeable += min(slots, item.count)
         if problem.skips:
             continue
-        wants = " + ".join(f"{a} {r}" for r, a in item.demand)
+        wants = " + ".join(f"{a} {resource_text(r)}" for r, a in item.demand)
         if slots == 0:
-            largest = ", ".join(f"{max(b.amount(r) for b in bins)} {r}" for r, _ in item.demand)
+            largest = ", ".join(f"{max(b.amount(r) for b in bins)} {resource_text(r)}"
+                                for r, _ in item.demand)
             return _Finding(
                 Outcome.IMPOSSIBLE,
                 "member-too-big",
@@ -314,11 +316,12 @@ def _wait_warning(gang: Gang, capacity: Capacity, problem: Problem | None) -> st
             if free < need:
                 text = (
                     f"gang {name} fits the cluster but only {free} of the {need} "
-                    f"{resource} it needs are free now; it will wait"
+                    f"{resource_text(resource)} it needs are free now; it will wait"
                 )
                 if len(text) > MAX_WARNING:
                     # Too long to keep whole: what happens first, the numbers after.
-                    text = f"gang {name} will wait: {free} of {need} {resource} free now"
+                    text = (f"gang {name} will wait: {free} of {need} "
+                            f"{resource_text(resource)} free now")
                 return fit_warning(text)
     return fit_warning(f"gang {name} fits the cluster but not the GPUs free now; it will wait")
 

@@ -26,6 +26,7 @@ from collections import Counter
 
 from ..cluster.capacity import Capacity
 from ..cluster.node_resources import OtherVector, shown, unknown
+from ..dra.resource_names import resource_text
 from ..model import Gang, Role
 
 
@@ -85,7 +86,8 @@ def check_resources(gang: Gang, capacity: Capacity) -> tuple[str, str] | None:
         largest = ", ".join(
             shown(r, _largest(vectors, r)) for r in sorted(role.requests) if not unknown(vectors, r)
         )
-        gpu_text = " + ".join(f"{a} {r}" for r, a in sorted(_gpus(role, capacity).items()))
+        gpu_text = " + ".join(
+            f"{a} {resource_text(r)}" for r, a in sorted(_gpus(role, capacity).items()))
         needs = f"{gpu_text} with {wants}" if gpu_text else wants
         return "member-too-big", (
             f"{who} (role {role.name}): each member needs {needs} on one "

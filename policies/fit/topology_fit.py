@@ -14,6 +14,7 @@ Pure: `Gang` and `Capacity` in; (allowed, reason or warning) out.
 from __future__ import annotations
 
 from ..cluster.capacity import Capacity
+from ..dra.resource_names import resource_text
 from ..model import Gang
 
 
@@ -52,12 +53,12 @@ def check_topology(gang: Gang, capacity: Capacity) -> tuple[bool, str] | None:
         largest = max((d.get(resource, 0) for d in domains.values()), default=0)
         if total > largest:
             where = (
-                f"the largest {key} domain holds {largest} {resource}"
+                f"the largest {key} domain holds {largest} {resource_text(resource)}"
                 if domains
                 else f"no node it may use has label {key}"
             )
             return False, (
                 f"{who} must run inside one {key} domain; {where}; the gang needs "
-                f"{total} {resource}"
+                f"{total} {resource_text(resource)}"
             )
     return None

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from ..cluster.capacity import Capacity
+from ..dra.resource_names import resource_text
 from ..errors import PolicyError
 from ..fit.feasibility import check_gang
 from ..fit.warning_text import fit_warning
@@ -225,7 +226,7 @@ def unseen_warning(gang: Gang, capacity: Capacity) -> str:
         for b in bins
         if 0 in b.eligible
     )
-    each = " + ".join(f"{a} {res}" for res, a in sorted(demand.items()))
+    each = " + ".join(f"{a} {resource_text(res)}" for res, a in sorted(demand.items()))
     name = f"{gang.namespace}/{gang.name}"
     if len(name) > 40:
         name = name[:39] + "…"
@@ -239,7 +240,8 @@ def all_seen_note(gang: Gang) -> str:
     """For a pod-based gang with every member seen: "all 5 members seen: 15 nvidia.com/gpu"."""
     if gang.recognizer not in POD_BASED or any(r.name == UNSEEN for r in gang.roles):
         return ""
-    total = ", ".join(f"{a} {res}" for res, a in sorted(gang.total_demand().items()) if a)
+    total = ", ".join(
+        f"{a} {resource_text(res)}" for res, a in sorted(gang.total_demand().items()) if a)
     return f"all {gang.size} members seen: {total or 'no GPUs'}"
 
 

@@ -23,6 +23,7 @@ from ..autoscaling.provisioning import request_info
 from ..cluster.capacity import Capacity
 from ..cluster.fleet import Fleet
 from ..cluster.observed_gangs import GangObservation, PodInfo, is_live, observe_gangs, pod_info
+from ..dra.resource_names import resource_text
 from ..errors import NotAGang as NotAGang
 from ..fit.feasibility import check_gang
 from ..settings.config import Config
@@ -224,7 +225,7 @@ def _held_note(expl: Explanation, resources: Sequence[str]) -> str:
     if not held:
         return ""
     owners = ", ".join(gang for gang, _ in expl.held_by)
-    amounts = ", ".join(f"{n} {res}" for res, n in held)
+    amounts = ", ".join(f"{n} {resource_text(res)}" for res, n in held)
     return f"; {amounts} of them held for {owners}, which came first"
 
 
@@ -245,11 +246,13 @@ def render(expl: Explanation, events: Sequence[Mapping[str, Any]]) -> str:
         _field("Why", r.reason),
         _field("Queue", queue_text(expl)),
     ]
-    asked = ", ".join(f"{res}: {n}" for res, n in sorted(expl.demand.items())) or "none gated"
+    asked = ", ".join(
+        f"{resource_text(res)}: {n}" for res, n in sorted(expl.demand.items())) or "none gated"
     lines.append(_field("Asks for", asked))
     resources = sorted({res for _, free in expl.free for res in free} | set(expl.demand))
     totals = ", ".join(
-        f"{res}: {sum(free.get(res, 0) for _, free in expl.free)}" for res in resources
+        f"{resource_text(res)}: {sum(free.get(res, 0) for _, free in expl.free)}"
+        for res in resources
     )
     # A continuation of "Asks for" in the value column, so labels keep one column.
     lines.append(
@@ -258,7 +261,7 @@ def render(expl: Explanation, events: Sequence[Mapping[str, Any]]) -> str:
     )
     if expl.free:
         rows = [
-            [node, ", ".join(f"{res}={free.get(res, 0)}" for res in resources)]
+            [node, ", ".join(f"{resource_text(res)}={free.get(res, 0)}" for res in resources)]
             for node, free in expl.free
         ]
         lines += _table(["NODE", "FREE"], rows)

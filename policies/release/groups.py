@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cluster.observed_gangs import GangObservation
+from ..dra.extended import PREFIX as DEVICE_PREFIX
 from ..names import GANG_NAME_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL
 
 #: Native group API versions, newest first; the controller uses the first one served.
@@ -63,13 +64,20 @@ def min_resources(gang: GangObservation) -> dict[str, str]:
     """GPU requests of the `minMember` smallest members: the least the group needs.
 
     Members that arrive only after release are not among them: a scheduler waiting
-    for them would wait for ever (they exist only once the others run)."""
+    for them would wait for ever (they exist only once the others run).
+
+    DRA devices (`dra:<class>`, gangkeeper's own name for a class's devices) are left
+    out: Coscheduling's PreFilter (`CheckClusterResource`, scheduler-plugins
+    pkg/coscheduling/core/core.go) sums each resource over the Nodes' allocatable,
+    which never lists such a name, so the group would wait for ever. Its Filter and
+    the allocator still check the devices, one member at a time."""
     need = gang.needed_before_release or gang.present
     totals: dict[str, int] = {}
     smallest = sorted(gang.members, key=lambda m: sum(m.demand.values()))[:need]
     for member in smallest:
         for resource, amount in member.demand.items():
-            totals[resource] = totals.get(resource, 0) + amount
+            if not resource.startswith(DEVICE_PREFIX):
+                totals[resource] = totals.get(resource, 0) + amount
     return {resource: str(amount) for resource, amount in sorted(totals.items())}
 
 

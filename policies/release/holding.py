@@ -21,6 +21,7 @@ from ..cluster.fleet import Fleet
 from ..cluster.later_members import LaterMembers
 from ..cluster.node_resources import shown
 from ..cluster.observed_gangs import GangObservation, PodInfo
+from ..dra.resource_names import resource_text
 from ..fit.feasibility import check_gang
 from ..model import Gang, Placement
 
@@ -38,7 +39,7 @@ def shortfall(gang: GangObservation, members: Sequence[PodInfo], fleet: Fleet) -
     for resource, need in sorted(demand.items()):
         free = fleet.free_for(placements, resource)
         short = short or free < need
-        parts.append(f"needs {need} {resource}, {free} free on eligible nodes")
+        parts.append(f"needs {need} {resource_text(resource)}, {free} free on eligible nodes")
     text = "; ".join(parts)
     if not short:
         text += ", but no node has room for a whole member"

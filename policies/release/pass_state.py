@@ -90,7 +90,7 @@ class Pass:
     requeues: list[Requeue] = field(default_factory=list)
     now: float = 0.0
     _ever: Capacity | None = None
-    #: Pod uid → hostname pinned by this pass's releases, per gang.
+    #: Pod uid → node pinned to by this pass's releases, per gang.
     pins: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     _by_host: dict[str, str] | None = None
     #: `Plan.valid_until`, lowered by each deadline a decision of this pass waits for.
@@ -172,7 +172,8 @@ class Pass:
         )
 
     def node_of_host(self, host: str) -> str:
-        """The node whose hostname label is `host` (the host itself when none is)."""
+        """The node whose hostname label is `host` (the host itself when none is): where
+        an earlier version's hostname pin points."""
         if self._by_host is None:
             self._by_host = {
                 f.labels.get(PIN_LABEL, ""): n for n, f in self.fleet.nodes.items()

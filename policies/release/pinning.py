@@ -8,7 +8,7 @@ A gang in which no member (nor later member) asks for GPUs is a gang too: every
 member is assigned, over every node (with GPUs or not), by all it requests. In a gang
 with GPU members, members without GPUs go unpinned (they may run on any node).
 On success the members are placed on the fleet where the assignment says, so the next
-gang in line sees them, and the pins (pod uid → hostname label value) are returned.
+gang in line sees them, and the pins (pod uid → node name, `assigner.pin`) are returned.
 
 Topology (`gangkeeper.io/topology-required` / `-preferred` on the members, the key
 listed in the config's `topology`): the gang is assigned inside one domain of that
@@ -17,7 +17,13 @@ the next gang), and waits when no domain can; preferred is packed into as few do
 as possible (`placement.domains`), and uses every node when no set of domains can
 hold it.
 
-`pins_for(pods, nodes)` turns nodes chosen elsewhere (first-fit for members beyond
+DRA: a member's claims are its requests of `dra:<class>` devices (`dra.extended`), so it
+is pinned where they are free like any other resource, when a count can place them
+(`dra.pinnable`; otherwise its gang is released unpinned, with the reason). A node
+whose count of a class is unknown gets a count no gang exhausts; a gang placed there
+is released unpinned too (`_uncounted`), and the scheduler's allocator decides.
+
+`pins_for(placed, fleet)` turns nodes chosen elsewhere (first-fit for members beyond
 minMember) into pins.
 
 Pure: `PodInfo`s and the pass's `Fleet` in, frozen values out.
@@ -41,15 +47,17 @@ from ..assigner.assign import (
 from ..assigner.domains import fewest_domains
 from ..cluster.fleet import Fleet
 from ..cluster.later_members import LaterMembers
+from ..cluster.node_facts import NodeFacts
 from ..cluster.node_resources import shown
 from ..cluster.observed_gangs import GangObservation, PodInfo
+from ..dra.extended import PREFIX as DEVICE_PREFIX
+from ..dra.extended import UNCOUNTED
 from ..eligibility import uses_node_identity
-from ..names import PIN_LABEL
 
 
 @dataclass(frozen=True)
 class Pinned:
-    """Pod uid → the hostname label value of the node it is pinned to."""
+    """Pod uid → the name of the node it is pinned to."""
 
     pins: Mapping[str, str]
     #: Pod name → node name, for `gangkeeper status`.
@@ -82,6 +90,35 @@ def without_gpus(members: Iterable[PodInfo], later: Sequence[tuple[LaterMembers,
 
 
 def _assign(
+    gang: GangObservation, wanted: list[Member], fleet: Fleet, keys: Sequence[str], plain: bool
+) -> Assignment | Unpinned | NoRoom:
+    result = _search(gang, wanted, fleet, keys, plain)
+    if isinstance(result, Assignment):
+        return _uncounted(result, wanted, fleet) or result
+    return result
+
+
+def _uncounted(result: Assignment, wanted: Sequence[Member], fleet: Fleet) -> Unpinned | None:
+    """Unpinned when a member's devices were placed on a node whose count of them is
+    unknown (`dra.extended.UNCOUNTED`: partitionable, shared or tainted devices, a
+    selector not evaluated here): no pin can promise the allocator finds them there."""
+    asked = {m.name: m.requests for m in wanted}
+    for name, node in sorted(result.nodes.items()):
+        resource = uncounted_devices(asked[name], fleet.nodes[node])
+        if resource:
+            return Unpinned(f"node {node}'s {resource} devices cannot be counted "
+                            f"(for {name}): the allocator places the gang")  # fmt: skip
+    return None
+
+
+def uncounted_devices(requests: Mapping[str, int], node: NodeFacts) -> str:
+    """The first DRA device resource of `requests` whose count on `node` is unknown;
+    "" when there is none."""
+    return next((r for r in sorted(requests) if r.startswith(DEVICE_PREFIX)
+                 and node.allocatable.get(r) == UNCOUNTED), "")  # fmt: skip
+
+
+def _search(
     gang: GangObservation, wanted: list[Member], fleet: Fleet, keys: Sequence[str], plain: bool
 ) -> Assignment | Unpinned | NoRoom:
     topology = next((m.topology for m in gang.members if m.topology), ())
@@ -161,7 +198,7 @@ def place_gang(
             placed.append((uid, node, entry.demand, {**entry.demand, "pods": 1}))
             continue
         placed.append((pod.uid, node, pod.demand, pod.requests))
-        pins[pod.uid] = fleet.nodes[node].labels[PIN_LABEL]
+        pins[pod.uid] = node
         nodes[pod.name] = node
     fleet.add_all(placed)
     return Pinned(pins, nodes)
@@ -186,10 +223,10 @@ def pins_for(placed: Iterable[tuple[PodInfo, str | None]], fleet: Fleet) -> Pinn
     pins: dict[str, str] = {}
     nodes: dict[str, str] = {}
     for pod, node in placed:
-        if node is None:
+        # A member the assigner would not pin (`_uncounted`, `Member.unmodeled`) is not
+        # pinned where first-fit put it either.
+        if node is None or pod.unpinnable or uncounted_devices(pod.requests, fleet.nodes[node]):
             continue
-        hostname = fleet.nodes[node].labels.get(PIN_LABEL, "")
-        if hostname:
-            pins[pod.uid] = hostname
-            nodes[pod.name] = node
+        pins[pod.uid] = node
+        nodes[pod.name] = node
     return Pinned(pins, nodes)

@@ -66,6 +66,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..assigner.assign import NoRoom, Unpinned
+from ..assigner.pin import pin_of
 from ..autoscaling.asking import Asking, Backoff
 from ..autoscaling.provisioning import RequestInfo, unseen_nodes
 from ..cluster.fleet import Fleet, NodeReader
@@ -74,7 +75,6 @@ from ..cluster.later_members import LaterMembers
 from ..cluster.observed_gangs import GangObservation, PodInfo, observe_gangs
 from ..fit.feasibility import check_gang, fits_now
 from ..model import Gang
-from ..names import PIN_LABEL
 from ..settings.config import Config
 from .budgets import Budget
 from .gang_model import gang_model
@@ -340,7 +340,8 @@ def decide_gang(gang: GangObservation, run: Pass) -> Outcome:
 
 def _assignment(gang: GangObservation, run: Pass) -> tuple[tuple[str, str], ...]:
     """Member → node: where it is bound, else where it is pinned (by the user, an
-    earlier pass or this one; a pin names a hostname label, shown as the node)."""
+    earlier pass or this one; an earlier version's pin names a hostname label, shown
+    as the node)."""
     pinned = run.pins.get(gang.key, {})
     memo = run.assignments
     if memo is not None:
@@ -352,8 +353,10 @@ def _assignment(gang: GangObservation, run: Pass) -> tuple[tuple[str, str], ...]
         if member.node_name:
             out.append((member.name, member.node_name))
             continue
-        host = pinned.get(member.uid) or dict(member.placement.node_selector).get(PIN_LABEL, "")
-        node = run.node_of_host(host) if host else ""
+        node = pinned.get(member.uid, "")
+        pin = None if node else pin_of(member.placement)
+        if pin is not None:
+            node = pin.node or run.node_of_host(pin.hostname)
         if node:
             out.append((member.name, node))
     if memo is not None:

@@ -37,14 +37,13 @@ Pure: `GangObservation`s and the pass's fleet in, frozen values out.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from ..assigner.assign import Assignment, Member, assign
+from ..assigner.pin import unpinned
 from ..cluster.fleet import Fleet
 from ..cluster.observed_gangs import GangObservation, Owner, PodInfo
-from ..model import Placement
-from ..names import PIN_LABEL
 from ..recognizers.capabilities import suspended_owners
 from ..recognizers.registry import default_registry
 from ..settings.config import Config
@@ -92,10 +91,8 @@ def suspendable(owner: Owner | None) -> bool:
 
 
 def _unpinned(pod: PodInfo) -> Member:
-    """The member as it would be recreated: without gangkeeper's hostname pin."""
-    selector = tuple((k, v) for k, v in pod.placement.node_selector if k != PIN_LABEL)
-    placement: Placement = replace(pod.placement, node_selector=selector)
-    return Member(pod.name, pod.requests, placement)
+    """The member as it would be recreated: without gangkeeper's pin."""
+    return Member(pod.name, pod.requests, unpinned(pod.placement))
 
 
 def room_beside(stuck: Sequence[PodInfo], fleet: Fleet) -> bool:

@@ -16,12 +16,17 @@ coscheduling PodGroup whose members are not all bound: a PodGroup/Update, which
 moves the rejected pods back to the scheduler's active queue at once. A new leader
 does it once too, since it cannot know what changed while no one led.
 
-Pure: Node dicts, `PodInfo`s and the pass's reports in, names out. No I/O.
+`nudges(reports, pods, nodes, config, memory=, clock=)` decides a pass's nudges from
+the controller's memory of the last pass (`NudgeMemory`: its free GPUs, and when a
+second nudge is due) and returns the memory after it.
+
+Pure: Node dicts, `PodInfo`s, the pass's reports and the memory in, names out. No I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from math import floor
 from typing import Any
 
@@ -36,6 +41,8 @@ from .results import GangReport
 NUDGED_BACKENDS = frozenset({"coscheduling"})
 
 FreeGpus = Mapping[tuple[str, str], int]
+#: Seconds after a capacity change at which unbound coscheduling gangs are nudged again.
+REQUEUE_AGAIN_SECONDS = 2.0
 
 
 def free_gpus(
@@ -96,3 +103,43 @@ def groups_to_nudge(
 def requeue_patch(stamp: str) -> dict[str, Any]:
     """Merge patch touching only gangkeeper's annotation (a PodGroup/Update event)."""
     return {"metadata": {"annotations": {NUDGE_ANNOTATION: stamp}}}
+
+
+@dataclass(frozen=True)
+class NudgeMemory:
+    """What the nudge remembers from the last pass as leader (a new leader: none)."""
+
+    #: Free GPUs per (node, resource) then; None: no pass to compare with.
+    free: FreeGpus | None = None
+    #: When (the controller's monotonic clock) the second nudge is due, if one is.
+    again_at: float | None = None
+
+
+def nudges(
+    reports: Iterable[GangReport],
+    pods: Iterable[PodInfo],
+    nodes: Iterable[Mapping[str, Any]],
+    config: Config,
+    *,
+    memory: NudgeMemory,
+    clock: float,
+) -> tuple[list[tuple[str, str]], float | None, NudgeMemory]:
+    """The PodGroups to nudge after this pass, in how many seconds to plan again for
+    the second nudge (None: not asked), and the memory after the pass."""
+    pods = list(pods)
+    groups = groups_to_nudge(reports, pods)
+    if not groups:
+        # Nothing to nudge: no snapshot to keep either (the next gang that needs one
+        # is nudged once, which costs one patch).
+        return [], None, NudgeMemory()
+    free = free_gpus(nodes, pods, config)
+    if capacity_rose(memory.free, free):
+        # The scheduler may retry before its own cache has the freed GPUs and park the
+        # pods again; a second nudge a little later covers that race (one pending at a
+        # time, however often GPUs free up meanwhile).
+        if memory.again_at is None:
+            return groups, REQUEUE_AGAIN_SECONDS, NudgeMemory(free, clock + REQUEUE_AGAIN_SECONDS)
+        return groups, None, NudgeMemory(free, memory.again_at)
+    if memory.again_at is not None and clock >= memory.again_at:
+        return groups, None, NudgeMemory(free, None)
+    return [], None, NudgeMemory(free, memory.again_at)

@@ -93,7 +93,7 @@ class Release:
     pods: tuple[PodInfo, ...]
     #: The backend needs a PodGroup (or native group) object before the gates go.
     needs_group: bool
-    #: Pod uid → hostname label value to pin the pod to in the gate-lifting patch
+    #: Pod uid → name of the node to pin the pod to in the gate-lifting patch
     #: (placement `pinned`); a pod not in it is released unpinned.
     pins: Mapping[str, str] = field(default_factory=dict)
     #: Why a gate-backend gang goes unpinned (an Event says so); "" otherwise.
@@ -102,6 +102,12 @@ class Release:
     placeholders: tuple[PodInfo, ...] = ()
     #: Annotations added in the gate-lifting patch (a provisioned request's consumers).
     annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def needs_nothing_first(self) -> bool:
+        """Its gates may go the moment it is decided: no group object to create and
+        no placeholder to delete before them."""
+        return not self.needs_group and not self.placeholders
 
 
 @dataclass(frozen=True)

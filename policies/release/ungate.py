@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import names
+from ..assigner.pin import pinned
 from ..autoscaling.provisioning import request_info
 from ..cluster.observed_gangs import PodInfo, is_live, pod_info
 from ..settings.config import Config
@@ -39,15 +40,10 @@ class UngatePlan:
     waiting_pods: Mapping[tuple[str, str], tuple[PodInfo, ...]]
 
 
-def _lifted(info: PodInfo, hostname: str | None) -> PodInfo:
+def _lifted(info: PodInfo, node: str | None) -> PodInfo:
     """The member as the release patch leaves it: gate gone, pinned if it was."""
     lifted = replace(info, gates=tuple(g for g in info.gates if g != names.GATE))
-    if not hostname:
-        return lifted
-    selector = dict(info.placement.node_selector)
-    selector[names.PIN_LABEL] = hostname
-    placement = replace(info.placement, node_selector=tuple(sorted(selector.items())))
-    return replace(lifted, placement=placement)
+    return replace(lifted, placement=pinned(info.placement, node)) if node else lifted
 
 
 def ungate_plan(

@@ -23,8 +23,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..assigner.pin import pin_of
 from ..cluster.observed_gangs import GangObservation, PodInfo
-from ..names import PIN_LABEL
 from ..recognizers.capabilities import recreating_kinds
 from ..recognizers.registry import default_registry
 from ..settings.config import Config
@@ -52,7 +52,7 @@ class Stuck:
 
 
 def _pinned(member: PodInfo) -> bool:
-    return any(key == PIN_LABEL for key, _ in member.placement.node_selector)
+    return pin_of(member.placement) is not None
 
 
 def stuck(gang: GangObservation, now: float, config: Config) -> Stuck | None:

@@ -2,8 +2,10 @@
 
 The quick run starts its own sandbox (40 kwok nodes, 400 pods in 40 gangs of three
 kinds) and must hold the load's guarantees: no pod lost, no gang partly bound, no
-gang left gated that fits. Skipped without the control plane binaries (failed under
-GANGKEEPER_E2E=require). Figures are not judged here (shared, noisy machine).
+gang left gated that fits; its baseline (the same trace, released by the benchmark)
+must settle too, so the ratio it reports compares two finished runs. Skipped
+without the control plane binaries (failed under GANGKEEPER_E2E=require). Figures are
+not judged here (shared, noisy machine).
 """
 
 from __future__ import annotations
@@ -16,7 +18,16 @@ from pathlib import Path
 import pytest
 from builders.binaries import need_sandbox_binaries
 
-from bench.load import GangSpec, _Burst, gang_mix, histogram_quantile, outcome, stalled
+from bench.load import (
+    GangSpec,
+    _Burst,
+    gang_mix,
+    histogram_quantile,
+    outcome,
+    release_lags,
+    stalled,
+)
+from bench.load_baseline import BASELINE_GATE, Releaser, place
 from gangkeeper.webhook.kube.api import ApiError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +38,8 @@ def test_the_mix_has_the_sizes_and_kinds_asked_for_and_is_seeded() -> None:
     assert sum(s.size for s in specs) == 10_000
     kinds = {k: sum(1 for s in specs if s.kind == k) for k in ("pods", "job", "jobset")}
     assert kinds == {"pods": 600, "job": 300, "jobset": 100}
-    assert {s.size for s in specs} == {2, 4, 8, 16, 20}
+    assert {s.size for s in specs} == {2, 4, 8, 16, 32}
+    assert {s.size for s in specs if s.kind == "job"} == {4, 8, 16}, "Jobs of several sizes"
     assert gang_mix(1000) == specs and len({s.name for s in specs}) == 1000
 
 
@@ -61,6 +73,61 @@ def test_quiet_is_a_stall_only_once_the_controller_has_planned_twice_meanwhile()
     assert not stalled(300.0, 1.0)
     assert not stalled(60.0, 5.0)
     assert stalled(120.0, 2.0)
+
+
+def test_the_lag_of_a_gang_runs_from_its_last_member_seen_to_its_last_gate_lifted() -> None:
+    pods = [_pod("g", True), _pod("g", True), _pod("waits", False), _pod("gap", True)]
+    for i, pod in enumerate(pods):
+        pod["metadata"]["name"] = f"p{i}"  # type: ignore[index]
+    seen = {"p0": 1.0, "p1": 3.0, "p2": 2.0, "p3": 2.0}
+    ungated = {"p0": 3.5, "p1": 3.75}  # p2 still gated; p3's lift fell in a watch gap
+    assert release_lags(pods, seen, ungated) == [0.75]
+
+
+def test_the_baseline_places_a_whole_gang_round_robin_or_nothing() -> None:
+    free = {"a": 1, "b": 2, "c": 0}
+    assert place(4, free, 0) is None and free == {"a": 1, "b": 2, "c": 0}
+    assert place(3, free, 1) == (["b", "a", "b"], 2)
+    assert free == {"a": 0, "b": 0, "c": 0}
+
+
+class _Patches:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, object]] = []
+
+    def request(self, method: str, path: str, body: object = None, **_: object) -> None:
+        self.sent.append((path.rsplit("/", 1)[-1], body))
+
+
+def _gated(gang: str, name: str) -> dict[str, object]:
+    return {"metadata": {"name": name, "labels": {"job-name": gang}},
+            "spec": {"schedulingGates": [{"name": BASELINE_GATE}]}}
+
+
+def test_the_baseline_lifts_a_gang_pinned_once_all_its_members_exist_and_fit() -> None:
+    from bench.load import owner
+
+    rest = _Patches()
+    releaser = Releaser(rest, {"fits": 2, "too-big": 3}, {"n1": 1, "n2": 2}, owner)
+    releaser(_gated("fits", "fits-0"))
+    releaser(_gated("fits", "fits-0"))  # seen again (a status update): not a second member
+    assert releaser.undecided() == 2
+    releaser(_gated("fits", "fits-1"))
+    for name in ("big-0", "big-1", "big-2"):  # one GPU left: it stays gated
+        releaser(_gated("too-big", name))
+    releaser.close()
+    assert releaser.undecided() == 0 and releaser.failures == []
+    assert sorted(name for name, _ in rest.sent) == ["fits-0", "fits-1"]
+    gates = "/spec/schedulingGates"
+    for _, patch in rest.sent:  # the controller's patch: its own gate lifted, pinned
+        assert isinstance(patch, list)
+        assert {"op": "test", "path": gates, "value": [{"name": BASELINE_GATE}]} in patch
+        assert {"op": "replace", "path": gates, "value": []} in patch
+        [pin] = [op for op in patch if op["path"] == "/spec/affinity"]
+        [term] = pin["value"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"]
+        assert term in ({"matchFields": [{"key": "metadata.name", "operator": "In",
+                                           "values": [node]}]} for node in ("n1", "n2"))
 
 
 class _Answers:
@@ -103,3 +170,9 @@ def test_the_quick_load_loses_nothing_and_leaves_no_gang_half_done(tmp_path: Pat
     assert row["gangs_bound"] + row["gangs_gated"] == 40
     assert row["gangs_bound"] > 0 and row["gangs_gated"] > 0, "some fit, some cannot"
     assert row["mutate_p50_ms"] is not None and row["plan_passes"] > 0
+    assert row["mutate_idle_p99_ms"] is not None and row["plan_p99_ms"] is not None
+    assert row["lifted_p99_s"] is not None, "released gangs were watched"
+    assert row["baseline_end"] == "settled" and row["baseline_pods_lost"] == 0, row
+    assert row["baseline_gangs_partly_bound"] == 0 and row["baseline_gangs_bound"] > 0
+    assert row["baseline_release_failures"] == 0, row["failures_sample"]
+    assert row["settle_ratio"] is not None and row["rss_gangkeeper_mb"] > 0

@@ -14,9 +14,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from kubernetes import watch
+from kubernetes.client import ApiClient
 
 from builders.cluster import GPU, POOL_LABEL
+from gangkeeper.policies.assigner.pin import pin_of
 from gangkeeper.policies.names import GATE
+from gangkeeper.policies.podspec import placement_of
 
 #: kwok completes a Ready pod carrying this annotation after its value (a duration).
 RUN_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"
@@ -140,6 +143,16 @@ def is_ready(pod: Any) -> bool:
 
 def is_bound(pod: Any) -> bool:
     return bool(pod.spec.node_name)
+
+
+def pinned_node(pod: Any) -> str | None:
+    """The node gangkeeper's pin ties the pod to (`assigner.pin.pin_of`: its node by
+    name, or an earlier version's hostname label, which is the node's name in the
+    sandbox), its binding aside; None when unpinned."""
+    spec = ApiClient().sanitize_for_serialization(pod.spec)
+    spec.pop("nodeName", None)
+    pin = pin_of(placement_of(spec))
+    return None if pin is None else pin.node or pin.hostname
 
 
 def pods_of(cluster: Any, namespace: str, selector: str = "") -> list[Any]:

@@ -173,16 +173,32 @@ def members(
     ]
 
 
+def pin(raw: dict[str, Any], node: str, *, hostname: bool = False) -> dict[str, Any]:
+    """The pod pinned to `node` as the controller's patch leaves a pod without affinity
+    (required node affinity `matchFields: metadata.name In [node]`); with `hostname`,
+    as versions before that pinned it (`nodeSelector: kubernetes.io/hostname`)."""
+    spec = raw["spec"]
+    if hostname:
+        spec.setdefault("nodeSelector", {})[PIN_LABEL] = node
+    else:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
+    return raw
+
+
 def released(
-    count: int, *, bound: int, released_at: float = T0, ready: bool = False, **kwargs: Any
+    count: int, *, bound: int, released_at: float = T0, ready: bool = False,
+    hostname: bool = False, **kwargs: Any
 ) -> list[dict[str, Any]]:
     """A gang `g` of `count` 4-GPU members released pinned at `released_at` (member i
-    to node n{i}), the first `bound` of them bound there (Running, Ready or not)."""
+    to node n{i}; `hostname`: the way earlier versions pinned), the first `bound` of
+    them bound there (Running, Ready or not)."""
     from gangkeeper.webhook.controller.writes import rfc3339
 
     pods = members("g", count, gates=(), gpus=4, **kwargs)
     for i, raw in enumerate(pods):
-        raw["spec"]["nodeSelector"] = {PIN_LABEL: f"n{i}"}
+        pin(raw, f"n{i}", hostname=hostname)
         raw["metadata"]["annotations"][RELEASED_AT_ANNOTATION] = rfc3339(released_at)
         if i < bound:
             raw["spec"]["nodeName"] = f"n{i}"

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from builders.cluster import gang_pod
-from builders.controllers import is_gated, pods_of
+from builders.controllers import is_gated, pinned_node, pods_of
 from gangkeeper.policies.names import PIN_LABEL
 
 HOLD = "e2e.gangkeeper.io/hold"
@@ -40,12 +40,12 @@ def hold_and_take_a_pinned_node(
     pinned = cluster.wait_for(
         lambda: (found := pods_of(cluster, namespace))
         and len(found) == count
-        and all(not is_gated(p) and (p.spec.node_selector or {}).get(PIN_LABEL) for p in found)
+        and all(not is_gated(p) and pinned_node(p) for p in found)
         and found,
         timeout=60,
         message=f"the {count} members released and pinned (still held)",
     )
-    taken = pinned[0].spec.node_selector[PIN_LABEL]
+    taken = pinned_node(pinned[0])
     thief = gang_pod("thief", pool, gpus=8)
     thief["spec"]["nodeSelector"][PIN_LABEL] = taken
     cluster.core.create_namespaced_pod(plain_namespace, thief)

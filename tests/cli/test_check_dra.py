@@ -48,8 +48,19 @@ def test_five_workers_of_eight_devices_on_four_nodes_of_eight_are_refused_with_n
     proc = check(DRA / "job-too-big.yaml")
     (record,) = verdicts(proc)
     assert proc.returncode == 1 and record["verdict"] == "reject"
-    assert f"5 {TIMES} 8 dra:gpu.example.com = 40" in record["reason"]
+    assert f"5 {TIMES} 8 devices of DeviceClass gpu.example.com = 40" in record["reason"]
     assert "at most 32" in record["reason"]
+
+
+def test_the_text_output_names_devices_by_their_class_never_the_internal_resource() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gangkeeper.webhook.cli", "check", "-f",
+         str(DRA / "job-too-big.yaml"), "--nodes", str(FLEET)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "(40 devices of DeviceClass gpu.example.com)" in proc.stdout, proc.stdout
+    assert "dra:" not in proc.stdout
 
 
 def test_the_classes_extended_resource_name_makes_its_devices_count_as_that_resource() -> None:
@@ -60,6 +71,24 @@ def test_the_classes_extended_resource_name_makes_its_devices_count_as_that_reso
     assert too_big["verdict"] == "reject"
     assert f"5 {TIMES} 8 nvidia.com/gpu = 40" in too_big["reason"]
     assert "at most 32" in too_big["reason"]
+
+
+def test_a_resource_claim_in_f_named_by_every_worker_is_counted_once(tmp_path: Path) -> None:
+    """Four workers of 8 devices each also share the ResourceClaim `rack` (4 devices):
+    4 x 8 + 4 = 36 on 32, refused; charged to each worker it would say 48."""
+    docs = [d for d in yaml.safe_load_all((DRA / "job-fits.yaml").read_text()) if d]
+    (job,) = [d for d in docs if d["kind"] == "Job"]
+    spec = job["spec"]["template"]["spec"]
+    spec["resourceClaims"].append({"name": "rack", "resourceClaimName": "rack"})
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "rack", "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                 "deviceClassName": "gpu.example.com", "count": 4}}]}}}  # fmt: skip
+    given = tmp_path / "job.yaml"
+    given.write_text(yaml.safe_dump_all([*docs, claim]))
+    (record,) = verdicts(check(given))
+    assert record["verdict"] == "reject" and record["demand"] == {"dra:gpu.example.com": 36}
+    assert "36" in record["reason"] and "at most 32" in record["reason"]
 
 
 def fleet(edit: Any, tmp_path: Path) -> Path:

@@ -71,6 +71,14 @@ def test_cluster_commands_take_kubectls_flags(command: str) -> None:
     assert KUBECTL_FLAGS[command] <= options(command)
 
 
+def test_every_namespace_flag_has_kubectls_short_form() -> None:
+    # kubectl spells it -n everywhere; a command that takes --namespace without -n
+    # (certs did) makes a user's muscle memory an error.
+    missing = {name for name in commands()
+               if "--namespace" in options(name) and "-n" not in options(name)}
+    assert missing == set()
+
+
 def test_every_command_that_reads_a_cluster_is_in_the_table() -> None:
     # A new command with --kubeconfig must be held to kubectl's flags as well.
     reading = {name for name in commands() if "--kubeconfig" in options(name)}

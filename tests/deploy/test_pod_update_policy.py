@@ -2,10 +2,11 @@
 
 `kubectl apply -k deploy/` installs it; then, as gangkeeper's ServiceAccount
 (impersonated, so RBAC and the policy's match condition see exactly that user), the
-controller's own patch of a gated pod passes (gate removal as `gate_removal_patch`
-writes it, the hostname pin, gangkeeper.io/ keys, the release onto a provisioned
-ProvisioningRequest with its two cluster-autoscaler annotations), and every broader
-patch is refused
+controller's own patch of a gated pod passes (gate removal and the matchFields pin as
+`ungate_patch` writes them, into every term of a user's required node affinity too;
+the hostname pin of earlier versions; gangkeeper.io/ keys; the release onto a
+provisioned ProvisioningRequest with its two cluster-autoscaler annotations), and
+every broader patch is refused
 by the API server with the policy's message. The same broad patches by the cluster
 admin pass: the policy binds only gangkeeper. Nothing here mocks the API server.
 """
@@ -24,10 +25,12 @@ from deploy_support import REPO, ControlPlane
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gangkeeper.policies.cluster.observed_gangs import pod_info
+from gangkeeper.policies.assigner.pin import Pin, pin_of, pinned
+from gangkeeper.policies.cluster.observed_gangs import PodInfo, pod_info
 from gangkeeper.policies.names import (
     CONSUME_PROVISIONING_REQUEST_ANNOTATION,
     GATE,
+    PIN_LABEL,
     POD_UPDATE_POLICY,
     PROVISIONING_CLASS_ANNOTATION,
 )
@@ -110,23 +113,75 @@ def _as_gangkeeper(cluster: ControlPlane, name: str, ops: list[dict[str, Any]]) 
         api.close()
 
 
-def _pin(node: str) -> dict[str, Any]:
-    return {"op": "add", "path": "/spec/nodeSelector", "value": {"kubernetes.io/hostname": node}}
+def _member(cluster: ControlPlane, name: str) -> PodInfo:
+    raw = client.CoreV1Api(cluster.api_client).read_namespaced_pod(name, "vap-team")
+    return pod_info(client.ApiClient().sanitize_for_serialization(raw), Config())
+
+
+def _own_keys() -> list[dict[str, Any]]:
+    return [{"op": "add", "path": "/metadata/labels/gangkeeper.io~1released", "value": "true"},
+            {"op": "replace", "path": "/metadata/annotations/gangkeeper.io~1min-member",
+             "value": "3"}]
+
+
+def _lift_and_pin(cluster: ControlPlane, name: str, node: str) -> PodInfo:
+    """The controller's own release patch (`writes.ungate_patch`, fenced as it sends it)
+    with gangkeeper.io/ keys changed beside it; the pod as it was before."""
+    member = _member(cluster, name)
+    ops = ungate_patch(member, node, time.time())
+    _as_gangkeeper(cluster, name, guarded([*ops[:-1], *_own_keys(), ops[-1]],
+                                          member.resource_version))
+    return member
 
 
 def test_the_controllers_own_patch_passes(cluster: ControlPlane, pod: str) -> None:
-    ops = gate_removal_patch([OTHER_GATE, GATE])
-    ops += [_pin("gpu-node-3"),
-            {"op": "add", "path": "/metadata/labels/gangkeeper.io~1released", "value": "true"},
-            {"op": "replace", "path": "/metadata/annotations/gangkeeper.io~1min-member",
-             "value": "3"}]
-    _as_gangkeeper(cluster, pod, ops)
+    _lift_and_pin(cluster, pod, "gpu-node-3")
+    assert _gates(cluster, pod) == [OTHER_GATE]
+    assert pin_of(_member(cluster, pod).placement) == Pin(node="gpu-node-3")
+
+
+def test_the_pin_added_to_every_term_of_a_users_affinity_passes(cluster: ControlPlane) -> None:
+    core = client.CoreV1Api(cluster.api_client)
+    by_pool = {"key": "pool", "operator": "In", "values": ["a"]}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [by_pool]},
+                {"matchFields": [{"key": "metadata.name", "operator": "NotIn",
+                                  "values": ["gpu-node-9"]}]},
+            ]},
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "preference": {"matchExpressions": [by_pool]}}],
+        },
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}]},
+    }
+    name = f"trainer-{uuid.uuid4().hex[:6]}"
+    core.create_namespaced_pod("vap-team", {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"gangkeeper.io/gang": "g"},
+                     "annotations": {"gangkeeper.io/min-member": "2"}},
+        "spec": {"schedulingGates": [{"name": GATE}], "affinity": affinity,
+                 "containers": [{"name": "c", "image": "busybox:1.36"}]},
+    })
+    try:
+        before = _lift_and_pin(cluster, name, "gpu-node-3")
+        after = _member(cluster, name)
+        assert pin_of(after.placement) == Pin(node="gpu-node-3")
+        assert after.placement == pinned(before.placement, "gpu-node-3")
+    finally:
+        core.delete_namespaced_pod(name, "vap-team", grace_period_seconds=0)
+
+
+def test_an_earlier_versions_hostname_pin_still_passes(cluster: ControlPlane, pod: str) -> None:
+    # During a rolling update the old leader pins the way it always did.
+    pin = {"op": "add", "path": "/spec/nodeSelector", "value": {PIN_LABEL: "gpu-node-3"}}
+    _as_gangkeeper(cluster, pod, [*gate_removal_patch([OTHER_GATE, GATE]), pin])
     assert _gates(cluster, pod) == [OTHER_GATE]
 
 
 def test_the_release_onto_a_provisioned_request_passes(cluster: ControlPlane, pod: str) -> None:
-    raw = client.CoreV1Api(cluster.api_client).read_namespaced_pod(pod, "vap-team")
-    member = pod_info(client.ApiClient().sanitize_for_serialization(raw), Config())
+    member = _member(cluster, pod)
     keys = {CONSUME_PROVISIONING_REQUEST_ANNOTATION: "g-gkpr-1",
             PROVISIONING_CLASS_ANNOTATION: "best-effort-atomic-scale-up.autoscaling.x-k8s.io"}
     _as_gangkeeper(cluster, pod, guarded(ungate_patch(member, None, None, keys),
@@ -134,6 +189,16 @@ def test_the_release_onto_a_provisioned_request_passes(cluster: ControlPlane, po
     found = client.CoreV1Api(cluster.api_client).read_namespaced_pod(pod, "vap-team")
     assert _gates(cluster, pod) == [OTHER_GATE]
     assert {k: found.metadata.annotations[k] for k in keys} == keys
+
+
+_PIN_FIELD = {"key": "metadata.name", "operator": "In", "values": ["n1"]}
+
+
+def _required(terms: list[dict[str, Any]]) -> dict[str, Any]:
+    """Required node affinity set on a pod that had none (the API server allows it
+    while the pod is gated)."""
+    return {"op": "add", "path": "/spec/affinity", "value": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}
 
 
 BROADER = [
@@ -157,6 +222,14 @@ BROADER = [
     pytest.param([{"op": "add", "path": "/spec/nodeSelector",
                    "value": {"kubernetes.io/hostname": "n1", "pool": "spot"}}],
                  "kubernetes.io/hostname node selector", id="a node selector other than the pin"),
+    pytest.param([_required([{"matchExpressions": [
+                     {"key": "pool", "operator": "In", "values": ["spot"]}]}])],
+                 "to spec.affinity", id="a required node affinity term other than the pin"),
+    pytest.param([_required([{"matchFields": [
+                     {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}])],
+                 "to spec.affinity", id="a node field other than the pin"),
+    pytest.param([_required([{"matchFields": [_PIN_FIELD]}, {"matchFields": [_PIN_FIELD]}])],
+                 "to spec.affinity", id="two terms where the pin makes one"),
     pytest.param([{"op": "add", "path": "/spec/tolerations/-",
                    "value": {"key": "node-role.kubernetes.io/control-plane",
                              "operator": "Exists"}}],

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from builders.cluster import POOL_LABEL, unique
+from builders.controllers import pinned_node
 from kubernetes.client.exceptions import ApiException
 
 from gangkeeper.policies.names import GATE, PIN_LABEL
@@ -99,7 +100,7 @@ def test_a_cpu_gang_that_fits_is_released_whole_and_binds_whole(
         message="the 4 members of the CPU gang bound",
     )  # fmt: skip
     for pod in bound:
-        assert pod.spec.node_name == (pod.spec.node_selector or {}).get(PIN_LABEL), pod.spec
+        assert pod.spec.node_name == pinned_node(pod), pod.spec
         assert pod.spec.node_name in nodes
     report = status_of(cluster, gang_namespace, "etl")
     assert (report["state"], report["bound"]) == ("released", 4), report

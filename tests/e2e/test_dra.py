@@ -12,7 +12,8 @@ plugin allocates it, and kwok runs the pod: no driver prepares anything.
   and 32 (the admission view counts the slices' devices and the claims' demand);
 - 4 x 8 waits gated, none bound, while one node's devices are allocated to another
   pod's claim, and binds whole (four nodes, four allocated claims) once that pod goes
-  (the controller counts devices: nodes from the slices, bound pods' claims as used);
+  (the controller counts devices: nodes from the slices, bound pods' claims as used),
+  each member pinned to a node where its devices were free and bound there;
 - a class selecting `productName == "H100"` (CEL, on two of four nodes) refuses 3 x 8
   naming 24 and 16, and admits 2 x 8; 3 x 8 of the driver's class passes;
 - a class with `extendedResourceName: nvidia.com/gpu` on nodes listing no such
@@ -20,7 +21,18 @@ plugin allocates it, and kwok runs the pod: no driver prepares anything.
   40 and 32, 4 x 8 released pinned and bound one per node (kube-scheduler serves the
   resource from the devices, DRAExtendedResource);
 - a pool of two DRA and two device-plugin nodes counts each kind as its own (3 x 8
-  of either refused with 24 and 16), and a 2 x 8 gang of each binds on its kind.
+  of either refused with 24 and 16), and a 2 x 8 gang of each binds on its kind;
+- a shared ResourceClaim (`resourceClaimName`) counts once: 4 x 8 own devices plus a
+  shared 8 is refused with 40 and 32, and five workers sharing one claim of 8 are
+  admitted and run together on its node;
+- a node's devices allocated to a shared claim (which no pod's limits count) keep a
+  4 x 8 gang gated, none bound, until the claim's pod goes and the claim is
+  deallocated; then it binds whole;
+- so do the devices of a claim allocated with no pod at all (its status written as a
+  driver may write it), until the claim is deleted.
+- a gang whose claims ask `allocationMode: All` is released unpinned (a count cannot
+  say which node's devices the allocator takes), with a `GangReleasedUnpinned` Event
+  naming the request, and binds whole on two nodes.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from typing import Any
 import pytest
 import yaml
 from builders.cluster import POOL_LABEL, indexed_job, unique
+from builders.controllers import pinned_node
 from kubernetes.client.exceptions import ApiException
 
 from gangkeeper.policies.names import GATE
@@ -187,7 +200,8 @@ def test_five_workers_of_eight_devices_on_four_nodes_of_eight_are_refused_with_t
     refused_with_numbers(apply(cluster, huge, "--dry-run=server", check=False))
     message = refused_with_numbers(cluster.kubectl(
         "create", "-f", "-", input=yaml.safe_dump(huge), check=False))
-    assert f"dra:{fleet.device_class}" in message, message
+    assert f"devices of DeviceClass {fleet.device_class}" in message, message
+    assert "dra:" not in message, message  # the internal name is never shown
     got = cluster.kubectl("get", "job", huge["metadata"]["name"], "-n", gang_namespace,
                           check=False)
     assert "NotFound" in got.stderr, "a refused Job was created"
@@ -235,6 +249,10 @@ def test_four_workers_wait_gated_while_a_node_s_devices_are_claimed_then_bind_wh
     cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
     pods = pods_of(cluster, gang_namespace, name)
     assert sorted(p.spec.node_name for p in pods) == sorted(fleet.nodes)
+    # Released as a placement (before: unpinned, "DRA resourceClaims"): each member
+    # pinned where its devices were free, and bound there.
+    assert all(pinned_node(p) == p.spec.node_name for p in pods), described(
+        cluster, gang_namespace, name)
     claims = cluster.custom.list_namespaced_custom_object(
         "resource.k8s.io", "v1", gang_namespace, "resourceclaims")["items"]
     allocated = [c for c in claims if (c.get("status") or {}).get("allocation")]
@@ -257,12 +275,209 @@ def test_a_class_of_h100s_present_on_two_nodes_only_refuses_three_workers_of_eig
     )
     message = refused_with_numbers(
         apply(cluster, three_h100, "--dry-run=server", check=False), demand=24, offered=16)
-    assert f"dra:{h100}" in message, message
+    assert f"devices of DeviceClass {h100}" in message, message
     # The same three workers of any of the driver's devices fit on the four nodes.
     any_gpu = fleet.job(unique("any"), gang_namespace, 3)
     assert apply(cluster, any_gpu, "--dry-run=server", check=False).returncode == 0
     two_h100 = fleet.job(unique("h100"), gang_namespace, 2, template="eight-h100s")
     assert apply(cluster, two_h100, "--dry-run=server", check=False).returncode == 0
+
+
+# --- shared ResourceClaims (policies/dra/shared.py, policies/dra/allocated.py) -------
+
+
+@pytest.fixture(scope="module")
+def shared_fleet(cluster: Any) -> Iterator[Fleet]:
+    """Four more nodes of 8 devices, for the shared-claim scenarios."""
+    made = Fleet(cluster)
+    yield made
+    made.delete_classes(cluster)
+
+
+@pytest.fixture(scope="module")
+def holding_fleet(cluster: Any) -> Iterator[Fleet]:
+    """Four more nodes of 8 devices, one of which a shared claim will hold."""
+    made = Fleet(cluster)
+    yield made
+    made.delete_classes(cluster)
+
+
+def shared_claim(fleet: Fleet, name: str, namespace: str, count: int = DEVICES
+                 ) -> dict[str, Any]:
+    """A ResourceClaim (resource.k8s.io/v1) that pods share by `resourceClaimName`."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                "deviceClassName": fleet.device_class, "count": count}}]}}}  # fmt: skip
+
+
+def sharing(spec: dict[str, Any], claim: str, *, own: bool) -> dict[str, Any]:
+    """`spec` whose container also uses the shared `claim`; without `own`, only it."""
+    claims = [*(spec["resourceClaims"] if own else ()),
+              {"name": "shared", "resourceClaimName": claim}]
+    container = {**spec["containers"][0], "resources": {
+        "claims": [{"name": c["name"]} for c in claims]}}
+    return {**spec, "resourceClaims": claims, "containers": [container]}
+
+
+def claim_of(cluster: Any, namespace: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = cluster.custom.get_namespaced_custom_object(
+        "resource.k8s.io", "v1", namespace, "resourceclaims", name)
+    return found
+
+
+def test_a_shared_resource_claim_used_by_all_members_counts_once(
+    cluster: Any, gang_namespace: str, shared_fleet: Fleet
+) -> None:
+    fleet = shared_fleet
+    rack = unique("rack")
+    apply(cluster, shared_claim(fleet, rack, gang_namespace))
+    apply(cluster, fleet.template(gang_namespace))
+    # 4 x 8 devices of their own and the shared claim's 8 once: 40 on 32. Before shared
+    # claims were counted this Job was admitted (its claim's devices were not seen).
+    over = fleet.job(unique("over"), gang_namespace, NODES)
+    over["spec"]["template"]["spec"] = sharing(over["spec"]["template"]["spec"], rack, own=True)
+    cluster.wait_for(
+        lambda: apply(cluster, over, "--dry-run=server", check=False).returncode != 0,
+        timeout=30.0, message="the webhook counting the shared claim",
+    )
+    message = refused_with_numbers(apply(cluster, over, "--dry-run=server", check=False))
+    assert f"devices of DeviceClass {fleet.device_class}" in message, message
+
+    # Five workers sharing the one claim of 8: 8 devices, not 5 x 8 = 40. Admitted, and
+    # all five run on the node the claim is allocated on.
+    name = unique("together")
+    together = fleet.job(name, gang_namespace, NODES + 1)
+    together["spec"]["template"]["spec"] = sharing(
+        together["spec"]["template"]["spec"], rack, own=False)
+    done = apply(cluster, together)
+    assert done.returncode == 0, done.stderr
+
+    def all_bound() -> bool:
+        pods = pods_of(cluster, gang_namespace, name)
+        return len(pods) == NODES + 1 and all(p.spec.node_name for p in pods)
+
+    try:
+        cluster.wait_for(all_bound, timeout=90.0, message="the five workers bound")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {described(cluster, gang_namespace, name)}") from None
+    nodes = {p.spec.node_name for p in pods_of(cluster, gang_namespace, name)}
+    results = claim_of(cluster, gang_namespace, rack)["status"]["allocation"]["devices"]["results"]
+    assert len(nodes) == 1 and len(results) == DEVICES, (nodes, results)
+
+
+def test_a_node_s_devices_held_by_a_shared_claim_keep_a_gang_waiting_until_it_is_freed(
+    cluster: Any, gang_namespace: str, plain_namespace: str, holding_fleet: Fleet
+) -> None:
+    fleet = holding_fleet
+    # A pod of no gang on node 0 uses a shared claim of 8: the claim, not the pod's
+    # limits, says node 0's devices are taken (a claim no Pod owns holds them).
+    held = unique("held")
+    apply(cluster, shared_claim(fleet, held, plain_namespace))
+    holder = {"apiVersion": "v1", "kind": "Pod",
+              "metadata": {"name": "holder", "namespace": plain_namespace},
+              "spec": {**sharing(fleet.pod_spec(), held, own=False),
+                       "nodeSelector": {"kubernetes.io/hostname": fleet.nodes[0]}}}  # fmt: skip
+    apply(cluster, holder)
+    cluster.wait_for(
+        lambda: (claim_of(cluster, plain_namespace, held).get("status") or {}).get(
+            "allocation") is not None
+        and cluster.core.read_namespaced_pod("holder", plain_namespace).spec.node_name,
+        timeout=60.0, message="the shared claim allocated on node 0 and its pod bound",
+    )
+
+    apply(cluster, fleet.template(gang_namespace))
+    name = unique("waits")
+    assert apply(cluster, fleet.job(name, gang_namespace, NODES)).returncode == 0
+    cluster.wait_for(lambda: len(pods_of(cluster, gang_namespace, name)) == NODES,
+                     timeout=60.0, message=f"the Job's {NODES} pods")
+    # Before allocated claims were read, node 0 looked free and all four were released:
+    # one stayed Pending while three held their devices.
+    with contextlib.suppress(AssertionError):
+        cluster.wait_for(
+            lambda: any(not gated(p) or p.spec.node_name
+                        for p in pods_of(cluster, gang_namespace, name)),
+            timeout=WAIT_SECONDS, message="(expected to time out)",
+        )
+    early = [p.metadata.name for p in pods_of(cluster, gang_namespace, name)
+             if not gated(p) or p.spec.node_name]
+    assert early == [], f"released while a shared claim held node 0's devices: {early}"
+
+    # The pod goes; the claim controller deallocates the claim no one uses any more.
+    cluster.core.delete_namespaced_pod("holder", plain_namespace, grace_period_seconds=0)
+
+    def all_bound() -> bool:
+        pods = pods_of(cluster, gang_namespace, name)
+        return len(pods) == NODES and all(p.spec.node_name for p in pods)
+
+    try:
+        cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
+    except AssertionError as exc:
+        claim = claim_of(cluster, plain_namespace, held).get("status")
+        raise AssertionError(f"{exc}: claim status {claim}\n"
+                             f"{described(cluster, gang_namespace, name)}") from None
+    assert sorted(p.spec.node_name for p in pods_of(cluster, gang_namespace, name)) == sorted(
+        fleet.nodes)
+
+
+@pytest.fixture(scope="module")
+def allocated_fleet(cluster: Any) -> Iterator[Fleet]:
+    """Four more nodes of 8 devices, one of which a claim with no pod holds."""
+    made = Fleet(cluster)
+    yield made
+    made.delete_classes(cluster)
+
+
+def test_a_claim_allocated_with_no_pod_keeps_its_node_s_devices_from_a_gang(
+    cluster: Any, gang_namespace: str, plain_namespace: str, allocated_fleet: Fleet
+) -> None:
+    fleet = allocated_fleet
+    # Allocated as a DRA driver or a tool may do it, with no consumer: the claim
+    # controller deallocates only a claim whose last consumer went, so it stays.
+    name = unique("reserved")
+    apply(cluster, shared_claim(fleet, name, plain_namespace))
+    allocation = {"status": {"allocation": {"devices": {"results": [
+        {"request": "gpus", "driver": fleet.driver, "pool": fleet.nodes[0],
+         "device": device} for device in _devices(cluster, fleet.nodes[0])]}}}}  # fmt: skip
+    patched = cluster.kubectl("patch", "resourceclaim", name, "-n", plain_namespace,
+                              "--subresource=status", "--type=merge",
+                              "-p", yaml.safe_dump(allocation), check=False)
+    assert patched.returncode == 0, patched.stderr
+
+    apply(cluster, fleet.template(gang_namespace))
+    job = unique("waits")
+    assert apply(cluster, fleet.job(job, gang_namespace, NODES)).returncode == 0
+    cluster.wait_for(lambda: len(pods_of(cluster, gang_namespace, job)) == NODES,
+                     timeout=60.0, message=f"the Job's {NODES} pods")
+    with contextlib.suppress(AssertionError):
+        cluster.wait_for(
+            lambda: any(not gated(p) or p.spec.node_name
+                        for p in pods_of(cluster, gang_namespace, job)),
+            timeout=WAIT_SECONDS, message="(expected to time out)",
+        )
+    early = [p.metadata.name for p in pods_of(cluster, gang_namespace, job)
+             if not gated(p) or p.spec.node_name]
+    assert early == [], f"released while a claim with no pod held node 0's devices: {early}"
+
+    cluster.custom.delete_namespaced_custom_object(
+        "resource.k8s.io", "v1", plain_namespace, "resourceclaims", name)
+
+    def all_bound() -> bool:
+        pods = pods_of(cluster, gang_namespace, job)
+        return len(pods) == NODES and all(p.spec.node_name for p in pods)
+
+    try:
+        cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {described(cluster, gang_namespace, job)}") from None
+
+
+def _devices(cluster: Any, node: str) -> list[str]:
+    """The device names of `node`'s ResourceSlices."""
+    slices = cluster.custom.list_cluster_custom_object(
+        "resource.k8s.io", "v1", "resourceslices")["items"]
+    return [d["name"] for s in slices if s["spec"].get("nodeName") == node
+            for d in s["spec"].get("devices") or ()]  # fmt: skip
 
 
 def test_plain_nvidia_gpu_workers_are_counted_on_devices_of_a_class_serving_that_resource(
@@ -322,3 +537,47 @@ def test_a_mixed_fleet_counts_device_plugin_gpus_and_dra_devices_each_as_their_o
                      timeout=90.0, message="both gangs bound")
     assert bound(dra_name) == sorted(fleet.nodes)
     assert bound(gpu_name) == sorted(fleet.gpu_nodes)
+
+
+@pytest.fixture(scope="module")
+def pair(cluster: Any) -> Iterator[Fleet]:
+    """Two nodes of 8 devices, for a gang the count cannot pin."""
+    made = Fleet(cluster, ("A100", "A100"))
+    yield made
+    made.delete_classes(cluster)
+
+
+def test_a_gang_whose_claims_ask_every_device_goes_unpinned_with_the_reason_and_binds_whole(
+    cluster: Any, gang_namespace: str, pair: Fleet
+) -> None:
+    # `allocationMode: All` takes every device of the class on whichever node the
+    # allocator picks: a count cannot promise a node, so the gang is released
+    # unpinned, says why, and the allocator places it (policies/dra/pinnable.py).
+    every = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+             "metadata": {"name": "every-gpu", "namespace": gang_namespace},
+             "spec": {"spec": {"devices": {"requests": [
+                 {"name": "gpus", "exactly": {"deviceClassName": pair.device_class,
+                                              "allocationMode": "All"}}]}}}}  # fmt: skip
+    apply(cluster, every)
+    name = unique("every")
+    apply(cluster, pair.job(name, gang_namespace, 2, template="every-gpu"))
+
+    def all_bound() -> bool:
+        pods = pods_of(cluster, gang_namespace, name)
+        return len(pods) == 2 and all(p.spec.node_name for p in pods)
+
+    try:
+        cluster.wait_for(all_bound, timeout=90.0, message="both workers bound")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {described(cluster, gang_namespace, name)}") from None
+    pods = pods_of(cluster, gang_namespace, name)
+    assert sorted(p.spec.node_name for p in pods) == sorted(pair.nodes)
+    assert [pinned_node(p) for p in pods] == [None, None]
+    # Read through core/v1: the scheduler's own Events have no eventTime, which the
+    # client's events.k8s.io model refuses.
+    cluster.wait_for(
+        lambda: [e for e in cluster.core.list_namespaced_event(gang_namespace).items
+                 if e.reason == "GangReleasedUnpinned"
+                 and "allocationMode All" in (e.message or "")],
+        timeout=30.0, message="the GangReleasedUnpinned Event naming allocationMode All",
+    )

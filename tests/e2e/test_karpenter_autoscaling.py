@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 from builders.cluster import POOL_LABEL, indexed_job, unique
-from builders.controllers import RUN_FOR
+from builders.controllers import RUN_FOR, pinned_node
 from conftest import Cluster, own_sandbox
 
 from gangkeeper.policies.names import GATE, PLACEHOLDER_LABEL
@@ -179,11 +179,10 @@ def test_a_gang_on_a_pool_at_zero_gets_its_nodes_from_karpenter_and_binds_whole(
     nodes = {p.spec.node_name for p in bound}
     karpenter_nodes = {n.metadata.name: n for n in pool_nodes(cluster, "a")}
     assert nodes <= set(karpenter_nodes) and len(karpenter_nodes) == 4  # no node wasted
-    # Released pinned (placement): each member's hostname pin names its node's label
-    # (Karpenter's kwok nodes: the NodeClaim's name, not the Node's).
+    # Released pinned (placement): each member's pin names its Node itself (on
+    # Karpenter's kwok nodes the hostname label is the NodeClaim's name, not the Node's).
     for p in bound:
-        label = karpenter_nodes[p.spec.node_name].metadata.labels["kubernetes.io/hostname"]
-        assert p.spec.node_selector.get("kubernetes.io/hostname") == label
+        assert pinned_node(p) == p.spec.node_name
     cluster.wait_for(lambda: not placeholders(cluster, namespace), timeout=PLACEHOLDERS_GONE,
                      message="placeholders gone")
 

@@ -32,7 +32,13 @@ from typing import Any
 import pytest
 import yaml
 from builders.cluster import POOL_LABEL, gang_pod, indexed_job, unique
-from builders.controllers import gpu_template, jobset, leaderworkerset, replicated_job
+from builders.controllers import (
+    gpu_template,
+    jobset,
+    leaderworkerset,
+    pinned_node,
+    replicated_job,
+)
 from builders.rebind import (
     HOLD,
     hold_and_take_a_pinned_node,
@@ -119,7 +125,7 @@ def test_the_8_4_4_gang_binds_whole_every_round_pinned_and_not_unpinned(
             ok, pods = mixed_round(cluster, namespace, pool, index)
             whole += ok
             if label == "pinned":
-                pins = {p.metadata.name: (p.spec.node_selector or {}).get(PIN_LABEL) for p in pods}
+                pins = {p.metadata.name: pinned_node(p) for p in pods}
                 assert set(pins.values()) <= set(nodes) and None not in pins.values(), pins
                 assert {p.spec.node_name for p in pods} == set(pins.values())
         outcomes[label] = whole
@@ -456,7 +462,7 @@ def test_a_gang_with_a_constraint_the_assigner_does_not_model_goes_unpinned_with
         timeout=60,
         message="the gang released and settled",
     )
-    assert all(PIN_LABEL not in (p.spec.node_selector or {}) for p in pods)
+    assert all(pinned_node(p) is None for p in pods)
     # The scheduler keeps the two hostPort pods apart; a pin might not have.
     assert len({p.spec.node_name for p in pods}) == 2
     # Read through core/v1: the scheduler's own Events have no eventTime, which the

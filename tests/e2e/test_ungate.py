@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 from builders.cluster import gang_pod
+from builders.controllers import pinned_node
 from builders.faults import cordoned_pool, count_gated, create_gangs, gated, pods, uncordon
-
-from gangkeeper.policies.names import PIN_LABEL
 
 
 def ungate(cluster: Any, namespace: str, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -94,7 +93,7 @@ def test_ungate_pins_a_mixed_gang_as_the_controller_would_and_it_binds_whole(
     assert done.returncode == 0, done.stderr
     assert f"released {gang_namespace}/mix: 3 of 3 gated members (fits now)" in done.stdout
     found = {p.metadata.name: p for p in pods(cluster, gang_namespace)}
-    pins = {name: (p.spec.node_selector or {}).get(PIN_LABEL) for name, p in found.items()}
+    pins = {name: pinned_node(p) for name, p in found.items()}
     assert pins["small-0"] == pins["small-1"] != pins["big"], pins
     assert {pins["big"], pins["small-0"]} == set(nodes), pins
     cluster.wait_for(

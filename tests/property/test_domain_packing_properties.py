@@ -49,7 +49,6 @@ def node(draw: st.DrawFn, index: int, labels: dict[str, str]) -> NodeView:
         taints=(),
         free={r: draw(st.integers(0, 8)) for r in RESOURCES},
         ready=draw(st.integers(0, 6)) > 0,
-        hostname=f"n{index}",
     )
 
 
@@ -116,7 +115,7 @@ def test_a_gang_that_fits_two_racks_is_not_spread_over_three() -> None:
     # tightest nodes first (r1, r2) and ends on three racks, which the behaviour
     # before ("one domain, else every node") did.
     fleet = [
-        NodeView(name, {KEY: rack}, (), {"nvidia.com/gpu": gpus}, hostname=name)
+        NodeView(name, {KEY: rack}, (), {"nvidia.com/gpu": gpus})
         for name, rack, gpus in (("a", "r0", 8), ("b", "r1", 4), ("c", "r2", 4))
     ]
     gang = [Member(f"m{i}", {"nvidia.com/gpu": 4}) for i in range(3)]
@@ -130,8 +129,7 @@ def test_a_gang_that_fits_two_racks_is_not_spread_over_three() -> None:
 def tight(draw: st.DrawFn) -> tuple[list[Member], list[NodeView]]:
     """GPUs only, a node or two per rack: where the order of choices decides."""
     fleet = [
-        NodeView(f"n{d}{i}", {KEY: f"r{d}"}, (), {"nvidia.com/gpu": draw(st.integers(1, 8))},
-                 hostname=f"n{d}{i}")
+        NodeView(f"n{d}{i}", {KEY: f"r{d}"}, (), {"nvidia.com/gpu": draw(st.integers(1, 8))})
         for d in range(draw(st.integers(1, 4))) for i in range(draw(st.integers(1, 2)))
     ]
     gang = [Member(f"m{i}", {"nvidia.com/gpu": draw(st.integers(1, 6))})

@@ -1,6 +1,7 @@
 """Properties of DRA device counting (policies/dra) over generated objects.
 
-Plain dicts shaped as `k8s.io/api/resource/v1/types.go` ResourceSlice and ResourceClaim.
+Plain dicts shaped as `k8s.io/api/resource/v1/types.go` ResourceSlice and ResourceClaim,
+and core/v1 PodResourceClaim (`resourceClaimName`).
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from gangkeeper.policies.dra import (
     UNKNOWN,
     class_capacity,
     node_devices,
-    pod_claims,
     read_claim,
     read_device_class,
     read_resource_slice,
-    shared_demand,
 )
+from gangkeeper.policies.dra.extended import nodes_with_devices, with_claim_limits
+from gangkeeper.policies.dra.shared import charged_once
+from gangkeeper.policies.model import Gang, Role, Source
+from gangkeeper.policies.podspec import pod_demand
+from gangkeeper.policies.settings.config import Config
+from gangkeeper.webhook.kube.device_view import with_device_names
 
 DRIVER = "gpu.example.com"
 CLASS = read_device_class({
@@ -63,6 +68,25 @@ def test_a_count_never_exceeds_the_devices_the_nodes_slices_list(raw: list[dict[
 
 
 @settings(max_examples=200, deadline=None)
+@given(slices(), st.booleans())
+def test_every_node_gets_the_count_of_every_slice_that_may_select_it(
+    raw: list[dict[str, Any]], everywhere: bool
+) -> None:
+    """`nodes_with_devices` looks only at a node's own named slices and the unnamed
+    ones: the count is what every slice gives."""
+    if everywhere and raw:  # one pool offered to every node
+        raw[0]["spec"] = {**raw[0]["spec"], "allNodes": True}
+        del raw[0]["spec"]["nodeName"]
+    read = [read_resource_slice(s) for s in raw]
+    nodes = [{"metadata": {"name": n}, "status": {"allocatable": {}}}
+             for n in ("node-0", "node-1")]  # fmt: skip
+    out, _ = nodes_with_devices(nodes, read, [CLASS])
+    for node in out:
+        counted = class_capacity(CLASS, node_devices(read, node["metadata"]["name"], {}))
+        assert node["status"]["allocatable"].get("dra:gpus", "0") == str(counted)
+
+
+@settings(max_examples=200, deadline=None)
 @given(slices(), st.randoms(use_true_random=False))
 def test_the_order_slices_arrive_in_does_not_change_the_count(
     raw: list[dict[str, Any]], rnd: Any
@@ -83,15 +107,22 @@ def test_the_order_slices_arrive_in_does_not_change_the_count(
 def test_a_shared_claim_counts_once_however_many_pods_name_it(
     named: list[set[str]], sizes: dict[str, int]
 ) -> None:
+    """Pods naming shared ResourceClaims, through the limits admission gives them
+    (`with_claim_limits`) and the gang's count (`charged_once`): each claim named by
+    any member counts once, and the gang keeps its members."""
     claims = dict(
         read_claim({"metadata": {"name": name}, "spec": {"devices": {"requests": [
             {"name": "r", "exactly": {"deviceClassName": "gpus", "count": count}}]}}})
         for name, count in sizes.items()
     )  # fmt: skip
-    pods = [
-        pod_claims({"containers": [], "resourceClaims": [
-            {"name": n, "resourceClaimName": n} for n in sorted(names)]}, {})
-        for names in named
-    ]  # fmt: skip
-    total = shared_demand(pods, claims).counts.get("gpus", 0)
-    assert total == sum(sizes[n] for n in set().union(*named))
+    config = with_device_names(Config())
+    roles = []
+    for i, names in enumerate(named):
+        spec = with_claim_limits({"containers": [{"name": "main"}], "resourceClaims": [
+            {"name": n, "resourceClaimName": n} for n in sorted(names)]}, {}, {}, claims)
+        roles.append(Role(f"pod-{i}", 1, pod_demand(spec, config)))  # fmt: skip
+    gang = Gang("team", "g", len(roles), tuple(roles), Source("v1", "Pod", "team", "g"))
+    charged = charged_once(gang)
+    assert charged.total_demand().get("dra:gpus", 0) == sum(sizes[n] for n in set().union(*named))
+    assert (charged.size, charged.min_member) == (gang.size, gang.min_member)
+    assert all("@" not in r for role in charged.roles for r in role.demand)

@@ -2,7 +2,7 @@
 
 `assign` now searches buckets of interchangeable nodes, and the controller's fleet
 hands it groups it keeps between gangs (`Fleet.groups`). On random fleets (labels,
-taints, cordons, not Ready, no hostname, names out of order, free amounts) and gangs
+taints, cordons, not Ready, names out of order, free amounts) and gangs
 (mixed sizes and selectors, small search budgets so the greedy fallback runs too):
 (a) `assign` returns what the assigner before it returned (`builders.assign_reference`,
 the code of commit b2ba8e8), and (b) assigning over a `Fleet`'s groups returns what
@@ -50,7 +50,6 @@ def views(draw: st.DrawFn) -> list[NodeView]:
                   "cpu": draw(st.sampled_from([2000, 8000])), "pods": draw(st.integers(1, 4))},
             ready=draw(st.integers(0, 12)) > 0,
             unschedulable=draw(st.integers(0, 12)) == 0,
-            hostname="" if draw(st.integers(0, 12)) == 0 else name,
         ))
     return out
 

@@ -3,7 +3,7 @@
 (a) whenever brute force (every member on every node, no shapes, no bounds) finds an
 assignment, the assigner finds one;
 (b) every assignment it returns is valid: each member eligible on its node (Ready,
-uncordoned, hostname, the scheduler filters) and no node over any resource.
+uncordoned, the scheduler filters) and no node over any resource.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ def nodes(draw: st.DrawFn) -> list[NodeView]:
                 free={r: draw(st.integers(0, 8)) for r in RESOURCES},
                 ready=draw(st.integers(0, 5)) > 0,
                 unschedulable=cordoned,
-                hostname="" if draw(st.integers(0, 6)) == 0 else f"n{i}",
             )
         )
     return out
@@ -99,7 +98,7 @@ def packing_cases(draw: st.DrawFn) -> tuple[list[Member], list[NodeView]]:
     """GPUs only, tight: where the order of choices decides (best fit alone fails)."""
     fleet = [
         NodeView(
-            name=f"n{i}", labels={}, taints=(), hostname=f"n{i}",
+            name=f"n{i}", labels={}, taints=(),
             free={"nvidia.com/gpu": draw(st.integers(1, 8))},
         )
         for i in range(draw(st.integers(1, 3)))

@@ -100,7 +100,15 @@ def member(
     # Gangs 4 and 9 may use relabelled nodes only; `pool`: these nodes only.
     selector = {"pool": pool or "b"} if gang % 5 == 4 or pool else {}
     if pin:
-        selector[PIN_LABEL] = pin
+        # Half the gangs pinned as earlier versions did (the node's hostname label):
+        # pods of both kinds live side by side through an upgrade.
+        if gang % 2:
+            selector[PIN_LABEL] = pin
+        else:
+            spec["affinity"] = {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In",
+                                      "values": [pin]}]}]}}}
     if selector:
         spec["nodeSelector"] = selector
     annotations = {GANG_NAME_ANNOTATION: name, MIN_MEMBER_ANNOTATION: str(size + later_count),

@@ -118,13 +118,13 @@ def test_a_collector_sample_of_an_undeclared_metric_is_refused() -> None:
 def test_a_series_renders_with_the_catalogue_s_type_and_help() -> None:
     series = Series()
     series.add(catalogue.GANG_RELEASES, (("backend", "gate"),), 2)
-    series.observe(catalogue.CONTROLLER_PLAN_SECONDS, 0.5)
+    series.observe(catalogue.GANG_RELEASE_SECONDS, 0.5)
     text = render(series.samples())
     assert text.splitlines() == [
-        f"# HELP gangkeeper_controller_plan_seconds {catalogue.CONTROLLER_PLAN_SECONDS.help}",
-        "# TYPE gangkeeper_controller_plan_seconds summary",
-        "gangkeeper_controller_plan_seconds_sum 0.5",
-        "gangkeeper_controller_plan_seconds_count 1",
+        f"# HELP gangkeeper_gang_release_seconds {catalogue.GANG_RELEASE_SECONDS.help}",
+        "# TYPE gangkeeper_gang_release_seconds summary",
+        "gangkeeper_gang_release_seconds_sum 0.5",
+        "gangkeeper_gang_release_seconds_count 1",
         f"# HELP gangkeeper_gang_releases_total {catalogue.GANG_RELEASES.help}",
         "# TYPE gangkeeper_gang_releases_total counter",
         'gangkeeper_gang_releases_total{backend="gate"} 2',
@@ -138,7 +138,7 @@ def busy_controller() -> GangController:
     result = plan([pod_info(p, Config()) for p in members("a", 2)], [node("n", 8)], Config(), T0)
     controller.timings.released(result.releases[0], 0.01, T0 + 5)
     controller._last_plan = result
-    controller.watchdog.check(result, T0 + 9)
+    controller.watchdog.send(controller.watchdog.actions(result, T0 + 9), T0 + 9)
     controller.series.add(catalogue.GANG_RELEASES, (("backend", "gate"),))
     return controller
 

@@ -52,7 +52,8 @@ def exported_families() -> frozenset[str]:
     bound = members("a", 2, gates=(), node_name="n")
     later = plan([pod_info(p, Config()) for p in bound], [node("n", 8)], Config(), T0 + 9)
     controller.timings.observe(later.reports, T0 + 9)
-    controller.watchdog.check(later, T0 + 9)  # its gauges exist after its first pass
+    # Its gauges exist after its first pass.
+    controller.watchdog.send(controller.watchdog.actions(later, T0 + 9), T0 + 9)
     metrics = Metrics()
     metrics.observe_admission("validate", "denied", "rejected", 0.001, "gang-too-big")
     metrics.set_certificate_expiry(T0 + 86400)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gangkeeper.policies.eligibility import (
+    named_nodes,
     node_eligible,
     requirement_matches,
     tolerates,
@@ -183,3 +184,36 @@ def test_placements_reading_node_identity_are_detected(
     placement: Placement, expected: bool
 ) -> None:
     assert uses_node_identity(placement, ("kubernetes.io/hostname",)) is expected
+
+
+def _named(*fields: Requirement, expressions: tuple[Requirement, ...] = ()) -> NodeSelectorTerm:
+    return NodeSelectorTerm(expressions, fields)
+
+
+@pytest.mark.parametrize(
+    ("terms", "expected"),
+    [
+        ((), None),
+        ((_named(req("metadata.name", "In", "n1")),), {"n1"}),
+        # Terms are ORed: the union; a term that names no node leaves every node open.
+        ((_named(req("metadata.name", "In", "n1")), _named(req("metadata.name", "In", "n2"))),
+         {"n1", "n2"}),
+        ((_named(req("metadata.name", "In", "n1")), _named(expressions=(req("gpu", "Exists"),))),
+         None),
+        ((_named(req("metadata.name", "NotIn", "n1")),), None),
+        # Requirements in a term are ANDed: the intersection; an empty term matches nothing.
+        ((_named(req("metadata.name", "In", "n1"), req("metadata.name", "In", "n2")),), set()),
+        ((NodeSelectorTerm(), _named(req("metadata.name", "In", "n1"))), {"n1"}),
+    ],
+)
+def test_nodes_named_by_metadata_name_are_the_only_candidates(
+    terms: tuple[NodeSelectorTerm, ...], expected: set[str] | None
+) -> None:
+    # kube-scheduler's NodeAffinity PreFilter: the set filtering is limited to.
+    named = named_nodes(Placement(required_terms=terms))
+    assert named == (None if expected is None else frozenset(expected))
+    if named is not None:
+        for node in ("n1", "n2", "n3"):
+            if node not in named:
+                assert not node_eligible(Placement(required_terms=terms), node_name=node,
+                                         labels=LABELS, taints=())

@@ -31,6 +31,7 @@ from builders.gangs import (
     members,
     node,
     owner_object,
+    pin,
     pod,
 )
 from builders.polling import wait_for
@@ -43,7 +44,6 @@ from gangkeeper.policies.model import Taint
 from gangkeeper.policies.names import (
     DEFAULT_NAMESPACE,
     GATE,
-    PIN_LABEL,
     PROVISIONING_LABEL,
     PROVISIONING_REQUEST_LABEL,
     RELEASED_AT_ANNOTATION,
@@ -52,7 +52,6 @@ from gangkeeper.policies.release.groups import COSCHEDULING, native_resource
 from gangkeeper.policies.release.requeue import requeue_patch
 from gangkeeper.policies.settings.autoscaling import Autoscaling
 from gangkeeper.policies.settings.config import Config, NodePool
-from gangkeeper.webhook.controller import controller as controller_module
 from gangkeeper.webhook.controller.controller import GangController
 from gangkeeper.webhook.controller.provisioning import POD_TEMPLATES, PROVISIONING_REQUESTS
 from gangkeeper.webhook.controller.writes import rfc3339
@@ -121,11 +120,9 @@ def server_view_calls() -> set[Access]:
 
 
 @pytest.fixture
-def fake_rest(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
-    """The controller's own client, as `serve` builds it, answered by a FakeApi."""
-    api = FakeApi()
-    monkeypatch.setattr(controller_module, "Rest", lambda _client: api)
-    return api
+def fake_rest() -> FakeApi:
+    """The API the controller is given (`GangController(api=...)`), in memory."""
+    return FakeApi()
 
 
 def stuck_members(gang: str = "stuck", owner: dict[str, str] = LWS) -> list[dict[str, Any]]:
@@ -134,7 +131,7 @@ def stuck_members(gang: str = "stuck", owner: dict[str, str] = LWS) -> list[dict
     Job, JobSet, TrainJob or RayCluster."""
     pods = members(gang, 2, gates=(), gpus=1, owner=owner)
     for raw in pods:
-        raw["spec"]["nodeSelector"] = {PIN_LABEL: "n1"}
+        pin(raw, "n1")
         raw["metadata"]["annotations"][RELEASED_AT_ANNOTATION] = rfc3339(time.time() - 3600)
     pods[0]["spec"]["nodeName"] = "n1"
     return pods
@@ -170,7 +167,7 @@ def controller_calls(api: FakeApi) -> set[Access]:
                     taints=(Taint("scaled", "", "NoSchedule"),))
     controller = GangController(ApiClient(), Config(gang_timeout_seconds=0, pools=(pool,)),
                                 namespace=DEFAULT_NAMESPACE, identity="rbac-test",
-                                settle_seconds=0.0, resync_seconds=0.1)
+                                settle_seconds=0.0, resync_seconds=0.1, api=api)
     controller.start()
     try:
         def released(prefix: str) -> bool:
@@ -202,7 +199,7 @@ def controller_calls(api: FakeApi) -> set[Access]:
         controller.groups._native = native_resource("v1beta1")
         controller.groups._native_checked = True
         assert controller.groups.ensure(gang)
-        controller.nudges._nudge("team", "cos", requeue_patch("2027-01-15T08:00:00.000000Z"))
+        controller.executor._nudge("team", "cos", requeue_patch("2027-01-15T08:00:00.000000Z"))
     finally:
         controller.stop()
     return recorded(api)
@@ -223,7 +220,8 @@ def provisioning_calls(api: FakeApi) -> set[Access]:
     pool = NodePool("scaled", 4, labels={"pool": "scaled"}, allocatable={"nvidia.com/gpu": 8})
     config = Config(pools=(pool,), autoscaling=Autoscaling(mode="provisioningrequest"))
     controller = GangController(ApiClient(), config, namespace=DEFAULT_NAMESPACE,
-                                identity="rbac-test", settle_seconds=0.0, resync_seconds=0.1)
+                                identity="rbac-test", settle_seconds=0.0, resync_seconds=0.1,
+                                api=api)
     controller.start()
     try:
         for verb in ("create", "delete"):

@@ -33,7 +33,9 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--ip", action="extend", nargs="+", default=[], metavar="IP", help="IP SANs"
     )
-    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="for the default names")
+    parser.add_argument(
+        "-n", "--namespace", default=DEFAULT_NAMESPACE, help="for the default names"
+    )
     parser.add_argument("--service", default=SERVICE_NAME, help="for the default names")
     parser.set_defaults(run=run)
 

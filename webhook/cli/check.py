@@ -35,6 +35,7 @@ import yaml
 
 from gangkeeper.policies.admission.decision import validate_object
 from gangkeeper.policies.cluster.capacity import Capacity
+from gangkeeper.policies.dra.resource_names import resource_text
 from gangkeeper.policies.errors import InvalidConfig, InvalidObject
 from gangkeeper.policies.model import KubeObject, OwnerLookup
 from gangkeeper.policies.recognizers.pod_gangs import POD_BASED, siblings_among
@@ -284,7 +285,8 @@ def _print_text(records: list[dict[str, Any]], out: TextIO) -> None:
             print(f"admit   {subject}: not a gang [{r['file']} document {r['document']}]",
                   file=out)
             continue
-        demand = ", ".join(f"{v} {k}" for k, v in sorted(r["demand"].items())) or "no GPUs"
+        demand = ", ".join(
+            f"{v} {resource_text(k)}" for k, v in sorted(r["demand"].items())) or "no GPUs"
         # Where it came from, last: the verdict and the gang stay where the eye looks,
         # and a directory's records can still be traced to their file.
         line = (
@@ -367,8 +369,8 @@ def run(args: argparse.Namespace) -> int:
     docs = [_in_namespace(doc, args.namespace) for doc in docs]
     docs, duplicated = _duplicates(docs)
     errors.extend(duplicated)
-    docs, templates, unreadable_claims = check_dra.take_claim_templates(docs)
-    docs, unreadable_pods = check_dra.with_claims(docs, templates, fleet.fewest)
+    docs, claims, unreadable_claims = check_dra.take_claims(docs)
+    docs, unreadable_pods = check_dra.with_claims(docs, claims, fleet.fewest)
     errors.extend(unreadable_claims + unreadable_pods)
     records, unreadable = _records(docs, capacity, config)
     errors.extend(unreadable)

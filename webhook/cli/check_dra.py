@@ -5,7 +5,8 @@
 hold ResourceClaimTemplates and ResourceClaims. Each class's devices on a node become
 an extended resource `dra:<class>` of the Node, and each pod's claims limits of it
 (`policies.dra.extended`), so the packing check counts them like GPUs: a gang asking
-for more devices than the nodes offer is refused with the numbers.
+for more devices than the nodes offer is refused with the numbers. A ResourceClaim
+that several pods name counts once for their gang (`policies.dra.shared`).
 
 Reads nothing itself: works on the documents `check` loaded.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from gangkeeper.policies.dra import (
     DeviceClass,
     DeviceDemand,
+    read_claim,
     read_claim_template,
     read_device_class,
     read_resource_slice,
@@ -73,36 +75,44 @@ def read_fleet(docs: list[Document], config: Config) -> Fleet:
     return Fleet(list(with_devices), with_device_resources(config, classes), fewest)
 
 
-def take_claim_templates(
-    docs: list[Document],
-) -> tuple[list[Document], dict[str, DeviceDemand], list[str]]:
-    """(the other documents, demand of each ResourceClaimTemplate by name, errors)."""
+@dataclasses.dataclass(frozen=True)
+class Claims:
+    """What the ResourceClaimTemplates and ResourceClaims of -f ask, by name."""
+
+    templates: dict[str, DeviceDemand] = dataclasses.field(default_factory=dict)
+    #: Shared ResourceClaims: counted once for the pods of a gang naming them.
+    shared: dict[str, DeviceDemand] = dataclasses.field(default_factory=dict)
+
+
+def take_claims(docs: list[Document]) -> tuple[list[Document], Claims, list[str]]:
+    """(the other documents, the claims and claim templates, errors)."""
     rest: list[Document] = []
-    templates: dict[str, DeviceDemand] = {}
+    claims = Claims()
     errors: list[str] = []
     for doc in docs:
         kind = doc.obj.get("kind")
         if kind not in CLAIM_KINDS:
             rest.append(doc)
-        elif kind == "ResourceClaimTemplate":
-            try:
-                name, demand = read_claim_template(doc.obj)
-            except InvalidObject as exc:
-                errors.append(f"{doc.where}: {exc}")
-                continue
-            templates[name] = demand
-    return rest, templates, errors
+            continue
+        template = kind == "ResourceClaimTemplate"
+        try:
+            name, demand = (read_claim_template if template else read_claim)(doc.obj)
+        except InvalidObject as exc:
+            errors.append(f"{doc.where}: {exc}")
+            continue
+        (claims.templates if template else claims.shared)[name] = demand
+    return rest, claims, errors
 
 
 def with_claims(
-    docs: list[Document], templates: Mapping[str, DeviceDemand], fewest: Mapping[str, int]
+    docs: list[Document], claims: Claims, fewest: Mapping[str, int]
 ) -> tuple[list[Document], list[str]]:
     """The documents with their pods' claims as device limits (see the module docstring)."""
     out: list[Document] = []
     errors: list[str] = []
     for doc in docs:
         try:
-            obj = with_claim_limits(doc.obj, templates, fewest)
+            obj = with_claim_limits(doc.obj, claims.templates, fewest, claims.shared)
         except InvalidObject as exc:
             errors.append(f"{doc.where}: {exc}")
             continue

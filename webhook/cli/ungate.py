@@ -3,14 +3,15 @@
 
 Lists Pods and Nodes, runs the controller's own planning pass after pass
 (`policies.release.ungate`), and lifts the gates of exactly the gangs the controller
-would release now, as it would — creating their PodGroup first where the backend
-needs one, deleting their placeholder pods, pinning each member to the node the plan
-chose (placement `pinned`: the stock scheduler cannot then split a mixed gang) and
-adding a provisioned ProvisioningRequest's consume annotations — with the controller's
-guarded patch (a test of the gates and the resourceVersion read: a pod changed
-meanwhile is left alone). Every other gated gang is listed with
-why it waits; `--force` lifts their gates too, with a warning: those gangs may then
-bind partly. `--dry-run` only lists.
+would release now, through the controller's own `Releaser` — creating their PodGroup
+first where the backend needs one, deleting their placeholder pods, pinning each
+member to the node the plan chose (placement `pinned`: the stock scheduler cannot
+then split a mixed gang) and adding a provisioned ProvisioningRequest's consume
+annotations — with the controller's guarded patch (a test of the gates and the
+resourceVersion read: a pod changed meanwhile is left alone, unless only what no plan
+reads changed, when it is retried once as the controller does). Every other gated
+gang is listed with why it waits; `--force` lifts their gates too, with a warning:
+those gangs may then bind partly. `--dry-run` only lists.
 
     gangkeeper ungate [-n NS | -A] [--dry-run] [--force] [--kubeconfig PATH]
                       [--context NAME] [--config FILE]
@@ -25,7 +26,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .cluster_state import add_cluster_arguments, add_namespace_arguments, cluster_state_of
@@ -34,6 +37,10 @@ from .exit_codes import EXIT_BAD_INPUT, EXIT_LEFT_GATED, EXIT_OK
 if TYPE_CHECKING:
     from gangkeeper.policies.cluster.observed_gangs import PodInfo
     from gangkeeper.policies.release.results import Release
+    from gangkeeper.policies.settings.config import Config
+
+    from ..controller.releaser import Releaser
+    from ..kube.api import Api
 
 
 def register(sub: Any) -> None:
@@ -59,14 +66,19 @@ def run(args: argparse.Namespace) -> int:
     state = cluster_state_of(args)
     if state is None:
         return EXIT_BAD_INPUT
-    rest, config = state.rest, state.config
+    config = state.config
     decided = ungate_plan(state.pods, state.nodes, config, time.time(), namespace=args.namespace,
                           requests=state.requests)
+    with _releaser(state.rest, config) as releaser:
+        return _report(args, decided, releaser)
+
+
+def _report(args: argparse.Namespace, decided: Any, releaser: Releaser) -> int:
     verb = "would release" if args.dry_run else "released"
     failed = 0
     for release in decided.releases:
         gang = release.gang
-        done = 0 if args.dry_run else _release(rest, release)
+        done = 0 if args.dry_run else _release(releaser, release)
         failed += 0 if args.dry_run else len(release.pods) - done
         count = len(release.pods) if args.dry_run else done
         print(f"{verb} {gang.namespace}/{gang.name}: {count} of {len(release.pods)} "
@@ -74,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     for report in decided.waiting:
         members = decided.waiting_pods.get((report.namespace, report.label), ())
         if args.force and members:
-            done = len(members) if args.dry_run else _lift(rest, members)
+            done = len(members) if args.dry_run else _lift(releaser, members)
             failed += len(members) - done
             print(f"{'would force' if args.dry_run else 'forced'} {report.namespace}/"
                   f"{report.name}: {done} of {len(members)} gated members, although it "
@@ -101,49 +113,52 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _release(rest: Any, release: Release) -> int:
-    """Release as the controller does: create the group object if needed, delete the
-    gang's placeholder pods (their room is the gang's), then lift the gates with the
-    controller's guarded patch, pinning each member where the plan placed it and adding
-    a provisioned request's consume annotations; how many were lifted."""
-    from ..controller.group_writer import GroupWriter
-    from ..controller.writes import WRITE_QUERY, delete_options
-    from ..kube.api import ApiError
-    from ..kube.resources import PODS
+@contextmanager
+def _releaser(rest: Api, config: Config) -> Iterator[Releaser]:
+    """The controller's `Releaser`, its placeholders deleted by the controller's writer
+    (on a pool of this command's own), writing unfenced: no controller runs."""
+    from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
 
+    from ..controller.group_writer import GroupWriter
+    from ..controller.placeholders import PlaceholderWriter
+    from ..controller.releaser import Releaser
+    from ..controller.writes import WRITE_QUERY
+
+    def nothing(*_: Any, **__: Any) -> None:
+        return None
+
+    with ThreadPoolExecutor(8, thread_name_prefix="ungate") as pool:
+        placeholders = PlaceholderWriter(rest, config, pool=lambda: pool, emit=nothing,
+                                         count=nothing, write_query=WRITE_QUERY)
+        yield Releaser(
+            rest, GroupWriter(rest, nothing), placeholders.delete,
+            lambda raw: pod_info(raw, config) if is_live(raw) else None, nothing,
+        )
+
+
+def _release(releaser: Releaser, release: Release) -> int:
+    """Release as the controller does (`Releaser`): the group object if needed, the
+    gang's placeholder pods deleted, then the gates lifted, each member pinned where
+    the plan placed it; how many were lifted."""
     gang = release.gang
-    groups = GroupWriter(rest, lambda *_: None)
-    if release.needs_group and not groups.ensure(gang):
+    if not releaser.prepare([release]):
         print(f"  {gang.namespace}/{gang.name}: its PodGroup could not be created "
               "(see the warning above); left gated", file=sys.stderr)
         return 0
-    for placeholder in release.placeholders:
-        path = PODS.object_path(placeholder.namespace, placeholder.name)
-        try:
-            rest.request("DELETE", path, WRITE_QUERY,
-                         body=delete_options(placeholder.uid, grace_seconds=0))
-        except ApiError as exc:
-            if exc.status not in (404, 409):  # gone already, or another pod by that name
-                print(f"  placeholder {placeholder.namespace}/{placeholder.name}: {exc}",
-                      file=sys.stderr)
-    return _lift(rest, release.pods, release.pins, release.annotations, time.time())
+    return _lift(releaser, release.pods, release)
 
 
-def _lift(
-    rest: Any, pods: Sequence[PodInfo], pins: Mapping[str, str] | None = None,
-    annotations: Mapping[str, str] | None = None, wall: float | None = None,
-) -> int:
-    """Lift gangkeeper's gate from each pod (pinned where `pins` says) with the
-    controller's own request (`controller.gate_lifter`); how many."""
-    from ..controller.gate_lifter import lift_gate
-    from ..kube.api import ApiError
-
+def _lift(releaser: Releaser, pods: Sequence[PodInfo], release: Release | None = None) -> int:
+    """Lift gangkeeper's gate from each pod (pinned and annotated as `release` says);
+    how many."""
     lifted = 0
     for pod in pods:
-        try:
-            lift_gate(rest, pod, (pins or {}).get(pod.uid), wall, annotations)
-        except ApiError as exc:
-            print(f"  {pod.namespace}/{pod.name}: {exc}", file=sys.stderr)
+        if release is None:
+            outcome = releaser.lift(pod)
+        else:
+            outcome = releaser.lift(pod, release.pins.get(pod.uid), release.annotations)
+        if outcome != "ungated":
+            print(f"  {pod.namespace}/{pod.name}: left gated ({outcome})", file=sys.stderr)
             continue
         lifted += 1
     return lifted

@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from gangkeeper.policies.cluster.observed_gangs import PodInfo
 from gangkeeper.policies.release.results import Release
 
-#: Lifts one pod's gate (pinned to a hostname, with annotations): "ungated", or why not.
+#: Lifts one pod's gate (pinned to a node, with annotations): "ungated", or why not.
 Ungate = Callable[[PodInfo, "str | None", "Mapping[str, str] | None"], str]
 
 
@@ -61,7 +61,7 @@ class Burst:
 
     def decided(self, release: Release) -> None:
         """The plan's `on_release`: send it now if nothing must be written first."""
-        if not self._early or release.needs_group or release.placeholders:
+        if not self._early or not release.needs_nothing_first:
             return
         if self.confirmed():
             self._sent[id(release)] = self.submit(release)

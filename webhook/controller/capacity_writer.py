@@ -8,16 +8,17 @@ Holds references only: no I/O of its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from gangkeeper.policies.release.gang_events import Event
 from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import Api
 from ..series import Count
 
-#: (regarding, reason, note): posts one Warning Event (the controller's).
-Emit = Callable[[Mapping[str, str], str, str], None]
+#: Posts one decided Event on each object it regards (`GangEvents.send`).
+Emit = Callable[[Event], None]
 
 
 class CapacityWriter:

@@ -22,19 +22,29 @@ Threads (all daemons, all stopped by `stop()`):
   the others after the pass.
   Writes are fenced (`fencing`): the Lease is re-read before a burst and our renewal
   deadline checked before every write, so a leader paused past its lease writes
-  nothing when it wakes. Stuck gangs get Events (once per gang and cause per
-  process); members released to rejoin a released gang (a replacement of a deleted
-  member) are counted and get a Normal Event.
+  nothing when it wakes. Stuck gangs get Events (once per gang, cause and member
+  count per process: `release.stuck_events`); members released to rejoin a released
+  gang (a replacement of a deleted member) are counted and get a Normal Event.
   After a pass in which GPUs were freed, released coscheduling PodGroups whose pods
   are not all bound get an annotation touched, so the Coscheduling plugin retries
-  them now rather than at its 5-minute flush (`nudges`).
+  them now rather than at its 5-minute flush (`release.requeue` decides,
+  `executor` sends).
 
 Nothing is remembered that the API does not hold: a new leader re-reads pods, gates
 and group objects and finishes whatever a previous leader left half done.
 
-May do API I/O; decides nothing itself (see `gangkeeper.policies.release`,
-`kube.election`). The write bodies are `writes`' (pure); group objects are ensured by
-`group_writer`, Events posted by `events`.
+Every decision is the pure core's: the plan's (`gangkeeper.policies.release.plan`),
+and, from it and the memory the senders keep between passes (passed in as plain
+values), `release.actions` (stuck Events, nudges), `release.watchdog_actions`,
+`release.placeholder_actions`, `release.request_actions`,
+`release.preemption_actions` and `release.release_actions` (what a release's answers
+are said and counted as). The senders only send and record what the API answered:
+`releaser` (groups, placeholders deleted, gates lifted; `gangkeeper ungate` uses the
+same), `executor`, `watchdog`, `placeholders`, `provisioning`, `preemption`. The write
+bodies are `writes`' (pure). Every read and write goes through the `Api` given as
+`api` (a test's in-memory one), else a client of its own.
+
+May do API I/O; decides nothing itself (see also `kube.election`).
 """
 
 from __future__ import annotations
@@ -64,10 +74,11 @@ from gangkeeper.policies.names import LEASE_NAME
 from gangkeeper.policies.release.budgets import Budget, read_budget
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.planner import Planner, decisions
+from gangkeeper.policies.release.release_actions import after_release
 from gangkeeper.policies.release.results import GangReport, Plan, Release
 from gangkeeper.policies.settings.config import Config
 
-from ..kube.api import Api, ApiError
+from ..kube.api import Api
 from ..kube.device_view import DeviceView, with_device_names
 from ..kube.informer import Informer, Informers, Store
 from ..kube.lease import LeaderElector
@@ -76,17 +87,17 @@ from ..kube.rest import Rest
 from ..series import Sample, Series
 from .burst import Burst
 from .events import GangEvents
+from .executor import Executor, Senders
 from .faults import Faults
-from .gate_lifter import lift_gate
 from .group_writer import GroupWriter
-from .nudges import Nudges
 from .placeholders import PlaceholderWriter
 from .preemption import Preemptions
 from .provisioning import ProvisioningRequests
+from .releaser import Releaser
 from .samples import flattened, samples_of
 from .timings import GangTimings
 from .watchdog import Watchdog
-from .writes import WRITE_QUERY, event_body, rejoined_events
+from .writes import WRITE_QUERY
 
 log = logging.getLogger(__name__)
 
@@ -167,13 +178,8 @@ class GangController:
         #: Pending gangs by reason, wait and gate-removal histograms (`timings`).
         self.timings = GangTimings()
         self.groups = GroupWriter(self.rest, self.series.add)
-        self.nudges = Nudges(
-            self.rest, config, self._executor, self.series.add, wake=self._dirty.set,
-            may_write=lambda: not self._fenced(),
-        )
         self.events = GangEvents(
-            self.rest, config, self.identity, lambda: self._pool, self.series.add,
-            may_write=lambda: not self._fenced(),
+            self.rest, self.identity, lambda: self._pool, may_write=lambda: not self._fenced(),
         )
         self.watchdog = Watchdog(
             self.rest, config, self.events, self.series.add, may_write=lambda: not self._fenced()
@@ -187,8 +193,14 @@ class GangController:
         self.nodes: Store[Mapping[str, Any]] = Store(self._node, self._dirty.set)
         #: Placeholder pods for gangs that wait for an autoscaler (`placeholders.py`).
         self.placeholders = PlaceholderWriter(
-            self.rest, config, pool=self._executor, emit=self._event, count=self.series.add,
+            self.rest, config, pool=self._release_pool, emit=self.events.send,
+            count=self.series.add,
             write_query=WRITE_QUERY, may_write=lambda: not self._fenced(),
+        )
+        #: Sends releases: group objects, placeholders deleted, gates lifted.
+        self.releaser = Releaser(
+            self.rest, self.groups, self.placeholders.delete, self._pod, self.series.add,
+            may_write=lambda: not self._fenced(), lifted=self._lifted,
         )
         #: ResourceSlices, DeviceClasses and claim templates, in front of `nodes`.
         self.devices = DeviceView(self.nodes) if devices else None
@@ -209,36 +221,42 @@ class GangController:
         #: ProvisioningRequests (`autoscaling: provisioningrequest` only; not waited for:
         #: where the API is not served, placeholders stand in).
         self.requests = ProvisioningRequests.watching(
-            self._informers, self.rest, config, self._dirty.set, pool=self._executor,
-            emit=self._event, count=self.series.add, write_query=WRITE_QUERY,
+            self._informers, self.rest, config, self._dirty.set, pool=self._release_pool,
+            emit=self.events.send, count=self.series.add, write_query=WRITE_QUERY,
             may_write=lambda: not self._fenced(),
         )
+        #: Sends what each pass decides besides its releases, and keeps its memory.
+        self.executor = Executor(
+            self.rest, config, self.events, self._release_pool, self.series.add,
+            wake=self._dirty.set, may_write=lambda: not self._fenced(),
+            senders=Senders(self.placeholders, self.requests, self.watchdog, self.preemptions),
+        )
 
-    def _executor(self) -> ThreadPoolExecutor:
+    def _release_pool(self) -> ThreadPoolExecutor:
         pool = self._pool
         assert pool is not None, "the controller is not started"
         return pool
 
-    def _event(self, regarding: Mapping[str, str], reason: str, note: str) -> None:
-        path = f"/apis/events.k8s.io/v1/namespaces/{regarding['namespace']}/events"
-        body = event_body(regarding, reason, note, self.identity, time.time())
-        self._executor().submit(self._post_event, path, body)
-
     def _elected(self) -> None:
         # What changed while no one led is unknown: nudge PodGroups once.
-        self.nudges.forget()
+        self.executor.forget()
         self.watchdog.elected()  # and Jobs a predecessor left suspended: resume them
         self._dirty.set()
 
     def _pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
         if not is_live(raw):
             return None
+        claims: str | None = None
         if self.devices is not None:
             # Its claims' devices as limits, so a bound pod uses them on its node and
-            # a gated member asks them (a claim whose template is unknown asks none).
-            raw = self.devices.with_claims(raw, str((raw.get("metadata") or {}).get(
-                "namespace") or ""))[0]
-        info = pod_info(raw, self.config, self._shared)
+            # a gated member asks them (a claim whose template is unknown asks none),
+            # and whether that count can pin it. Not its shared claims: their names are
+            # no node's resource, and once allocated their devices are not free on
+            # their node whichever pods run.
+            namespace = str((raw.get("metadata") or {}).get("namespace") or "")
+            claims = self.devices.pin_doubt(raw, namespace)
+            raw = self.devices.with_claims(raw, namespace, shared=False)[0]
+        info = pod_info(raw, self.config, self._shared, claims=claims)
         return info if matters(info) else None
 
     def _node(self, raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -350,13 +368,12 @@ class GangController:
             # Patched pods are in the cache already; re-plan so the next gang in line
             # is judged against them.
             self._dirty.set()
-        self.placeholders.apply(result, self.pods.items())
-        if self.requests is not None and requests is not None:
-            self.requests.apply(result, requests)
-        self.nudges.after_pass(result.reports, self.pods.items(), self.nodes.items())
-        self.events.stuck(result.reports, self.pods.items())
-        self.watchdog.check(result, time.time(), self.pods.items())
-        self.preemptions.apply(result, time.time())
+        # Every other action of the pass, decided in one value, on the caches as the
+        # releases left them.
+        wall = time.time()
+        actions = self.executor.decide(result, self.pods.items(), self.nodes.items(), requests,
+                                       wall)
+        self.executor.send_pass(actions, wall)
         return result
 
     def _cross_check(
@@ -386,7 +403,7 @@ class GangController:
         """This pass's burst (None before `start`): sent as decided if `early`."""
         if self._pool is None:
             return None
-        return Burst(self._pool, self._ungate, confirm=self._confirm,
+        return Burst(self._pool, self.releaser.lift, confirm=self._confirm,
                      before_first=lambda: self._faults.at("before-group"), early=early)
 
     def _confirm(self) -> bool:
@@ -397,17 +414,9 @@ class GangController:
         return False
 
     def _release_all(self, releases: tuple[Release, ...], burst: Burst) -> None:
-        pool = self._pool
-        assert pool is not None
         if not burst.confirmed():
             return
-        ready: list[Release] = []
-        for release in releases:
-            if release.needs_group and (self._fenced() or not self.groups.ensure(release.gang)):
-                continue
-            ready.append(release)
-        # Placeholders first: the members must find their room free when they arrive.
-        self.placeholders.delete_for_releases(ready)
+        ready = self.releaser.prepare(releases)
         started = time.monotonic()
         futures = {uid: f for release in ready for uid, f in burst.submit(release).items()}
         wait(futures.values())
@@ -415,65 +424,20 @@ class GangController:
         lifted = {uid for uid, f in futures.items() if f.result() == "ungated"}
         elapsed = time.monotonic() - started
         for release in ready:
-            events = rejoined_events(release, lifted, self.identity, time.time())
-            if events:
-                self.series.add(cat.GANG_REJOINED_PODS, (), len(events))
-            for path, body in events:
-                pool.submit(self._post_event, path, body)
             log.info(
                 "released gang %s/%s: %d pods in %.3fs",
                 release.gang.namespace, release.gang.name, len(release.pods), elapsed,
             )
-            self.series.add(cat.GANG_RELEASES, (("backend", release.gang.backend),))
             self.timings.released(release, elapsed, time.time())
-            if release.unpinned:
-                self.events.unpinned(release.gang, release.unpinned)
-            elif release.pins:
-                self.series.add(cat.GANG_PINNED_PODS, (), len(release.pins))
+            events, counts = after_release(release, lifted)
+            for family, labels, value in counts:
+                self.series.add(family, labels, value)
+            for event in events:
+                self.events.send(event)
 
-    def _post_event(self, path: str, body: dict[str, Any]) -> None:
-        if self._fenced():
-            return
-        try:
-            self.rest.request("POST", path, WRITE_QUERY, body=body)
-        except ApiError as err:
-            log.warning("event for %s: %s", body["regarding"].get("name"), err)
-
-    def _ungate(
-        self, pod: PodInfo, hostname: str | None = None,
-        annotations: Mapping[str, str] | None = None, retried: bool = False,
-    ) -> str:
-        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
-        if self._fenced():
-            return "fenced"
-        try:
-            answer = lift_gate(self.rest, pod, hostname, time.time(), annotations)
-        except ApiError as err:
-            # 422: a precondition failed (the pod changed since we read it); 404: gone;
-            # 409: conflict. A change no plan can see (the scheduler's SchedulingGated
-            # condition, most often) is retried once on the pod as it is now; any
-            # other is left to the next pass, which decides again on fresh state.
-            if err.status == 422 and not retried:
-                fresh = self._reread(path, pod)
-                if fresh is not None:
-                    return self._ungate(fresh, hostname, annotations, retried=True)
-            outcome = "conflict" if err.status in (404, 409, 422) else "error"
-            if outcome == "error":
-                log.warning("ungating %s/%s: %s", pod.namespace, pod.name, err)
-            self.series.add(cat.GANG_UNGATE_ERRORS, (("cause", outcome),))
-            return outcome
+    def _lifted(self, answer: Mapping[str, Any]) -> None:
         self.pods.put(answer)
-        self.series.add(cat.GANG_UNGATED_PODS)
         self._faults.at("mid-burst")
-        return "ungated"
-
-    def _reread(self, path: str, pod: PodInfo) -> PodInfo | None:
-        """The pod as the API has it now, if no plan could tell it from `pod`."""
-        try:
-            fresh = self._pod(self.rest.get(path))
-        except ApiError:
-            return None
-        return fresh if fresh is not None and same_for_planning(pod, fresh) else None
 
     # -- metrics ---------------------------------------------------------------------------------
 

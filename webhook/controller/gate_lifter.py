@@ -1,6 +1,6 @@
 """The one request that lifts gangkeeper's gate from a pod, for the controller's
 bursts and for `gangkeeper ungate` alike: a JSON patch that removes the gate, pins
-the pod to a hostname when the plan placed it, stamps the release time and adds a
+the pod to its node when the plan placed it, stamps the release time and adds a
 provisioned request's annotations (`writes.ungate_patch`), guarded by a test of the
 resourceVersion read (`fencing.guarded`), so a pod changed meanwhile is not
 patched.
@@ -25,7 +25,7 @@ from .writes import WRITE_QUERY, ungate_patch
 def lift_gate(
     api: Api,
     pod: PodInfo,
-    hostname: str | None,
+    node: str | None,
     wall: float | None,
     annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
@@ -34,6 +34,6 @@ def lift_gate(
     when the pod changed since it was read, 404 when it is gone)."""
     return api.request(
         "PATCH", PODS.object_path(pod.namespace, pod.name), WRITE_QUERY,
-        body=guarded(ungate_patch(pod, hostname, wall, annotations), pod.resource_version),
+        body=guarded(ungate_patch(pod, node, wall, annotations), pod.resource_version),
         content_type="application/json-patch+json",
     )

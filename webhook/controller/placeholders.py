@@ -1,8 +1,12 @@
 """The placeholder writes: create, delete, and the Events that say what happened.
 
 The plan (`policies.autoscaling.asking`, through `release.plan`) says which
-placeholder pods each waiting gang should have; `PlaceholderWriter` makes it so, as
-leader only:
+placeholder pods each waiting gang should have, and
+`policies.release.placeholder_actions` what else the pass does about them (timed-out
+asks: an Event and the gang's backoff; placeholders gone without this process
+deleting them: an Event); `PlaceholderWriter` sends it, as leader only, and keeps the
+memory those decisions need (the backoff, which the next passes give to `plan()`;
+the placeholders seen; the uids it deleted):
 
 - **create** one placeholder per member named in an `Ask`: the member is read once
   (GET) for its full spec, and `placeholder_pod` copies what the autoscaler and the
@@ -10,16 +14,10 @@ leader only:
   controller adopts what its predecessor made). A refusal by the API server — a
   ResourceQuota that cannot hold the placeholders on top of the gated members, a
   missing PriorityClass — becomes one Event per gang and cause, with the server's
-  message.
+  message (a result of the write, remembered here).
 - **delete** (grace 0, guarded by the uid read) placeholders of members that have
   room now, of asks that timed out, of gangs released this pass (before their gates
-  go: `delete_for_releases`), and orphans (gang gone or not asking).
-- **timeouts**: an Event ("2 of 4 members' nodes came in 600 s") and the gang's
-  backoff, which the next passes give to `plan()`. The backoff lives in this process
-  only: a new leader asks again at once, which costs one more ask, never a leak.
-- **preemption**: a placeholder that disappears (or starts terminating) without this
-  process deleting it was preempted or removed by someone else: an Event says so, and
-  the next pass asks again for the member it held room for.
+  go: the `releaser` asks), and orphans (gang gone or not asking).
 
 May do API I/O (pods, events); decides nothing itself.
 """
@@ -27,14 +25,21 @@ May do API I/O (pods, events); decides nothing itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import wait
 
 from gangkeeper.policies import catalogue as cat
-from gangkeeper.policies.autoscaling.asking import Ask, gang_key
+from gangkeeper.policies.autoscaling.asking import Ask, Backoff, gang_key
 from gangkeeper.policies.autoscaling.placeholders import placeholder_pod
 from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo
-from gangkeeper.policies.release.results import Plan, Release
+from gangkeeper.policies.release.gang_events import Event
+from gangkeeper.policies.release.placeholder_actions import (
+    PlaceholderActions,
+    PlaceholderMemory,
+    gang_targets,
+    placeholder_actions,
+)
+from gangkeeper.policies.release.results import Plan
 
 from ..kube.api import ApiError, Conflict, NotFound
 from .capacity_writer import CapacityWriter
@@ -42,67 +47,52 @@ from .writes import delete_options
 
 log = logging.getLogger(__name__)
 
-#: Events per gang go to its owner and at most this many member pods.
-EVENT_POD_LIMIT = 20
-
 
 def _pod_path(namespace: str, name: str = "") -> str:
     base = f"/api/v1/namespaces/{namespace}/pods"
     return f"{base}/{name}" if name else base
 
 
-def gang_targets(gang: GangObservation) -> list[dict[str, str]]:
-    """Where a gang's Events go: its owner, then its first members."""
-    targets: list[dict[str, str]] = []
-    owner = gang.owner
-    if owner is not None:
-        targets.append({"apiVersion": owner.api_version, "kind": owner.kind,
-                        "name": owner.name, "uid": owner.uid, "namespace": gang.namespace})
-    for member in gang.members[:EVENT_POD_LIMIT]:
-        targets.append({"apiVersion": "v1", "kind": "Pod", "name": member.name,
-                        "uid": member.uid, "namespace": member.namespace})
-    return targets
-
-
 class PlaceholderWriter(CapacityWriter):
     """Carries out a plan's placeholder decisions; see the module docstring."""
 
     def _init_state(self) -> None:
-        #: (namespace, gang label, arrival) → (asks timed out, epoch of the next ask).
-        self.backoff: dict[tuple[str, str, float], tuple[int, float]] = {}
-        #: uid → (namespace, gang label, name) of the placeholders seen last pass.
-        self._seen: dict[str, tuple[str, str, str]] = {}
+        #: What the placeholder decisions remember between passes.
+        self.memory = PlaceholderMemory()
         #: uids this process deleted (so their disappearance is no preemption).
         self._deleted: set[str] = set()
         #: (namespace, gang label, arrival, cause) already reported by an Event.
         self._refused: set[tuple[str, str, float, str]] = set()
 
+    @property
+    def backoff(self) -> Backoff:
+        """The gangs' timed-out asks, for the next `plan()`."""
+        return self.memory.backoff
+
     # -- one pass -------------------------------------------------------------------------
 
-    def apply(self, result: Plan, pods: Iterable[PodInfo]) -> None:
-        """Create and delete what the plan says; report timeouts and preemptions."""
-        self._notice_preemptions(pods, gangs_by_key(result))
-        deletions: list[PodInfo] = list(result.orphans)
-        creations: list[tuple[Ask, PodInfo]] = []
-        for ask in result.asks:
-            deletions.extend(ask.delete)
-            creations.extend((ask, member) for member in ask.create)
-            if ask.timed_out:
-                self._timed_out(ask)
-        self._delete_all(deletions)
-        pool = self._pool()
-        wait([pool.submit(self._create, ask, member) for ask, member in creations])
-        present = {(r.namespace, r.label, r.arrived) for r in result.reports}
-        self.backoff = {k: v for k, v in self.backoff.items() if k in present}
+    def actions(self, result: Plan, pods: Iterable[PodInfo]) -> PlaceholderActions:
+        """This pass's decisions (`placeholder_actions`) from the memory kept here."""
+        return placeholder_actions(result, pods, self.memory, frozenset(self._deleted))
 
-    def delete_for_releases(self, releases: Sequence[Release]) -> None:
-        """Delete the placeholders of gangs about to be released (before their gates go,
-        so the scheduler sees the room free when the members arrive)."""
-        self._delete_all([p for r in releases for p in r.placeholders])
+    def send(self, actions: PlaceholderActions) -> None:
+        """Send what `actions` says; keep its memory."""
+        self.memory = actions.memory
+        self._deleted &= actions.deleted
+        for family, labels, value in actions.counts:
+            self._count(family, labels, value)
+        for event in actions.events:
+            log.log(logging.WARNING if event.reason == cat.GANG_PROVISIONING_TIMED_OUT
+                    else logging.INFO, "%s", event.note)
+            self._emit(event)
+        self.delete(actions.deletes)
+        pool = self._pool()
+        wait([pool.submit(self._create, ask, member) for ask, member in actions.creates])
 
     # -- writes --------------------------------------------------------------------------------
 
-    def _delete_all(self, pods: Sequence[PodInfo]) -> None:
+    def delete(self, pods: Sequence[PodInfo]) -> None:
+        """Delete these placeholders (grace 0, guarded by the uid read) and wait."""
         if not pods:
             return
         pool = self._pool()
@@ -160,53 +150,4 @@ class PlaceholderWriter(CapacityWriter):
             f"were refused, so no autoscaler is asked: {err}"
         )
         log.warning("%s", note)
-        for target in gang_targets(gang):
-            self._emit(target, cat.GANG_PLACEHOLDERS_REFUSED, note)
-
-    def _timed_out(self, ask: Ask) -> None:
-        self.backoff[gang_key(ask.gang)] = (ask.attempts, ask.retry_at)
-        self._count(cat.PROVISIONING_TIMEOUTS)
-        note = f"gang {ask.gang.namespace}/{ask.gang.name}: {ask.timed_out}"
-        log.warning("%s", note)
-        for target in gang_targets(ask.gang):
-            self._emit(target, cat.GANG_PROVISIONING_TIMED_OUT, note)
-
-    def _notice_preemptions(
-        self, pods: Iterable[PodInfo], gangs: Mapping[tuple[str, str], GangObservation]
-    ) -> None:
-        now: dict[str, tuple[str, str, str]] = {}
-        terminating: set[str] = set()
-        for pod in pods:
-            if pod.placeholder_for:
-                now[pod.uid] = (pod.namespace, pod.placeholder_for, pod.name)
-                if pod.deleting:
-                    terminating.add(pod.uid)
-        gone = [uid for uid in self._seen if uid not in now or uid in terminating]
-        for uid in gone:
-            if uid in self._deleted:
-                continue
-            namespace, label, name = self._seen[uid]
-            gang = gangs.get((namespace, label))
-            self._count(cat.PLACEHOLDERS_PREEMPTED)
-            if gang is None:
-                continue
-            note = (
-                f"placeholder {name} of gang {namespace}/{gang.name} was preempted or deleted "
-                "by someone else; asking the autoscaler again"
-            )
-            log.info("%s", note)
-            for target in gang_targets(gang):
-                self._emit(target, cat.GANG_PLACEHOLDER_PREEMPTED, note)
-        self._seen = {uid: v for uid, v in now.items() if uid not in terminating}
-        self._deleted &= set(now)
-
-
-def gangs_by_key(result: Plan) -> dict[tuple[str, str], GangObservation]:
-    """The gangs of a plan's asks and releases, by (namespace, label): those whose
-    placeholders can have been preempted since the last pass."""
-    out: dict[tuple[str, str], GangObservation] = {}
-    for ask in result.asks:
-        out[ask.gang.key] = ask.gang
-    for release in result.releases:
-        out[release.gang.key] = release.gang
-    return out
+        self._emit(Event(gang_targets(gang), cat.GANG_PLACEHOLDERS_REFUSED, note))

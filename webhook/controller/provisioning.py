@@ -2,7 +2,8 @@
 
 The plan (`policies.autoscaling.provisioning`, through `release.plan`) says which
 request each gang that asks through cluster-autoscaler's ProvisioningRequest API should
-have; `RequestWriter` makes it so, as leader only:
+have, and `policies.release.request_actions` what the pass writes and says about them;
+`RequestWriter` sends it, as leader only:
 
 - **create**: one PodTemplate per member shape, copied from one member read once (GET;
   the informer keeps members reduced) as its placeholder would be (`placeholder_pod`:
@@ -40,9 +41,11 @@ from gangkeeper.policies.autoscaling.provisioning import (
     TemplateInfo,
     request_info,
     template_info,
-    template_orphans,
 )
 from gangkeeper.policies.catalogue import Metric
+from gangkeeper.policies.release.gang_events import Event
+from gangkeeper.policies.release.placeholder_actions import gang_targets
+from gangkeeper.policies.release.request_actions import RequestActions, request_actions
 from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.settings.config import Config
 
@@ -50,7 +53,6 @@ from ..kube.api import Api, ApiError, Conflict, NotFound
 from ..kube.informer import Informer, Informers, Store
 from ..kube.resources import Resource
 from .capacity_writer import CapacityWriter
-from .placeholders import gang_targets
 from .writes import delete_options
 
 log = logging.getLogger(__name__)
@@ -134,25 +136,24 @@ class RequestWriter(CapacityWriter):
         #: (request uid or gang key, reason) already reported by an Event.
         self._reported: set[tuple[str, str]] = set()
 
-    def apply(
+    def actions(
         self, result: Plan, requests: Sequence[RequestInfo], templates: Iterable[TemplateInfo]
-    ) -> None:
-        """Create and delete what the plan says; post the Events it asks for."""
-        doomed: list[RequestInfo] = list(result.request_orphans)
-        creations: list[RequestAsk] = []
-        for ask in result.request_asks:
-            doomed.extend(ask.delete)
-            if ask.create:
-                creations.append(ask)
-            reason, note = ask.event
-            if reason:
-                self._report(ask, ask.about, reason, note)
+    ) -> RequestActions:
+        """This pass's decisions (`request_actions`) from the Events said already."""
+        return request_actions(result, requests, templates, frozenset(self._reported))
+
+    def send(self, actions: RequestActions) -> None:
+        """Send what `actions` says: deletes, creates, Events."""
+        self._reported |= actions.reported
+        for family, labels, value in actions.counts:
+            self._count(family, labels, value)
+        for event in actions.events:
+            log.warning("%s", event.note)
+            self._emit(event)
         pool = self._pool()
-        wait([pool.submit(self._delete_request, r) for r in doomed])
-        wait([pool.submit(self._create, ask) for ask in creations])
-        created = {(a.gang.namespace, a.name) for a in creations}
-        stale = template_orphans(list(templates), requests, {r.uid for r in doomed}, created)
-        wait([pool.submit(self._delete_template, t) for t in stale])
+        wait([pool.submit(self._delete_request, r) for r in actions.delete_requests])
+        wait([pool.submit(self._create, ask) for ask in actions.creates])
+        wait([pool.submit(self._delete_template, t) for t in actions.delete_templates])
 
     # -- writes --------------------------------------------------------------------------
 
@@ -230,8 +231,7 @@ class RequestWriter(CapacityWriter):
         self._reported.add(key)
         self._count(cat.PROVISIONING_REQUEST_EVENTS, (("reason", reason),))
         log.warning("%s", note)
-        for target in gang_targets(ask.gang):
-            self._emit(target, reason, note)
+        self._emit(Event(gang_targets(ask.gang), reason, note))
 
     def _refused(self, ask: RequestAsk, kind: str, err: ApiError) -> None:
         gang = ask.gang
@@ -282,5 +282,6 @@ class ProvisioningRequests:
             return None
         return self.request_store.items()
 
-    def apply(self, result: Plan, requests: Sequence[RequestInfo]) -> None:
-        self.writer.apply(result, requests, self.template_store.items())
+    def actions(self, result: Plan, requests: Sequence[RequestInfo]) -> RequestActions:
+        """The writer's decisions, on the PodTemplates watched."""
+        return self.writer.actions(result, requests, self.template_store.items())

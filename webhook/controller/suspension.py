@@ -11,12 +11,13 @@ a suspended TrainJob its JobSet (`policies.release.recovery.SUSPENDED_OWNERS`).
 `suspend(namespace, owner, requeues_left)` reads the owner (its requeue count is the
 annotation `gangkeeper.io/requeues`, so every leader sees the same count) and patches
 `spec.suspend: true` with the label `gangkeeper.io/requeue: suspended`, testing the
-uid and resourceVersion it read. `resume(pods, now)` patches `spec.suspend: false`
-(and drops the label) once no pod of the owner is left in the controller's cache, or
+uid and resourceVersion it read. `resume(uids)` patches `spec.suspend: false` (and
+drops the label) of the owners `release.watchdog_actions.to_resume` chose from
+`held()` (no pod of the owner left in the controller's cache, or
 `RESUME_AFTER_SECONDS` after the suspension whatever is left: an owner is never left
-suspended. A new leader `adopt()`s the owners labelled suspended (one list per kind;
-a kind whose CRD is not installed is skipped), so a leader change between suspend
-and resume leaves none behind.
+suspended). A new leader `adopt()`s the
+owners labelled suspended (one list per kind; a kind whose CRD is not installed is
+skipped), so a leader change between suspend and resume leaves none behind.
 
 May do API I/O (get, list, patch on the owners of `SUSPENDED_OWNERS`); decides
 nothing about gangs.
@@ -25,11 +26,11 @@ nothing about gangs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gangkeeper.policies.cluster.observed_gangs import Owner, PodInfo
+from gangkeeper.policies.cluster.observed_gangs import Owner
 from gangkeeper.policies.names import REQUEUE_LABEL, REQUEUE_SUSPENDED, REQUEUES_ANNOTATION
 from gangkeeper.policies.release.recovery import SUSPENDED_OWNERS
 
@@ -38,11 +39,6 @@ from ..kube.resources import Resource
 from .writes import WRITE_QUERY, resume_patch, suspend_patch
 
 log = logging.getLogger(__name__)
-
-#: A suspended owner is resumed this long after its suspension even if some of its
-#: pods are still there (a controller that is down must not keep it suspended).
-RESUME_AFTER_SECONDS = 120.0
-
 
 def _resource(api_version: str, kind: str, plural: str) -> Resource:
     group, _, version = api_version.rpartition("/")
@@ -163,18 +159,18 @@ class SuspendRequeuer:
                 self._track(resource, str(meta.get("namespace")), str(meta.get("name")),
                             str(meta.get("uid")), now)
 
-    def resume(self, pods: Iterable[PodInfo], now: float) -> list[Suspended]:
-        """Resume the owners whose pods are gone (or that waited long enough); the owners
-        resumed (or found gone)."""
-        if not self.suspended:
-            return []
-        left = {p.owner.uid for p in pods if p.owner is not None}
-        done: list[Suspended] = []
+    def held(self) -> list[tuple[str, float]]:
+        """(uid, suspended since) of the owners held suspended: what `to_resume` reads."""
+        return [(s.uid, s.since) for s in self.suspended.values()]
+
+    def resume(self, uids: frozenset[str]) -> None:
+        """Resume the owners `uids` (`to_resume` chose them) and forget them; one that
+        is gone, or no longer ours, is forgotten too; one that fails stays held."""
         for key, held in list(self.suspended.items()):
-            if held.uid in left and now - held.since < RESUME_AFTER_SECONDS:
+            if held.uid not in uids:
                 continue
             if not self._may_write():
-                return done
+                return
             path = held.path
             try:
                 current = self.rest.get(path)
@@ -190,5 +186,3 @@ class SuspendRequeuer:
                             held.name, err)
                 continue
             del self.suspended[key]
-            done.append(held)
-        return done

@@ -7,13 +7,13 @@ Pure (no I/O): the controller's loops send what these return.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from gangkeeper.policies.assigner import pin_patch
 from gangkeeper.policies.assigner.pin import pointer_token
-from gangkeeper.policies.catalogue import GANG_MEMBER_REJOINED, event_reason
+from gangkeeper.policies.catalogue import event_reason
 from gangkeeper.policies.cluster.observed_gangs import PodInfo
 from gangkeeper.policies.names import (
     EVENT_SOURCE,
@@ -23,7 +23,6 @@ from gangkeeper.policies.names import (
     REQUEUE_SUSPENDED,
     REQUEUES_ANNOTATION,
 )
-from gangkeeper.policies.release.results import Release
 
 from ..kube.election import micro_time
 
@@ -55,21 +54,21 @@ def gate_removal_patch(gates: Sequence[str], gate: str = GATE) -> list[dict[str,
 
 def ungate_patch(
     pod: PodInfo,
-    hostname: str | None = None,
+    node: str | None = None,
     wall: float | None = None,
     annotations: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """JSON patch lifting only gangkeeper's gate from `pod`, pinning it to the node
-    with that hostname label value when one is given (`placement.pin_patch`), and
-    recording the release time (`wall`, epoch seconds) for the watchdog. `annotations`
-    (a provisioned ProvisioningRequest's consume keys) are added in the same patch,
-    before the gate goes (gang pods always have annotations)."""
-    if not hostname:
+    """JSON patch lifting only gangkeeper's gate from `pod`, pinning it to `node` when
+    one is given (`assigner.pin.pin_patch`), and recording the release time (`wall`,
+    epoch seconds) for the watchdog. `annotations` (a provisioned ProvisioningRequest's
+    consume keys) are added in the same patch, before the gate goes (gang pods always
+    have annotations)."""
+    if not node:
         patch = gate_removal_patch(pod.gates)
     else:
         stamp = rfc3339(wall) if wall is not None else None
-        selector = dict(pod.placement.node_selector) or None
-        patch = pin_patch(pod.gates, selector, hostname, released_at=stamp)
+        patch = pin_patch(pod.gates, pod.placement, pod.affinity_levels, node,
+                          released_at=stamp)
     added = [
         {"op": "add", "path": f"/metadata/annotations/{pointer_token(key)}", "value": value}
         for key, value in sorted((annotations or {}).items())
@@ -105,35 +104,6 @@ def event_body(
         "type": kind,
         "regarding": dict(regarding),
     }
-
-
-#: Events per stuck gang go to the owner and at most this many member pods.
-EVENT_POD_LIMIT = 100
-
-
-def rejoined_events(
-    release: Release, lifted: Set[str], identity: str, wall: float
-) -> list[tuple[str, dict[str, Any]]]:
-    """(path, body) of a Normal Event on each member of `release` whose gate was lifted
-    now (uids in `lifted`) when some of its gang were released already: the gang is
-    whole again. None for a first release; none for a member whose patch failed (a
-    later pass retries it and must not make a second Event)."""
-    gang = release.gang
-    running = gang.present - len(gang.gated)
-    pods = [p for p in release.pods if p.uid in lifted]
-    if running <= 0 or not pods:
-        return []
-    note = (
-        f"released {len(pods)} member(s) of gang {gang.namespace}/{gang.name} "
-        f"at once: {running} of its members were released already"
-    )
-    path = f"/apis/events.k8s.io/v1/namespaces/{gang.namespace}/events"
-    return [
-        (path, event_body({"apiVersion": "v1", "kind": "Pod", "name": p.name, "uid": p.uid,
-                           "namespace": p.namespace},
-                          GANG_MEMBER_REJOINED, note, identity, wall))
-        for p in pods[:EVENT_POD_LIMIT]
-    ]
 
 
 def suspend_patch(owner: Mapping[str, Any], requeues: int) -> list[dict[str, Any]]:

@@ -5,15 +5,20 @@ token, anyone could change a training pod's image or labels. This policy (and it
 binding) matches only pod UPDATEs made by gangkeeper's ServiceAccount and lets them
 change only what the controller writes:
   - `spec.schedulingGates`: unchanged, or only gangkeeper's gate removed;
-  - `spec.nodeSelector`: only `kubernetes.io/hostname` added (the placement pin; the
-    API server allows nodeSelector additions only while a pod is gated);
+  - `spec.affinity`: only the placement pin added to the required node affinity —
+    `matchFields: metadata.name In [node]` appended to terms, or one term holding just
+    that where there was none (`assigner.pin`); every other part of `affinity` and
+    every expression and other field of a term unchanged (the API server itself
+    allows affinity changes only while a pod is gated, and only as additions);
+  - `spec.nodeSelector`: only `kubernetes.io/hostname` added (the pin versions before
+    the matchFields pin wrote: an old leader still writes it during a rolling update);
   - labels and annotations under `gangkeeper.io/`: added, changed or removed;
   - exactly two other annotations, cluster-autoscaler's ProvisioningRequest consume
     keys (`autoscaling.x-k8s.io/consume-provisioning-request` and
     `autoscaling.x-k8s.io/provisioning-class-name`), written on release with
     `autoscaling: provisioningrequest`, as Kueue writes them;
 and nothing else the API server lets a pod UPDATE change (container and init container
-images, activeDeadlineSeconds, tolerations, affinity, terminationGracePeriodSeconds,
+images, activeDeadlineSeconds, tolerations, terminationGracePeriodSeconds,
 ownerReferences, finalizers, every other label and annotation). Sub-resources
 (status, binding, eviction, resize, ephemeralcontainers) are not in gangkeeper's RBAC.
 
@@ -22,18 +27,18 @@ Pure: builds dicts.
 
 from __future__ import annotations
 
+from gangkeeper.policies.assigner.pin import PIN_FIELD
 from gangkeeper.policies.names import (
     APP_NAME,
     CONSUME_PROVISIONING_REQUEST_ANNOTATION,
     GATE,
+    PIN_LABEL,
     POD_UPDATE_POLICY,
     PROVISIONING_CLASS_ANNOTATION,
 )
 
 from .objects import Manifest, metadata
 
-#: The placement pin's key (the well-known node label; not gangkeeper's own).
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 #: Labels and annotations gangkeeper owns.
 OWN_PREFIX = GATE.split("/", 1)[0] + "/"
 
@@ -45,7 +50,6 @@ OTHER_ANNOTATIONS = (CONSUME_PROVISIONING_REQUEST_ANNOTATION, PROVISIONING_CLASS
 UNCHANGED = (
     "spec.activeDeadlineSeconds",
     "spec.tolerations",
-    "spec.affinity",
     "spec.terminationGracePeriodSeconds",
     "metadata.ownerReferences",
     "metadata.finalizers",
@@ -81,6 +85,40 @@ def _map_variable(name: str, obj: str, path: str) -> Manifest:
     }
 
 
+#: CEL: the matchFields requirement `r` is a pin (`assigner.pin.pin_requirement`).
+_PIN = (f"r.key == '{PIN_FIELD}' && r.operator == 'In' && "
+        "r.?values.orValue([]).size() == 1")
+
+
+def _terms(obj: str) -> str:
+    """CEL: the required node affinity terms of `obj` ([] when none)."""
+    return (f"{obj}.spec.?affinity.?nodeAffinity"
+            ".?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])")
+
+
+def _affinity_pinned_only() -> str:
+    """CEL: `spec.affinity` changed only by the pin: pod (anti-)affinity and preferred
+    node affinity unchanged; where there were no required terms, none or one term of
+    just a pin; else, term by term, the same expressions and the same fields but pins.
+    (Terms are compared as lists: CEL before Kubernetes 1.32 has no index variable.)"""
+    same = " && ".join(
+        f"object.spec.?affinity{p} == oldObject.spec.?affinity{p}"
+        for p in (".?podAffinity", ".?podAntiAffinity",
+                  ".?nodeAffinity.?preferredDuringSchedulingIgnoredDuringExecution")
+    )
+    new, old = "variables.new_terms", "variables.old_terms"
+    exprs = "{0}.map(t, t.?matchExpressions.orValue([]))"
+    fields = f"{{0}}.map(t, t.?matchFields.orValue([]).filter(r, !({_PIN})))"
+    one_pin = (f"{new}.size() == 1 && {new}.all(t, t.?matchExpressions.orValue([])"
+               f".size() == 0 && t.?matchFields.orValue([]).size() == 1 && "
+               f"t.matchFields.all(r, {_PIN}))")
+    return (
+        f"{same} && ({old}.size() == 0 ? ({new}.size() == 0 || ({one_pin})) : "
+        f"({new}.size() == {old}.size() && {exprs.format(new)} == {exprs.format(old)} "
+        f"&& {fields.format(new)} == {fields.format(old)}))"
+    )
+
+
 def _images(obj: str, field: str) -> str:
     return f"(has({obj}.spec.{field}) ? {obj}.spec.{field}.map(c, c.image) : [])"
 
@@ -92,6 +130,8 @@ def pod_update_policy(namespace: str) -> list[Manifest]:
     variables = [
         {"name": "old_gates", "expression": gates.format(o="oldObject")},
         {"name": "new_gates", "expression": gates.format(o="object")},
+        {"name": "old_terms", "expression": _terms("oldObject")},
+        {"name": "new_terms", "expression": _terms("object")},
         _map_variable("old_selector", "oldObject", "spec.nodeSelector"),
         _map_variable("new_selector", "object", "spec.nodeSelector"),
         _map_variable("old_labels", "oldObject", "metadata.labels"),
@@ -110,8 +150,14 @@ def pod_update_policy(namespace: str) -> list[Manifest]:
             "expression": "variables.old_selector.all(k, k in variables.new_selector && "
             "variables.new_selector[k] == variables.old_selector[k]) && "
             "variables.new_selector.all(k, k in variables.old_selector || "
-            f"k == '{HOSTNAME_LABEL}')",
-            "message": f"gangkeeper may only add the {HOSTNAME_LABEL} node selector",
+            f"k == '{PIN_LABEL}')",
+            "message": f"gangkeeper may only add the {PIN_LABEL} node selector",
+            "reason": "Forbidden",
+        },
+        {
+            "expression": _affinity_pinned_only(),
+            "message": "gangkeeper may only add its pin (matchFields metadata.name In "
+            "[node]) to spec.affinity",
             "reason": "Forbidden",
         },
         {

@@ -99,11 +99,11 @@ _NODE_RULES: tuple[RbacRule, ...] = (
 _DEVICE_RULES: tuple[RbacRule, ...] = (
     RbacRule(
         "webhook and controller: devices published through Dynamic Resource Allocation "
-        "(ResourceSlices, DeviceClasses) and what claim templates ask, so a gang of DRA "
-        "devices that could never fit is refused and one waits until its devices are free, "
-        "like a GPU gang; read-only",
+        "(ResourceSlices, DeviceClasses), what claim templates and shared claims ask and "
+        "which devices claims hold, so a gang of DRA devices that could never fit is "
+        "refused and one waits until its devices are free, like a GPU gang; read-only",
         ["resource.k8s.io"],
-        ["resourceslices", "deviceclasses", "resourceclaimtemplates"],
+        ["resourceslices", "deviceclasses", "resourceclaimtemplates", "resourceclaims"],
         ["list", "watch"],
     ),
 )

@@ -1,25 +1,38 @@
 """What a gangkeeper process knows of Dynamic Resource Allocation (resource.k8s.io/v1).
 
-`DeviceView` follows ResourceSlices, DeviceClasses and ResourceClaimTemplates through the
-process's informers and gives the webhooks and the controller the same view `gangkeeper
-check` has (`policies.dra.extended`): every Node passes on to its subscriber (the
-admission capacity, the controller's node store) with its classes' devices as
-allocatable `dra:<class>` (and the class's `extendedResourceName` where the Node lists
-none), and pods, pod templates and owners ask their claims' devices as limits of those
-names (`with_claims`, `owners`). So a gang whose members ask more devices than the
-fleet's slices offer is refused at creation and on `--dry-run=server`, with the
-numbers, and the controller releases a DRA gang only when all its devices are free.
+`DeviceView` follows ResourceSlices, DeviceClasses, ResourceClaimTemplates and
+ResourceClaims through the process's informers and gives the webhooks and the
+controller the same view `gangkeeper check` has (`policies.dra.extended`): every Node
+passes on to its subscriber (the admission capacity, the controller's node store) with
+its classes' devices as allocatable `dra:<class>` (and the class's
+`extendedResourceName` where the Node lists none), and pods, pod templates and owners
+ask their claims' devices as limits of those names (`with_claims`, `owners`). So a gang
+whose members ask more devices than the fleet's slices offer is refused at creation and
+on `--dry-run=server`, with the numbers, and the controller releases a DRA gang only
+when all its devices are free, each member pinned where its devices are when a count
+can promise that (`pin_doubt`, `policies.dra.pinnable`; otherwise unpinned, with the
+reason).
+
+ResourceClaims count twice over:
+- as demand: a shared claim (`resourceClaimName`) a pod names is asked under a name of
+  its own, which the admission's gang charges once (`policies.dra.shared`); the
+  controller's pods ask none (`with_claims(shared=False)`);
+- as use: the devices an allocated claim no Pod owns holds (`policies.dra.allocated`)
+  reach the Node as `status[HELD_BY_CLAIMS]`, which the controller counts as used on
+  it and "could ever run" ignores. A claim made for one pod from a template is left to
+  its pod, whose limits the controller counts once it is bound.
+
+What it does not do (docs/policy.md, "Dynamic Resource Allocation"): a template's claim
+allocated before its pod is bound looks free until the binding; a shared claim not yet
+allocated is not asked by the controller's gang; a request's own selectors are not
+applied (such a request leaves its gang unpinned: `policies.dra.pinnable`).
+
+Slices, classes and claims that hold devices change when drivers start or users create
+them, not per pod: such a change recomputes every Node (O(nodes + slices)), and during
+the first list only once, when it ends; a claim made for a pod changes no Node.
 
 It lives under `kube` (beside the informers it subscribes to) because both the server
 and the controller use it, and neither may import the other.
-
-What it does not do (docs/policy.md, "Dynamic Resource Allocation"): devices allocated
-to claims are not read from ResourceClaim status; a device is used while a bound pod
-whose claim asks it is counted (the controller counts bound pods' limits), so a claim
-allocated without a pod is not seen; shared ResourceClaims are not counted; DRA gangs
-are still released unpinned (`policies.assigner.constraints`). Slices and classes
-change when drivers start, not per pod: a change recomputes every Node (O(nodes)),
-and during the first list only once, when it ends.
 
 May read through the informers (list and watch); never writes to the cluster.
 """
@@ -35,13 +48,18 @@ from typing import Any, Protocol
 from gangkeeper.policies.dra import (
     DeviceClass,
     DeviceDemand,
+    read_claim,
     read_claim_template,
     read_device_class,
     read_resource_slice,
 )
+from gangkeeper.policies.dra.allocated import DeviceKey, held_devices
 from gangkeeper.policies.dra.extended import PREFIX, nodes_with_devices, with_claim_limits
+from gangkeeper.policies.dra.pinnable import pin_doubt
 from gangkeeper.policies.dra.slices import ResourceSlice
 from gangkeeper.policies.errors import InvalidObject, PolicyError
+from gangkeeper.policies.memo import MISSING, IdentityMemo
+from gangkeeper.policies.model import JSON_OBJECT
 from gangkeeper.policies.settings.config import Config
 
 from .informer import object_key
@@ -53,7 +71,8 @@ SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", na
 CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False)
 CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates",
                            "ResourceClaimTemplate")
-RESOURCES = (SLICES, CLASSES, CLAIM_TEMPLATES)
+CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim")
+RESOURCES = (SLICES, CLASSES, CLAIM_TEMPLATES, CLAIMS)
 #: Every class's devices are counted as GPUs (a class is an accelerator's class).
 DEVICE_PATTERN = PREFIX + "*"
 
@@ -86,6 +105,8 @@ class _Store:
         self.resource, self._read, self._changed, self._on_listed = (
             resource, read, changed, on_listed)
         self.items: dict[str, Any] = {}
+        #: Counts the changes of `items`: answers computed from them are kept by it.
+        self.version = 0
         self.lock = threading.Lock()
         #: Until the first list ends, changes are not passed on: one recompute, at its end.
         self.listed = False
@@ -102,12 +123,14 @@ class _Store:
             return
         with self.lock:
             self.items[object_key(obj)] = value
+            self.version += 1
         if self.listed:
             self._changed()
 
     def delete(self, obj: Mapping[str, Any]) -> None:
         with self.lock:
             gone = self.items.pop(object_key(obj), None)
+            self.version += 1
         if gone is not None and self.listed:
             self._changed()
 
@@ -116,6 +139,7 @@ class _Store:
             stale = [k for k in self.items if k not in keys]
             for key in stale:
                 del self.items[key]
+            self.version += 1
         first, self.listed = not self.listed, True
         if stale or first:
             self._changed()
@@ -127,9 +151,15 @@ class _Store:
 
 
 def _template(obj: Mapping[str, Any]) -> tuple[str, tuple[str, DeviceDemand]]:
-    name, demand = read_claim_template(obj)
-    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-    return namespace, (name, demand)
+    return _namespace(obj), read_claim_template(obj)
+
+
+def _claim(obj: Mapping[str, Any]) -> tuple[str, tuple[str, DeviceDemand], frozenset[DeviceKey]]:
+    return _namespace(obj), read_claim(obj), held_devices(obj)
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
 
 
 class DeviceView:
@@ -150,6 +180,11 @@ class DeviceView:
         self.slices = _Store(SLICES, read_resource_slice, self._refresh, on_listed)
         self.classes = _Store(CLASSES, read_device_class, self._refresh, on_listed)
         self.templates = _Store(CLAIM_TEMPLATES, _template, lambda: None, on_listed)
+        #: ResourceClaims: a pod naming one shares it (its gang asks its devices once),
+        #: and an allocated one holds its devices (`_held_changed`).
+        self.claims = _Store(CLAIMS, _claim, self._held_changed, on_listed)
+        #: The devices allocated claims hold that no pod's limits count.
+        self._held: frozenset[DeviceKey] = frozenset()
 
     # -- the Node subscriber, in front of the capacity's ----------------------------
 
@@ -176,7 +211,7 @@ class DeviceView:
         classes: list[DeviceClass] = self.classes.values()
         slices: list[ResourceSlice] = self.slices.values()
         if classes:
-            out, fewest = nodes_with_devices(nodes, slices, classes)
+            out, fewest = nodes_with_devices(nodes, slices, classes, self._held)
         else:  # nothing to add: a shallow copy, for the version below
             out = [{**n, "metadata": dict(n.get("metadata") or {})} for n in nodes]
             fewest = {}
@@ -193,6 +228,16 @@ class DeviceView:
             meta["resourceVersion"] = f"{meta.get('resourceVersion') or ''}+dra{generation}"
         return list(out)
 
+    def _held_changed(self) -> None:
+        """A claim changed: the Nodes pass on again only when the devices held did (a
+        claim made for one pod, most of them, holds none here: its pod counts them)."""
+        held = frozenset().union(*(keys for _, _, keys in self.claims.values()))
+        with self._lock:
+            if held == self._held:
+                return
+            self._held = held
+        self._refresh()
+
     def _refresh(self) -> None:
         """A slice or class changed: every Node passes on again with its devices."""
         with self._deliver:
@@ -203,26 +248,35 @@ class DeviceView:
             for node in self._with_devices(nodes):
                 self._sink.upsert(node)
 
+    @property
+    def stores(self) -> tuple[_Store, ...]:
+        """The view's subscribers, one per kind of `RESOURCES`."""
+        return (self.slices, self.classes, self.templates, self.claims)
+
     def subscribe(self, informers: Any) -> None:
-        """Subscribe the three stores to `informers` (`kube.informer.Informers`); the
-        Nodes are the caller's to subscribe (this view in front of its sink)."""
-        for store in (self.slices, self.classes, self.templates):
+        """Subscribe the stores to `informers` (`kube.informer.Informers`); the Nodes
+        are the caller's to subscribe (this view in front of its sink)."""
+        for store in self.stores:
             informers.subscribe(store.resource, store)
 
     # -- what the webhooks and the controller ask ------------------------------------
 
-    def with_claims(self, obj: Mapping[str, Any], namespace: str
+    def with_claims(self, obj: Mapping[str, Any], namespace: str, *, shared: bool = True
                     ) -> tuple[Mapping[str, Any], tuple[str, ...]]:
         """`obj` with its pod specs' claims as device limits, and a warning when a
-        claim's template is not known (its devices are then not counted)."""
+        claim's template is not known (its devices are then not counted). With
+        `shared`, the shared ResourceClaims it names too, under their own names
+        (`policies.dra.shared`: the admission's gang counts each once)."""
         if not _has_claims(obj) or not self.classes.values():
             return obj, ()  # no claim, or no DeviceClass a claim could be counted as
         templates = dict(
             entry for ns, entry in self.templates.values() if ns == namespace)
+        claims = dict(
+            entry for ns, entry, _ in self.claims.values() if ns == namespace) if shared else None
         with self._lock:
             fewest = dict(self._fewest)
         try:
-            return with_claim_limits(obj, templates, fewest), ()
+            return with_claim_limits(obj, templates, fewest, claims), ()
         except InvalidObject as exc:
             # The template may be created after its workload (the claim controller
             # waits for it too): admit, and say that its devices were not counted.
@@ -230,30 +284,58 @@ class DeviceView:
             return obj, (f"devices not counted ({exc.message}): gangkeeper cannot tell "
                          f"whether the gang could ever fit; at {exc.path}",)
 
+    def pin_doubt(self, pod: Mapping[str, Any], namespace: str) -> str | None:
+        """Why the release cannot pin `pod` on a node by its claims' free devices
+        (`policies.dra.pinnable`), "" when it can; None when its claims' devices are
+        not counted (no DeviceClass known) or it has none."""
+        spec = pod.get("spec")
+        if not isinstance(spec, Mapping) or not spec.get("resourceClaims"):
+            return None
+        if not self.classes.values():
+            return None
+        templates = dict(entry for ns, entry in self.templates.values() if ns == namespace)
+        return pin_doubt(spec, templates)
+
     def owners(self, lookup: Callable[[str, str, str, str], Any]
                ) -> Callable[[str, str, str, str], Any]:
         """`lookup` (an owner lookup: apiVersion, kind, namespace, name) whose owners'
         pod templates ask their claims' devices as limits, so a pod's gang is sized
-        with them (the pod webhook reads the gang from the owner)."""
+        with them (the pod webhook reads the gang from the owner).
+
+        The same owner object (a watch-fed cache's, until it changes) gets the same
+        answer while no slice, class, template or claim changed: every pod of a Job
+        then asks about one object, and the recognisers' memory of the owner's gangs
+        (`OwnerGangs`, by identity) holds (bench/dra.py: 5x the extended-resource
+        pod decision without this)."""
+        answers: IdentityMemo[tuple[int, ...], Any] = IdentityMemo(1024)
 
         def with_devices(api_version: str, kind: str, namespace: str, name: str) -> Any:
             owner = lookup(api_version, kind, namespace, name)
             if not isinstance(owner, Mapping):
                 return owner
-            return self.with_claims(owner, namespace)[0]
+            versions = tuple(store.version for store in self.stores)
+            answer = answers.lookup(versions, owner)
+            if answer is MISSING:
+                answer = self.with_claims(owner, namespace)[0]
+                answers.put(versions, owner, answer)
+            return answer
 
         return with_devices
 
 
 def _has_claims(value: Any, depth: int = 0) -> bool:
-    """Whether a pod spec in `value` names a claim (cheap: most objects have none)."""
+    """Whether a pod spec in `value` names a claim (cheap: most objects have none;
+    a pod spec holds no other, and metadata and status hold none)."""
     if depth > 12:
         return False
-    if isinstance(value, Mapping):
-        if value.get("resourceClaims") and "containers" in value:
-            return True
-        return any(_has_claims(v, depth + 1) for v in value.values()
-                   if isinstance(v, Mapping | list))
+    if isinstance(value, JSON_OBJECT):
+        if "containers" in value:
+            return bool(value.get("resourceClaims"))
+        return any(_has_claims(v, depth + 1) for k, v in value.items()
+                   if isinstance(v, _NESTED) and k not in ("metadata", "status"))
     if isinstance(value, list):
-        return any(_has_claims(v, depth + 1) for v in value if isinstance(v, Mapping | list))
+        return any(_has_claims(v, depth + 1) for v in value if isinstance(v, _NESTED))
     return False
+
+
+_NESTED = (dict, list, Mapping)

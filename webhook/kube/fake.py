@@ -173,6 +173,10 @@ class FakeApi(Api):
                     raise ApiError(409, "Conflict", f"{path} was modified")
                 return self._replace(collection, key, body)
             if method == "PATCH":
+                if isinstance(body, Mapping):  # a merge patch (RFC 7386): the nudges
+                    return self._replace(collection, key, _merged(found, body))
+                # Otherwise a JSON Patch: a list of operations.
+                assert isinstance(body, list), f"PATCH {path}: neither a merge patch nor a list"
                 try:
                     patched = jsonpatch.apply_patch(found, body)
                 except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
@@ -269,3 +273,17 @@ class FakeApi(Api):
         with self._lock:
             self._closed = True
             self._lock.notify_all()
+
+
+def _merged(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """`target` with a JSON merge patch applied (RFC 7386): null removes a key, a map
+    merges, anything else replaces."""
+    out = copy.deepcopy(dict(target))
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out

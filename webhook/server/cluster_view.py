@@ -389,7 +389,7 @@ class WatchClusterView:
         self._notify = on_synced
         self._members = _GangMembers(self._listed)
         nodes: Any = _NodeCapacity(self._capacity, self._listed)
-        #: ResourceSlices, DeviceClasses and claim templates (`device_view`), or None.
+        #: ResourceSlices, DeviceClasses, claim templates and claims (`device_view`), or None.
         self.devices: DeviceView | None = None
         if devices:
             nodes = self.devices = DeviceView(nodes, self._listed)
@@ -400,7 +400,7 @@ class WatchClusterView:
             ),
         }
         if self.devices is not None:
-            for store in (self.devices.slices, self.devices.classes, self.devices.templates):
+            for store in self.devices.stores:
                 self._informers[store.resource] = informers.subscribe(store.resource, store)
         # The same Pod informer: the members of pod-based gangs need no watch of their own.
         informers.subscribe(PODS, self._members)

@@ -22,7 +22,7 @@ def node(name: str, gpus: int = 8, cpu: int = 64_000, **kw: object) -> NodeView:
     free = {GPU: gpus, "cpu": cpu, "memory": 512 * 2**30, "pods": 110}
     base: dict[str, object] = {
         "name": name, "labels": {"kubernetes.io/hostname": name, "pool": "a"},
-        "taints": (), "free": free, "hostname": name,
+        "taints": (), "free": free,
     }
     base.update(kw)
     return NodeView(**base)  # type: ignore[arg-type]
@@ -90,9 +90,9 @@ def test_node_selector_and_a_users_hostname_pin_are_honoured() -> None:
     assert result.nodes == {"a": "n2", "b": "n3"}
 
 
-def test_a_node_without_a_hostname_label_cannot_be_pinned_on() -> None:
-    result = assign([member("a", 1)], [node("n1", hostname="")])
-    assert isinstance(result, NoRoom)
+def test_a_node_without_a_hostname_label_is_pinned_on_by_its_name() -> None:
+    result = assign([member("a", 1)], [node("n1", labels={"pool": "a"})])
+    assert isinstance(result, Assignment) and result.nodes == {"a": "n1"}
 
 
 def test_pod_count_and_other_resources_count() -> None:

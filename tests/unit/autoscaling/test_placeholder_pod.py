@@ -113,3 +113,20 @@ def test_pod_overhead_counts_and_unreadable_requests_are_left_out() -> None:
     spec = {"containers": [{"resources": {"requests": {"cpu": "junk", "memory": "1Gi"}}}],
             "overhead": {"memory": "128Mi"}}
     assert effective_requests(spec) == {"memory": Fraction(2**30 + 128 * 2**20)}
+
+
+def test_a_placeholder_asks_its_members_devices_through_the_same_claim_templates() -> None:
+    # The autoscaler must add a node with the member's DRA devices: the placeholder
+    # gets claims of its own from the member's (namespaced, reusable) templates. A
+    # shared ResourceClaim is left out: the placeholder would reserve it, and its
+    # allocation would hold the devices on the placeholder's node for every sharer.
+    body = pod("train-0", 0, gang="train", min_member=4)
+    body["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}, {"name": "nic"}]}
+    body["spec"]["resourceClaims"] = [
+        {"name": "gpus", "resourceClaimTemplateName": "eight-gpus"},
+        {"name": "nic", "resourceClaimName": "rack-nic"},
+    ]
+    spec = placeholder_pod(body, "train", Autoscaling(), OWNER)["spec"]
+    assert spec["resourceClaims"] == [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}]
+    assert "claims" not in spec["containers"][0]["resources"]
+    assert "resourceClaims" not in placeholder_pod(member(), "train", Autoscaling(), OWNER)["spec"]

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from builders.gangs import T0, members, pod
 from kubernetes.client import ApiClient
 
+from gangkeeper.policies.names import TOPOLOGY_REQUIRED_ANNOTATION
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.results import Plan
-from gangkeeper.policies.settings.config import Config
+from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.controller import GangController
 from gangkeeper.webhook.kube.informer import object_key
 
@@ -25,20 +27,25 @@ DRIVER = CLASS = "gpu.example.com"
 NOW = T0 + 60
 
 
-def node(name: str) -> dict[str, Any]:
+ZONE = "topology.kubernetes.io/zone"
+
+
+def node(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "metadata": {"name": name,
+                         "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
             "spec": {},
             "status": {"allocatable": {"cpu": "128", "memory": "1Ti", "pods": "110"},
                        "conditions": [{"type": "Ready", "status": "True"}]}}  # fmt: skip
 
 
-def resource_slice(name: str) -> dict[str, Any]:
+def resource_slice(name: str, devices: int = 8, **device: Any) -> dict[str, Any]:
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
             "metadata": {"name": f"{name}-{DRIVER}"},
             "spec": {"driver": DRIVER, "nodeName": name,
                      "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                     "devices": [{"name": f"gpu-{i}"} for i in range(8)]}}  # fmt: skip
+                     "devices": [{"name": f"gpu-{i}", **device}
+                                 for i in range(devices)]}}  # fmt: skip
 
 
 DEVICE_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
@@ -51,27 +58,42 @@ TEMPLATE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
                  "exactly": {"deviceClassName": CLASS, "count": 8}}]}}}}  # fmt: skip
 
 
-def claiming(raw: dict[str, Any]) -> dict[str, Any]:
-    """The pod asking its GPUs through a claim of TEMPLATE instead of limits."""
+def template(name: str, **request: Any) -> dict[str, Any]:
+    """A ResourceClaimTemplate of one request `gpus` of CLASS with these fields."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "team"},
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpus", "exactly": {"deviceClassName": CLASS, **request}}]}}}}
+
+
+def claiming(raw: dict[str, Any], claim: dict[str, str] | None = None) -> dict[str, Any]:
+    """The pod asking its GPUs through a claim (of TEMPLATE unless `claim` says)
+    instead of limits."""
     spec = raw["spec"]
     spec["containers"][0].pop("resources", None)
     spec["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
-    spec["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}]
+    spec["resourceClaims"] = [
+        {"name": "gpus", **(claim or {"resourceClaimTemplateName": "eight-gpus"})}]
     return raw
 
 
-def controller(*, devices: bool = True) -> GangController:
-    built = GangController(ApiClient(), Config(), namespace="gangkeeper-system",
+def controller(*, devices: bool = True, nodes: int = 4,
+               labels: dict[str, dict[str, str]] | None = None, config: Config | None = None,
+               slices: list[dict[str, Any]] | None = None,
+               templates: tuple[dict[str, Any], ...] = ()) -> GangController:
+    built = GangController(ApiClient(), config or Config(), namespace="gangkeeper-system",
                            identity="test", devices=devices)
-    nodes = [node(f"dra-{i}") for i in range(4)]
+    names = [f"dra-{i}" for i in range(nodes)]
+    node_objs = [node(n, (labels or {}).get(n)) for n in names]
     sink = built.devices or built.nodes
-    for obj in nodes:
+    for obj in node_objs:
         sink.upsert(obj)
-    sink.relisted({object_key(o) for o in nodes})
+    sink.relisted({object_key(o) for o in node_objs})
     if built.devices is not None:
-        for store, objs in ((built.devices.slices, [resource_slice(f"dra-{i}") for i in range(4)]),
+        for store, objs in ((built.devices.slices,
+                             slices if slices is not None else [resource_slice(n) for n in names]),
                             (built.devices.classes, [DEVICE_CLASS]),
-                            (built.devices.templates, [TEMPLATE])):
+                            (built.devices.templates, [TEMPLATE, *templates])):
             for obj in objs:
                 store.upsert(obj)
             store.relisted({object_key(o) for o in objs})
@@ -116,3 +138,78 @@ def test_without_devices_the_controller_saw_members_asking_nothing_and_released_
     built = controller(devices=False)
     result = decide(built, [blocker(), *gang()])
     assert {p.name for r in result.releases for p in r.pods} == {"g-0", "g-1", "g-2", "g-3"}
+
+
+def pins_by_member(result: Plan) -> dict[str, str]:
+    return {p.name: r.pins[p.uid] for r in result.releases for p in r.pods if p.uid in r.pins}
+
+
+def test_a_dra_gang_is_pinned_where_its_devices_are_free_one_member_per_node() -> None:
+    # Before: released unpinned ("DRA resourceClaims"), the scheduler placing members
+    # one by one. Now each member is pinned, never on dra-0 whose devices are claimed.
+    built = controller(nodes=5)
+    result = decide(built, [blocker(), *gang()])
+    (release,) = result.releases
+    assert release.unpinned == ""
+    pins = pins_by_member(result)
+    assert sorted(pins) == ["g-0", "g-1", "g-2", "g-3"]
+    assert sorted(pins.values()) == ["dra-1", "dra-2", "dra-3", "dra-4"]
+
+
+def test_two_members_of_four_devices_share_a_node_by_its_device_count() -> None:
+    built = controller(nodes=2, templates=(template("four-gpus", count=4),))
+    pods = [claiming(p, {"resourceClaimTemplateName": "four-gpus"})
+            for p in members("g", 4, gpus=8)]
+    # 16 devices asked, 8 free (on dra-1): the gang waits, none pinned onto dra-0.
+    assert decide(built, [blocker(), *pods]).releases == ()
+    built.pods.delete(blocker())
+    pins = pins_by_member(decide(built, []))
+    assert sorted(pins.values()) == ["dra-0", "dra-0", "dra-1", "dra-1"]
+
+
+@pytest.mark.parametrize(
+    ("claim", "asked", "why"),
+    [
+        pytest.param({"resourceClaimTemplateName": "all"}, {"allocationMode": "All"},
+                     "allocationMode All", id="all-mode"),
+        pytest.param({"resourceClaimTemplateName": "narrow"},
+                     {"count": 8, "selectors": [{"cel": {"expression": "true"}}]},
+                     "selectors of its own", id="request-selectors"),
+        pytest.param({"resourceClaimName": "shared"}, None, "shared ResourceClaim shared",
+                     id="shared-claim"),
+        pytest.param({"resourceClaimTemplateName": "missing"}, None,
+                     "ResourceClaimTemplate missing not found", id="unknown-template"),
+    ],
+)
+def test_a_member_whose_devices_a_count_cannot_place_goes_unpinned_with_the_reason(
+    claim: dict[str, str], asked: dict[str, Any] | None, why: str
+) -> None:
+    extra = () if asked is None else (template(claim["resourceClaimTemplateName"], **asked),)
+    built = controller(templates=extra)
+    pods = [claiming(p, claim) for p in members("g", 4, gpus=8)]
+    (release,) = decide(built, pods).releases
+    assert release.pins == {}
+    assert why in release.unpinned, release.unpinned
+
+
+def test_a_node_whose_device_count_is_unknown_is_not_pinned_on() -> None:
+    # dra-1's devices may be allocated to many claims: their count is unknown, offered
+    # as more than any gang needs; a pin there would be a guess.
+    slices = [resource_slice("dra-0"), resource_slice("dra-1", allowMultipleAllocations=True)]
+    built = controller(nodes=2, slices=slices)
+    result = decide(built, [claiming(p) for p in members("g", 2, gpus=8)])
+    (release,) = result.releases
+    assert release.pins == {}
+    assert "dra-1's dra:gpu.example.com devices cannot be counted" in release.unpinned
+
+
+def test_a_topology_required_dra_gang_is_packed_into_one_domain() -> None:
+    # Zone a: dra-0 (taken) and dra-1; zone b: dra-2 and dra-3. 2 x 8 devices fit only b.
+    zones = {"dra-0": "a", "dra-1": "a", "dra-2": "b", "dra-3": "b"}
+    built = controller(labels={n: {ZONE: z} for n, z in zones.items()},
+                       config=load_config({"topology": [ZONE]}))
+    pods = [claiming(p) for p in members("g", 2, gpus=8)]
+    for raw in pods:
+        raw["metadata"]["annotations"][TOPOLOGY_REQUIRED_ANNOTATION] = ZONE
+    assert sorted(pins_by_member(decide(built, [blocker(), *pods])).values()) == [
+        "dra-2", "dra-3"]

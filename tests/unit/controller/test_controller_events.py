@@ -3,8 +3,10 @@
 CI once created the five pods of a gang so slowly that the stuck report came with 3 of
 5 members: the fourth member, created after it, never got an Event, and the Event on
 the others still said "3 of 5". A report is posted again when the gang's cause or its
-number of members changes, not on every pass. `GangEvents` posts through a
-synchronous pool to a recorder (no API involved).
+number of members changes, not on every pass. The pure decision
+(`release.actions.decide_actions`, `release.stuck_events`) is sent by the controller's
+`Executor`, whose `GangEvents` posts through a synchronous pool to a recorder (no API
+involved).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import Any
 from builders.gangs import T0, members, node
 
 from gangkeeper.policies.cluster.observed_gangs import pod_info
+from gangkeeper.policies.release.actions import decide_actions
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.settings.config import load_config
 from gangkeeper.webhook.controller.events import GangEvents
+from gangkeeper.webhook.controller.executor import Executor
 
 CFG = load_config({"gangTimeoutSeconds": 2})
 NODES = [node("n0", 8), node("n1", 8)]
@@ -40,16 +44,19 @@ class _Recorder:
         self.notes.append((body["regarding"]["name"], body["note"]))
 
 
-def _events() -> tuple[GangEvents, _Recorder]:
+def _events() -> tuple[Executor, _Recorder]:
     rest = _Recorder()
     pool = _Inline(max_workers=1)
-    events = GangEvents(rest, CFG, "me", lambda: pool, lambda *_: None)  # type: ignore[arg-type]
-    return events, rest
+    events = GangEvents(rest, "me", lambda: pool)  # type: ignore[arg-type]
+    executor = Executor(rest, CFG, events, lambda: pool, lambda *_: None,  # type: ignore[arg-type]
+                        wake=lambda: None, may_write=lambda: True)
+    return executor, rest
 
 
-def _pass(events: GangEvents, present: int, now: float) -> None:
+def _pass(executor: Executor, present: int, now: float) -> None:
     pods = [pod_info(p, CFG) for p in members("g", present, min_member=5, gpus=3)]
-    events.stuck(plan(pods, NODES, CFG, now).reports, pods)
+    result = plan(pods, NODES, CFG, now)
+    executor.send(decide_actions(result, pods, NODES, CFG, memory=executor.memory, clock=now))
 
 
 def test_a_member_arriving_after_the_report_gets_one_and_the_note_says_the_new_count() -> None:

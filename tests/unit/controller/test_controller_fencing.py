@@ -100,7 +100,7 @@ def test_a_write_already_in_a_burst_is_dropped_once_the_deadline_passed(setup: A
     controller, api = setup
     controller.elector._renewed_at = time.monotonic() - 10.5
     [pod, _] = controller.pods.items()
-    assert controller._ungate(pod) == "fenced"
+    assert controller.releaser.lift(pod) == "fenced"
     assert patches(api) == []
 
 
@@ -113,7 +113,7 @@ def test_a_pod_changed_in_a_way_planning_reads_is_not_patched_from_the_stale_vie
     current = api.objects[PODS][f"{stale.namespace}/{stale.name}"]
     current["metadata"]["resourceVersion"] = "999"
     current["spec"]["nodeSelector"] = {"pool": "elsewhere"}  # what the plan placed by
-    assert controller._ungate(stale) == "conflict"
+    assert controller.releaser.lift(stale) == "conflict"
     assert gated(api) == 2
     errors = controller.metric_samples()
     assert errors[("gangkeeper_gang_ungate_errors_total", (("cause", "conflict"),))] == 1
@@ -128,7 +128,7 @@ def test_a_pod_changed_only_where_no_plan_looks_is_patched_on_its_new_version(
     current = api.objects[PODS][f"{stale.namespace}/{stale.name}"]
     current["metadata"]["resourceVersion"] = "999"  # the scheduler's SchedulingGated
     current["status"]["conditions"] = [{"type": "PodScheduled", "status": "False"}]
-    assert controller._ungate(stale) == "ungated"
+    assert controller.releaser.lift(stale) == "ungated"
     assert gated(api) == 1
     [first, retried] = [c for c in api.calls if c[0] == "PATCH"]
     assert first == retried, "one retry, on the version read again"

@@ -4,11 +4,14 @@ one patch."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import jsonpatch  # type: ignore[import-untyped]
-from builders.gangs import T0, members, node, pod
+import pytest
+from builders.gangs import T0, members, node, pin, pod
 
+from gangkeeper.policies.assigner import Pin, pin_of
 from gangkeeper.policies.cluster.observed_gangs import is_live, pod_info
 from gangkeeper.policies.names import GATE, PIN_LABEL
 from gangkeeper.policies.release.plan import plan
@@ -28,7 +31,7 @@ def decide(
 
 
 def pins(result: Plan) -> dict[str, str]:
-    """pod name → hostname it is pinned to, over every release."""
+    """pod name → node it is pinned to, over every release."""
     return {p.name: r.pins[p.uid] for r in result.releases for p in r.pods if p.uid in r.pins}
 
 
@@ -54,7 +57,7 @@ def test_the_8_4_4_gang_is_pinned_so_the_4s_share_a_node() -> None:
     assert set(got) == {"mixed-0", "mixed-1", "mixed-2"}
     assert got["mixed-1"] == got["mixed-2"] != got["mixed-0"]
     report = next(r for r in result.reports if r.label == "mixed")
-    assert dict(report.assignment) == got  # node names are the hostnames here
+    assert dict(report.assignment) == got
     assert '"assignment"' in render_json(result.reports)
     text = render_text(result.reports)
     assert f"  nodes: mixed-0 → {got['mixed-0']}, mixed-1 → {got['mixed-1']}" in text
@@ -96,16 +99,28 @@ def test_a_cordoned_or_not_ready_node_is_never_chosen() -> None:
     assert pins(result) == {"g-0": "b", "g-1": "b"}
 
 
-def test_in_flight_pinned_members_keep_their_room_for_the_next_gang() -> None:
-    # Gang one released pinned to a (ungated, unbound, nodeSelector set): gang two must
-    # not be assigned onto the same GPUs.
-    first = [
-        pod(f"one-{i}", 4, gang="one", min_member=2, gates=(), selector={PIN_LABEL: "a"})
-        for i in range(2)
-    ]
+@pytest.mark.parametrize("hostname", [False, True], ids=["matchFields pin", "hostname pin"])
+def test_in_flight_pinned_members_keep_their_room_for_the_next_gang(hostname: bool) -> None:
+    # Gang one released pinned to host-a (ungated, unbound): gang two must not be
+    # assigned onto the same GPUs — nor when an earlier version pinned gang one by the
+    # node's hostname label, which here differs from its name.
+    a, b = node("a", 8), node("b", 8)
+    a["metadata"]["labels"][PIN_LABEL] = "host-a"
+    first = [pin(pod(f"one-{i}", 4, gang="one", min_member=2, gates=()),
+                 "host-a" if hostname else "a", hostname=hostname) for i in range(2)]
     second = members("two", 2, gpus=4, created=T0 + 5)
-    result = decide([*first, *second], [node("a", 8), node("b", 8)])
+    result = decide([*first, *second], [a, b])
     assert pins(result) == {"two-0": "b", "two-1": "b"}
+    report = next(r for r in result.reports if r.label == "one")
+    assert dict(report.assignment) == {"one-0": "a", "one-1": "a"}
+
+
+def test_a_node_without_a_hostname_label_can_be_pinned_to() -> None:
+    # The pin names the Node itself (Karpenter's kwok nodes, for one, carry their
+    # NodeClaim's name as hostname, or none).
+    bare = node("a", 8)
+    del bare["metadata"]["labels"][PIN_LABEL]
+    assert pins(decide(members("g", 2, gpus=4), [bare])) == {"g-0": "a", "g-1": "a"}
 
 
 def test_a_users_hostname_pin_is_respected() -> None:
@@ -141,9 +156,11 @@ def test_the_write_lifts_the_gate_and_pins_in_one_patch() -> None:
     info = pod_info(raw, Config())
     out = jsonpatch.apply_patch(raw, ungate_patch(info, "node-7"))
     assert GATE not in [g["name"] for g in out["spec"].get("schedulingGates", [])]
-    assert out["spec"]["nodeSelector"] == {"pool": "a", PIN_LABEL: "node-7"}
+    assert out["spec"]["nodeSelector"] == {"pool": "a"}
+    assert out["spec"]["affinity"] == pin(copy.deepcopy(raw), "node-7")["spec"]["affinity"]
+    assert pin_of(pod_info(out, Config()).placement) == Pin(node="node-7")
     plain = jsonpatch.apply_patch(raw, ungate_patch(info))
-    assert plain["spec"]["nodeSelector"] == {"pool": "a"}
+    assert plain["spec"]["nodeSelector"] == {"pool": "a"} and "affinity" not in plain["spec"]
 
 
 def test_in_a_gpu_gang_members_without_gpus_are_not_pinned_in_a_cpu_gang_they_are() -> None:

@@ -49,7 +49,8 @@ def writer(api: FakeApi, pool: ThreadPoolExecutor) -> tuple[PlaceholderWriter, l
     events: list[Any] = []
     out = PlaceholderWriter(
         api, CONFIG, pool=lambda: pool,
-        emit=lambda r, reason, note: events.append((r, reason, note)),
+        emit=lambda event: events.extend((r, event.reason, event.note)
+                                         for r in event.regarding),
         count=lambda *_: None, write_query=(),
     )
     return out, events
@@ -61,7 +62,7 @@ def state(api: FakeApi) -> list[PodInfo]:
 
 def one_pass(api: FakeApi, now: float, w: PlaceholderWriter) -> Plan:
     result = plan(state(api), [], CONFIG, now, w.backoff)
-    w.apply(result, state(api))
+    w.send(w.actions(result, state(api)))
     return result
 
 

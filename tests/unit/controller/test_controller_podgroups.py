@@ -119,3 +119,20 @@ def test_the_native_group_names_its_members_priority_class() -> None:
     }
     # The scheduler-plugins PodGroup has no such field: its pods carry the priority.
     assert "priorityClassName" not in group_object(gang(pods), COSCHEDULING)["spec"]
+
+
+@pytest.mark.parametrize("resource", [COSCHEDULING, VOLCANO])
+def test_a_dra_gangs_podgroup_leaves_its_devices_out_of_min_resources(resource: object) -> None:
+    """Coscheduling's PreFilter (CheckClusterResource, pkg/coscheduling/core/core.go)
+    sums minResources over the Nodes' allocatable, which never lists gangkeeper's
+    `dra:<class>`: with it the group would wait for ever. Members as the controller
+    sees them (kube/device_view.py): claims as `dra:` limits, beside a plain GPU."""
+    from gangkeeper.webhook.kube.device_view import with_device_names
+
+    cfg = with_device_names(Config())
+    pods = members("train", 4, gpus=8, owner=OWNER, resource="dra:gpu.example.com")
+    pods[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1"  # type: ignore[index]
+    observed = observe_gangs([pod_info(p, cfg) for p in pods], cfg)[0]
+    assert dict(observed.members[1].demand) == {"dra:gpu.example.com": 8}
+    obj = group_object(observed, resource)  # type: ignore[arg-type]
+    assert obj["spec"] == {"minMember": 4, "minResources": {"nvidia.com/gpu": "1"}}

@@ -11,8 +11,9 @@ from builders.gangs import T0, node
 from builders.preemption import planned, running_gang, running_pod, waiting_gang
 
 from gangkeeper.policies.errors import TooManyRequests
+from gangkeeper.policies.release.preemption_actions import LEAVING_SECONDS
 from gangkeeper.policies.settings.config import Config
-from gangkeeper.webhook.controller.preemption import LEAVING_SECONDS, Preemptions
+from gangkeeper.webhook.controller.preemption import Preemptions
 from gangkeeper.webhook.controller.watchdog import Watchdog
 
 
@@ -20,8 +21,10 @@ class _Posted:
     def __init__(self) -> None:
         self.posts: list[tuple[str, list[str], str]] = []
 
-    def post(self, namespace: str, members: list[Any], reason: str, note: str) -> None:
-        self.posts.append((reason, [m.name for m in members], note))
+    def send(self, event: Any) -> None:
+        self.posts.append(
+            (event.reason, [t["name"] for t in event.regarding if t["kind"] == "Pod"],
+             event.note))
 
 
 class _Rest:
@@ -60,7 +63,7 @@ def test_victim_gangs_are_suspended_and_remembered_as_leaving() -> None:
     result = planned([*low, *waiting_gang("high", 1, 8, 1000)], nodes)
     rest = _Rest()
     preemptions, posted, counted = _executor(rest)
-    preemptions.apply(result, T0)
+    preemptions.send(result.preemptions, T0)
     assert rest.requests == [("PATCH", "/apis/batch/v1/namespaces/team/jobs/low1")]
     reasons = [reason for reason, _, _ in posted.posts]
     assert reasons == ["GangPreempting", "PreemptedByGang"]
@@ -78,7 +81,7 @@ def test_leaving_victims_are_handed_to_the_next_pass_until_gone_or_stale() -> No
     pods = [*low, *waiting_gang("high", 1, 8, 1000)]
     result = planned(pods, nodes)
     preemptions, _, _ = _executor(_Rest())
-    preemptions.apply(result, T0)
+    preemptions.send(result.preemptions, T0)
     infos = [p for g in result.gangs for p in g.members]
     leaving = preemptions.leaving(infos, T0 + 1)
     assert leaving == {low[0]["metadata"]["uid"]}
@@ -94,7 +97,7 @@ def test_an_eviction_a_budget_refuses_is_said_on_the_preemptor() -> None:
     result = planned(pods, nodes)  # the controller's budgets were stale: it tries
     rest = _Rest(refuse={"guarded"})
     preemptions, posted, counted = _executor(rest)
-    preemptions.apply(result, T0)
+    preemptions.send(result.preemptions, T0)
     assert rest.requests == [("POST", "/api/v1/namespaces/team/pods/guarded/eviction")]
     assert [reason for reason, _, _ in posted.posts] == ["GangPreempting",
                                                           "GangPreemptionBlocked"]

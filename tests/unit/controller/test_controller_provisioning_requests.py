@@ -150,8 +150,8 @@ def test_the_release_patch_adds_both_annotations_inside_the_guarded_gate_patch()
     member = pod_info(gang()[0], load_config(CONFIG))
     keys = {CONSUME_PROVISIONING_REQUEST_ANNOTATION: "llama-gkpr-1",
             PROVISIONING_CLASS_ANNOTATION: BEST_EFFORT}
-    for hostname in (None, "n1"):
-        patch = ungate_patch(member, hostname, NOW, keys)
+    for pinned_to in (None, "n1"):
+        patch = ungate_patch(member, pinned_to, NOW, keys)
         assert patch[0] == {"op": "test", "path": "/spec/schedulingGates",
                             "value": [{"name": GATE}]}
         added = {op["path"]: op["value"] for op in patch if op["op"] == "add"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonpatch  # type: ignore[import-untyped]
+import pytest
 from builders.gangs import T0, members, node, released
 
 from gangkeeper.policies.cluster.observed_gangs import is_live, observe_gangs, pod_info
@@ -24,8 +25,10 @@ def gang_of(pods: list[dict[str, Any]]) -> Any:
     return gang
 
 
-def test_a_member_pinned_and_unbound_past_rebind_seconds_is_stuck() -> None:
-    gang = gang_of(released(3, bound=2, released_at=T0, owner=JOB))
+@pytest.mark.parametrize("hostname", [False, True], ids=["matchFields pin", "hostname pin"])
+def test_a_member_pinned_and_unbound_past_rebind_seconds_is_stuck(hostname: bool) -> None:
+    # A member an earlier version pinned (hostname nodeSelector) is watched alike.
+    gang = gang_of(released(3, bound=2, released_at=T0, owner=JOB, hostname=hostname))
     assert stuck(gang, T0 + 29, CFG) is None
     found = stuck(gang, T0 + 31, CFG)
     assert found is not None and found.recreate
@@ -43,7 +46,7 @@ def test_unpinned_or_bound_members_are_never_stuck() -> None:
     assert stuck(gang_of(pods), T0 + 600, CFG) is None
     pods = released(2, bound=0, released_at=T0, owner=JOB)
     for raw in pods:
-        raw["spec"]["nodeSelector"] = {}
+        del raw["spec"]["affinity"]
     assert stuck(gang_of(pods), T0 + 600, CFG) is None
 
 
@@ -76,8 +79,9 @@ class _Posted:
     def __init__(self) -> None:
         self.posts: list[tuple[str, list[str]]] = []
 
-    def post(self, namespace: str, members: list[Any], reason: str, note: str) -> None:
-        self.posts.append((reason, [m.name for m in members]))
+    def send(self, event: Any) -> None:
+        self.posts.append(
+            (event.reason, [t["name"] for t in event.regarding if t["kind"] == "Pod"]))
 
 
 def test_a_stuck_member_is_evented_once_while_the_stuck_set_shrinks() -> None:
@@ -94,7 +98,8 @@ def test_a_stuck_member_is_evented_once_while_the_stuck_set_shrinks() -> None:
     for bound in (0, 1, 2, 3):
         for i in range(bound):
             pods[i]["spec"]["nodeName"] = f"n{i}"
-        watchdog.check(plan([pod_info(p, CFG) for p in pods], nodes, CFG, T0 + 60), T0 + 60)
+        result = plan([pod_info(p, CFG) for p in pods], nodes, CFG, T0 + 60)
+        watchdog.send(watchdog.actions(result, T0 + 60), T0 + 60)
     evented = [name for reason, names in posted.posts if reason == "GangMemberStuck"
                for name in names]
     assert sorted(evented) == ["g-0", "g-1", "g-2", "g-3"]

@@ -19,8 +19,8 @@ from gangkeeper.policies.names import (
 )
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.results import Plan
+from gangkeeper.policies.release.watchdog_actions import RESUME_AFTER_SECONDS
 from gangkeeper.policies.settings.config import Config, load_config
-from gangkeeper.webhook.controller.suspension import RESUME_AFTER_SECONDS
 from gangkeeper.webhook.controller.watchdog import Watchdog
 from gangkeeper.webhook.kube.fake import FakeApi
 from gangkeeper.webhook.kube.resources import PODS
@@ -132,8 +132,10 @@ class Posted:
     def __init__(self) -> None:
         self.posts: list[tuple[str, list[str], str]] = []
 
-    def post(self, namespace: str, members: list[Any], reason: str, note: str) -> None:
-        self.posts.append((reason, [m.name for m in members], note))
+    def send(self, event: Any) -> None:
+        self.posts.append(
+            (event.reason, [t["name"] for t in event.regarding if t["kind"] == "Pod"],
+             event.note))
 
     def reasons(self) -> list[str]:
         return [reason for reason, _, _ in self.posts]
@@ -162,7 +164,8 @@ def watchdog(api: FakeApi, cfg: Config) -> tuple[Watchdog, Posted, dict[str, flo
 
 def pass_(dog: Watchdog, pods: list[dict[str, Any]], nodes: int, cfg: Config,
           now: float = LATER) -> None:
-    dog.check(planned(pods, nodes, cfg, now), now, [pod_info(p, cfg) for p in pods])
+    actions = dog.actions(planned(pods, nodes, cfg, now), now, [pod_info(p, cfg) for p in pods])
+    dog.send(actions, now)
 
 
 def methods(api: FakeApi, method: str, path: str = JOB_PATH) -> int:

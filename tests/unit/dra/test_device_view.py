@@ -18,6 +18,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from builders.devices import (
+    CLASS,
+    DEVICE_CLASS,
+    NAMESPACE,
+    Sink,
+    listed,
+    node,
+    resource_slice,
+)
+
 from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.kube.device_view import (
@@ -30,79 +40,6 @@ from gangkeeper.webhook.kube.device_view import (
 from gangkeeper.webhook.kube.informer import object_key as key
 from gangkeeper.webhook.server import admission
 from gangkeeper.webhook.server.admission import Policy, parse_review
-
-DRIVER = "gpu.example.com"
-CLASS = "gpu.example.com"
-NAMESPACE = "team"
-
-
-def node(name: str) -> dict[str, Any]:
-    """A Node that lists no GPU: its devices are in its ResourceSlice only."""
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"allocatable": {"cpu": "128", "memory": "1Ti", "pods": "110"}}}  # fmt: skip
-
-
-def resource_slice(node_name: str, devices: int, *, generation: int = 1,
-                   product: str = "A100") -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": f"{node_name}-{DRIVER}"},
-            "spec": {"driver": DRIVER, "nodeName": node_name,
-                     "pool": {"name": node_name, "generation": generation,
-                              "resourceSliceCount": 1},
-                     "devices": [{"name": f"gpu-{i}",
-                                  "attributes": {"productName": {"string": product}}}
-                                 for i in range(devices)]}}  # fmt: skip
-
-
-DEVICE_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                "metadata": {"name": CLASS},
-                "spec": {"selectors": [{"cel": {"expression":
-                                                f"device.driver == '{DRIVER}'"}}]}}  # fmt: skip
-
-TEMPLATE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-            "metadata": {"name": "eight-gpus", "namespace": NAMESPACE},
-            "spec": {"spec": {"devices": {"requests": [
-                {"name": "gpus",
-                 "exactly": {"deviceClassName": CLASS, "count": 8}}]}}}}  # fmt: skip
-
-
-class Sink:
-    """What the capacity's Node subscriber receives, by name."""
-
-    def __init__(self) -> None:
-        self.nodes: dict[str, Mapping[str, Any]] = {}
-        self.upserts = 0
-
-    def upsert(self, obj: Mapping[str, Any]) -> None:
-        self.upserts += 1
-        self.nodes[obj["metadata"]["name"]] = obj
-
-    def delete(self, obj: Mapping[str, Any]) -> None:
-        self.nodes.pop(obj["metadata"]["name"], None)
-
-    def relisted(self, keys: set[str]) -> None:
-        self.nodes = {k: v for k, v in self.nodes.items() if f"/{k}" in keys}
-
-    def gpus(self, name: str) -> str | None:
-        return self.nodes[name]["status"]["allocatable"].get(f"dra:{CLASS}")
-
-
-def listed(view: DeviceView, sink: Sink, nodes: int = 4, per_node: int = 8) -> None:
-    """The informers' first lists, Nodes first (their order is not fixed)."""
-    names = [f"dra-node-{i}" for i in range(nodes)]
-    for name in names:
-        view.upsert(node(name))
-    view.relisted({key(node(name)) for name in names})
-    slices = [resource_slice(name, per_node) for name in names]
-    for obj in slices:
-        view.slices.upsert(obj)
-    view.slices.relisted({key(o) for o in slices})
-    view.classes.upsert(DEVICE_CLASS)
-    view.classes.relisted({key(DEVICE_CLASS)})
-    view.templates.upsert(TEMPLATE)
-    view.templates.relisted({key(TEMPLATE)})
-
 
 # --- the view ---------------------------------------------------------------------------
 
@@ -257,7 +194,9 @@ def test_five_workers_of_eight_claimed_gpus_on_four_nodes_of_eight_are_refused_w
         response = answer.review["response"]
         assert response["allowed"] is False
         message = response["status"]["message"]
-        assert "40" in message and "32" in message, message
+        assert ("needs 5 \N{MULTIPLICATION SIGN} 8 devices of DeviceClass gpu.example.com "
+                "= 40; the nodes it may use hold at most 32 (4 nodes: 8+8+8+8)") in message, message
+        assert "dra:" not in message  # the internal resource name is never shown
 
 
 def test_a_job_of_four_workers_of_eight_claimed_gpus_on_four_nodes_of_eight_is_admitted() -> None:
@@ -299,3 +238,58 @@ def test_a_claim_whose_template_is_unknown_is_admitted_with_a_warning_saying_it_
     response = answer.review["response"]
     assert response["allowed"] is True
     assert any("gone" in w and "not counted" in w for w in response["warnings"])
+
+
+# --- shared ResourceClaims --------------------------------------------------------------
+
+
+def shared_claim(name: str, count: int) -> dict[str, Any]:
+    """A ResourceClaim (resource.k8s.io/v1) that pods name by `resourceClaimName`."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"devices": {"requests": [
+                {"name": "gpus", "exactly": {"deviceClassName": CLASS, "count": count}}]}}}
+
+
+def sharing_job(name: str, workers: int, claim: str, *, own: bool) -> dict[str, Any]:
+    """A Job whose every worker names the ResourceClaim `claim` (PodResourceClaim
+    `resourceClaimName`), and with `own` also claims 8 devices of its own."""
+    obj = job(name, workers)
+    claims = obj["spec"]["template"]["spec"]["resourceClaims"]
+    shared = {"name": "shared", "resourceClaimName": claim}
+    claims[:] = [*claims, shared] if own else [shared]
+    return obj
+
+
+def sharing_policy(*claims: Mapping[str, Any]) -> Policy:
+    made = policy()
+    view = made.devices
+    assert isinstance(view, DeviceView)
+    for obj in claims:
+        view.claims.upsert(obj)
+    view.claims.relisted({key(o) for o in claims})
+    return made
+
+
+def test_a_shared_claim_of_eight_named_by_five_workers_is_counted_once_and_admitted() -> None:
+    # Charged to every pod it would be 5 x 8 = 40 on 32 devices: a false rejection.
+    answer = admission.validate(review(sharing_job("together", 5, "rack", own=False), JOB_KIND),
+                                sharing_policy(shared_claim("rack", 8)))
+    assert answer.review["response"]["allowed"] is True, answer.review["response"]
+    assert answer.outcome == "allowed"
+
+
+def test_a_shared_claim_adds_its_devices_once_to_the_members_own_and_can_refuse() -> None:
+    # 4 x 8 own devices + 8 shared = 40 on 32: refused. Before shared claims counted,
+    # this was admitted (the shared claim's 8 devices were not seen).
+    answer = admission.validate(review(sharing_job("over", 4, "rack", own=True), JOB_KIND),
+                                sharing_policy(shared_claim("rack", 8)))
+    response = answer.review["response"]
+    assert response["allowed"] is False
+    assert "40" in response["status"]["message"] and "32" in response["status"]["message"]
+
+
+def test_a_shared_claim_not_yet_known_is_not_counted() -> None:
+    answer = admission.validate(review(sharing_job("early", 4, "later", own=True), JOB_KIND),
+                                sharing_policy())
+    assert answer.review["response"]["allowed"] is True

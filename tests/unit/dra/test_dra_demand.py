@@ -14,9 +14,7 @@ import pytest
 from gangkeeper.policies.dra import (
     DeviceDemand,
     pod_claims,
-    read_claim,
     read_claim_template,
-    shared_demand,
 )
 from gangkeeper.policies.errors import InvalidObject
 
@@ -79,8 +77,6 @@ def pod(*claims: dict[str, str]) -> dict[str, Any]:
 
 def test_every_pod_gets_its_own_claims_from_a_template_and_shares_a_named_claim() -> None:
     templates = dict([read_claim_template(template("eight", exactly(8)))])
-    claims = dict([read_claim({"metadata": {"name": "rack-nic"},
-                               "spec": {"devices": {"requests": [exactly(2, cls="nic")]}}})])
     pods = [
         pod({"name": "gpus", "resourceClaimTemplateName": "eight"},
             {"name": "nic", "resourceClaimName": "rack-nic"})
@@ -88,7 +84,8 @@ def test_every_pod_gets_its_own_claims_from_a_template_and_shares_a_named_claim(
     ]  # fmt: skip
     read = [pod_claims(p, templates) for p in pods]
     assert [dict(p.own.counts) for p in read] == [{GPU: 8}] * 5
-    assert dict(shared_demand(read, claims).counts) == {"nic": 2}
+    # The shared claim is named, not counted per pod (shared.charged_once counts it).
+    assert [set(p.shared) for p in read] == [{"rack-nic"}] * 5
 
 
 def test_a_template_that_was_not_given_is_reported_not_guessed() -> None:
@@ -119,3 +116,48 @@ def test_a_pod_claim_naming_both_sources_is_an_error_naming_the_field() -> None:
     both = {"name": "x", "resourceClaimName": "a", "resourceClaimTemplateName": "b"}
     with pytest.raises(InvalidObject, match=r"spec.resourceClaims\[0\]"):
         pod_claims(pod(both), {})
+
+
+@pytest.mark.parametrize(
+    ("requests", "doubt"),
+    [
+        pytest.param([exactly(8), exactly(1, cls="nic.example.com")], None, id="exact-counts"),
+        pytest.param([{"name": "r", "firstAvailable": [
+            {"name": "only", "deviceClassName": GPU, "count": 8}]}],
+            None, id="first-available-of-one"),
+        pytest.param([exactly(allocationMode="All")], "allocationMode All", id="all-mode"),
+        pytest.param([exactly(8, adminAccess=True)], "admin access", id="admin-access"),
+        pytest.param([exactly(8, selectors=[{"cel": {"expression": "true"}}])],
+                     "selectors of its own", id="request-selectors"),
+        pytest.param([{"name": "r", "firstAvailable": [
+            {"name": "big", "deviceClassName": GPU, "count": 8},
+            {"name": "small", "deviceClassName": GPU, "count": 2}]}],
+            "firstAvailable alternatives", id="first-available-alternatives"),
+        pytest.param([{"name": "r", "firstAvailable": [
+            {"name": "h100", "deviceClassName": GPU, "count": 8},
+            {"name": "a100", "deviceClassName": "a100.example.com", "count": 8}]}],
+            "firstAvailable alternatives", id="alternatives-across-classes"),
+    ],
+)  # fmt: skip
+def test_a_count_that_may_not_be_what_the_allocator_takes_on_a_node_says_why(
+    requests: list[dict[str, Any]], doubt: str | None
+) -> None:
+    # The release pins a member by this count only when there is no doubt
+    # (policies/dra/pinnable.py).
+    doubts = demand_of(*requests).doubts
+    if doubt is None:
+        assert doubts == frozenset()
+    else:
+        (only,) = doubts
+        assert only.startswith("request r ") and doubt in only
+
+
+def test_doubts_of_a_pods_claims_add_up_like_its_counts() -> None:
+    templates = dict([read_claim_template(template("eight", exactly(8))),
+                      read_claim_template(template("nics", exactly(allocationMode="All",
+                                                                   cls="nic")))])  # fmt: skip
+    read = pod_claims(pod({"name": "g", "resourceClaimTemplateName": "eight"},
+                          {"name": "n", "resourceClaimTemplateName": "nics"}), templates)
+    assert dict(read.own.counts) == {GPU: 8} and read.own.every == {"nic"}
+    assert [d.split(" (")[0] for d in read.own.doubts] == [
+        "request r asks every device of its class on the node"]

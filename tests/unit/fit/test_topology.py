@@ -94,3 +94,36 @@ def test_preferred_packs_the_gang_into_as_few_domains_as_possible() -> None:
     nodes = [zoned("a1", "a"), zoned("b1", "b", 4), zoned("c1", "c", 4)]
     (release,) = decide(annotated(TOPOLOGY_PREFERRED_ANNOTATION, 3, 4), nodes).releases
     assert sorted(release.pins.values()) == ["a1", "a1", "b1"]
+
+
+def test_domains_count_dra_devices_like_gpus() -> None:
+    # Nodes offering a DeviceClass's devices (as `check` and the webhooks see them:
+    # policies/dra/extended.py), two per zone: 3 x 8 packs on the nodes, in no zone.
+    from gangkeeper.policies.dra import read_device_class, read_resource_slice
+    from gangkeeper.policies.dra.extended import nodes_with_devices, with_device_resources
+
+    def devices(name: str, count: int) -> Any:
+        return read_resource_slice({"metadata": {"name": name}, "spec": {
+            "driver": "gpu.example.com", "nodeName": name,
+            "pool": {"name": name, "generation": 0, "resourceSliceCount": 1},
+            "devices": [{"name": f"d{i}"} for i in range(count)]}})  # fmt: skip
+
+    gpus = read_device_class({"metadata": {"name": "gpus"}, "spec": {
+        "selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}})
+    plain = [{"metadata": {"name": n, "labels": {ZONE: z, "kubernetes.io/hostname": n}},
+              "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"}}}
+             for n, z in (("a1", "a"), ("a2", "a"), ("b1", "b"), ("b2", "b"))]  # fmt: skip
+    counts = {"a1": 8, "a2": 8, "b1": 8, "b2": 4}
+    nodes, _ = nodes_with_devices(plain, [devices(n, c) for n, c in counts.items()], [gpus])
+    config = with_device_resources(CFG, [gpus])
+    capacity = Capacity.from_nodes(nodes, config)
+    need = {"dra:gpus": 8}
+
+    def dra_gang(count: int) -> Gang:
+        return Gang("team", "llm", count, (Role("w", count, need),),
+                    Source("batch/v1", "Job", "team", "llm"), topology=("required", ZONE))
+
+    verdict = check_gang(dra_gang(3), capacity)
+    assert not verdict.allowed and verdict.code == "topology"
+    assert "holds 16" in verdict.reason and "needs 24" in verdict.reason, verdict.reason
+    assert check_gang(dra_gang(2), capacity).allowed

@@ -9,9 +9,12 @@ from gangkeeper.policies.cluster.observed_gangs import PodInfo, pod_info
 from gangkeeper.policies.names import NUDGE_ANNOTATION
 from gangkeeper.policies.release.plan import plan
 from gangkeeper.policies.release.requeue import (
+    REQUEUE_AGAIN_SECONDS,
+    NudgeMemory,
     capacity_rose,
     free_gpus,
     groups_to_nudge,
+    nudges,
     requeue_patch,
 )
 from gangkeeper.policies.settings.config import Config
@@ -69,3 +72,36 @@ def test_the_nudge_changes_only_gangkeepers_annotation() -> None:
     assert requeue_patch("2026-12-01T10:00:00.000000Z") == {
         "metadata": {"annotations": {NUDGE_ANNOTATION: "2026-12-01T10:00:00.000000Z"}}
     }
+
+
+def _nudges(pods: list[PodInfo], memory: NudgeMemory, clock: float) -> tuple[
+        list[tuple[str, str]], float | None, NudgeMemory]:
+    return nudges(plan(pods, NODES, CFG, 0.0).reports, pods, NODES, CFG, memory=memory,
+                  clock=clock)
+
+
+def test_a_new_leader_nudges_once_and_asks_for_a_pass_for_the_second_nudge() -> None:
+    pods = released(8, bound=0)
+    groups, wake_after, memory = _nudges(pods, NudgeMemory(), clock=100.0)
+    assert groups == [("team", "train")]
+    assert wake_after == REQUEUE_AGAIN_SECONDS
+    assert memory.again_at == 100.0 + REQUEUE_AGAIN_SECONDS
+    # Nothing freed since: no nudge until the second one is due, then one more.
+    assert _nudges(pods, memory, clock=101.0)[0] == []
+    groups, wake_after, after = _nudges(pods, memory, clock=102.5)
+    assert groups == [("team", "train")] and wake_after is None
+    assert after.again_at is None
+    assert _nudges(pods, after, clock=110.0)[0] == []
+
+
+def test_gpus_freed_nudge_again_without_a_second_timer_while_one_is_due() -> None:
+    busy = pod_info(pod("busy", 4, node_name="n1", phase="Running"), CFG)
+    pods = released(8, bound=0)
+    _, _, memory = _nudges([*pods, busy], NudgeMemory(), clock=100.0)
+    groups, wake_after, _ = _nudges(pods, memory, clock=100.5)  # busy gone: n1 freed
+    assert groups == [("team", "train")] and wake_after is None
+
+
+def test_with_nothing_to_nudge_the_memory_is_dropped() -> None:
+    _, _, memory = _nudges(released(8, bound=0), NudgeMemory(), clock=100.0)
+    assert _nudges(released(8, bound=8), memory, clock=101.0) == ([], None, NudgeMemory())

@@ -1,0 +1,46 @@
+"""Whether counting a pod's claimed devices can promise a node: may the release pin it.
+
+The release pins a gang member on a node where its claims' devices (`dra:<class>`
+amounts, `extended.with_claim_limits`) are free, as it does for GPUs. A free count
+answers for the scheduler's allocator only when every claim is the pod's own (made
+from a ResourceClaimTemplate that is known) and asks an exact number of a class's
+devices. `pin_doubt` returns why not, otherwise; the gang is then released unpinned,
+and the allocator, which sees the devices themselves, chooses the nodes:
+
+- a shared ResourceClaim (`resourceClaimName`): once allocated, its devices decide the
+  node of every pod that shares it, which a count of free devices cannot see;
+- a ResourceClaimTemplate that was not given: its devices were not counted;
+- a request whose count may not be what the allocator takes on a node
+  (`claims.DeviceDemand.doubts`: allocationMode All, firstAvailable alternatives,
+  adminAccess, selectors of the request's own).
+
+A node whose count of a class is unknown (`extended.UNCOUNTED`) is the pinning's to
+judge (`release.pinning`): it depends on the node, not on the pod.
+
+Pure: a pod spec and the namespace's templates in, a sentence out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..errors import InvalidObject
+from .claims import DeviceDemand, pod_claims
+
+
+def pin_doubt(spec: object, templates: Mapping[str, DeviceDemand]) -> str:
+    """Why the devices of the claims in `spec` (a pod spec) cannot be placed by their
+    count; "" when they can (no claim at all included)."""
+    try:
+        claims = pod_claims(spec, templates)
+    except InvalidObject as exc:
+        return f"DRA claims that cannot be read ({exc})"
+    if claims.shared:
+        return (f"shared ResourceClaim {sorted(claims.shared)[0]} (its allocation "
+                "decides the node)")  # fmt: skip
+    if claims.unresolved:
+        return (f"ResourceClaimTemplate {sorted(claims.unresolved)[0]} not found "
+                "(its devices are not counted)")  # fmt: skip
+    if claims.own.doubts:
+        return f"a claim whose {sorted(claims.own.doubts)[0]}"
+    return ""
