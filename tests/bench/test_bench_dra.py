@@ -14,9 +14,10 @@ def test_the_quick_run_times_both_cases_on_extended_resources_and_on_dra_devices
     for row in rows:
         assert row["nodes"] == dra.QUICK_NODES
         assert row["extended_median_us"] > 0 and row["dra_median_us"] > 0
-        # The ratio is of the medians before they are rounded to 0.1 µs for the row.
+        # The ratio is of the medians before they are rounded to 0.1 µs for the row
+        # (1.63 against 1.64 recomputed in one CI rehearsal): equal within 2 %.
         assert row["ratio"] == pytest.approx(
-            row["dra_median_us"] / row["extended_median_us"], abs=0.01)
+            row["dra_median_us"] / row["extended_median_us"], rel=0.02)
     assert "DRA / extended" in dra.markdown(rows)
 
 
