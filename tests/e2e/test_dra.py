@@ -560,7 +560,14 @@ def test_a_gang_whose_claims_ask_every_device_goes_unpinned_with_the_reason_and_
                                               "allocationMode": "All"}}]}}}}  # fmt: skip
     apply(cluster, every)
     name = unique("every")
-    apply(cluster, pair.job(name, gang_namespace, 2, template="every-gpu"))
+    job = pair.job(name, gang_namespace, 2, template="every-gpu")
+    # The pair's Nodes and slices were made just now: until the webhook's informers
+    # have seen both, it counts one node of 8 and refuses 16 (CI saw "1 node: 8").
+    cluster.wait_for(
+        lambda: apply(cluster, job, "--dry-run=server", check=False).returncode == 0,
+        timeout=30.0, message="the webhook counting both of the pair's nodes",
+    )
+    apply(cluster, job)
 
     def all_bound() -> bool:
         pods = pods_of(cluster, gang_namespace, name)
