@@ -7,24 +7,38 @@ pods, Indexed Jobs, JobSets, each admitted by the real `decide_pod`) on N 8-GPU 
 
 - `burst`: every member gated, nothing bound — the pass that releases what fits;
 - `inflight`: those releases sent (gates lifted, pinned), not bound yet;
-- `settled`: bound and Ready, the gangs that did not fit waiting; nothing changed
-  since the pass before, which the controller tells the planner (`version`), so the
-  pass is the last plan aged (`Planner`); `first_pass_cpu_s` is the pass just after
-  the change, a full one.
+- `settled`: bound and Ready, the gangs that did not fit waiting.
 
-Each state is planned by the controller's `Planner`, warm from the pass before (as in
-the controller), and by `plan()` from scratch, the baseline of the same run. The CPU
-figure is the median of `--repeats` passes (thread CPU time: other processes on a
-shared machine do not count). `matches_full_plan` is true when the planner's decisions
-(releases with their pins, every gang's report) equal the from-scratch plan's.
+Each state is planned by the controller's `Planner`, warm from the passes before (as
+in the controller, which hands it the same pod object while a pod does not change),
+three ways:
 
-Targets (issue 22) at 1,000: burst ≤ 0.5 s, in-flight ≤ 0.1 s, settled ≤ 10 ms; from
-250 to 1,000 (4x the size) at most 5x the CPU.
+- `first_pass_cpu_s`: the first pass of the state, which sees every pod of the state
+  changed at once (the whole burst created, every release applied, every pod bound):
+  every gang whose members changed is decided again (the median of `--repeats`, each
+  after a pass of the state before);
+- `cpu_s`: the median of `--repeats` passes with nothing changed since. In `settled`
+  the controller says so (`version`: its stores' generations) and the pass is the
+  last plan aged; in the others it promises nothing and the planner finds each gang
+  unchanged itself (`reused`: the former);
+- `one_change_cpu_s`: a pass after one gang's change, the change the controller sees
+  most in that state (a gang arriving; a gang's release applied; a gang bound), from
+  the state a moment before it: what a running controller pays pass after pass.
+
+`full_cpu_s` is `plan()` from scratch on the state, the baseline of the same run.
+CPU is thread CPU time (other processes on a shared machine do not count), with the
+garbage collector paused while a pass is timed.
+`matches_full_plan` is true when all three planner passes decided what the
+from-scratch plan decides (releases with their pins, every gang's report).
+
+Targets (issue 22) at 1,000: burst ≤ 0.5 s, in-flight ≤ 0.1 s, a pass with nothing
+changed ≤ 10 ms; from 250 to 1,000 (4x the size) at most 5x the CPU.
 
 `-o json` prints one record per line: `{"size", "gangs", "pods", "nodes", "state",
-"cpu_s", "full_cpu_s", "first_pass_cpu_s", "reused", "first_release_s",
-"median_release_s", "release_pass_s", "matches_full_plan"}` (the three release figures
-from one more pass of the state, when it releases).
+"cpu_s", "full_cpu_s", "first_pass_cpu_s", "one_change_cpu_s", "reused",
+"first_release_s", "median_release_s", "release_pass_s", "matches_full_plan",
+"releases", "waiting"}` (the release figures: thread CPU into the first pass when its
+first and median release were decided, and its end; None when it releases nothing).
 `run(quick)` returns the same records for `python -m bench`. Touches nothing outside this process.
 """
 
@@ -67,20 +81,42 @@ def _cpu(call: Callable[[], Plan], repeats: int) -> tuple[float, Plan]:
     return statistics.median(samples), result
 
 
-def _release_times(
-    planner: Planner, pods: list[PodInfo], nodes: list[dict[str, Any]], at: float
-) -> list[float]:
-    """Thread CPU seconds from the start of a pass to each release it decides, and to
-    its end (the last entry)."""
-    started, told = time.thread_time(), []
-    planner.plan(pods, nodes, at, on_release=lambda _: told.append(time.thread_time()))
-    told.append(time.thread_time())
-    return [t - started for t in told]
-
-
 def _log(message: str) -> None:
     print(f"[bench.planning {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr,
           flush=True)
+
+
+def _one_change(state: str, state_pods: list[PodInfo], before: list[PodInfo]) -> list[PodInfo]:
+    """The state a moment before one gang's change, that change being what the
+    controller sees most in this state: in `burst` a gang arriving (its members
+    created); in `inflight` the last released gang's patches applied (gates lifted,
+    pinned); in `settled` it bound. `before`: the pods of the state before."""
+    if state == "burst":
+        last = state_pods[-1].gang
+        return [p for p in state_pods if p.gang != last]
+    moved = (lambda p: p.in_flight) if state == "inflight" else (lambda p: bool(p.node_name))
+    # The last gang released: before its patches, the gangs released before it were in
+    # flight, as when it was decided (its pins are what a pass then decides again).
+    gang = [p.gang for p in state_pods if p.gang and moved(p)][-1]
+    earlier = {p.uid: p for p in before if p.gang == gang}
+    return [earlier.get(p.uid, p) for p in state_pods]
+
+
+def _first_pass(
+    planner: Planner, pods: list[PodInfo], nodes: list[dict[str, Any]], at: float
+) -> tuple[float, list[float], Plan]:
+    """CPU of one pass, and into it when each release was decided (`on_release`)."""
+    gc.collect()
+    gc.disable()  # as for every other figure here
+    told: list[float] = []
+    try:
+        started = time.thread_time()
+        result = planner.plan(pods, nodes, at,
+                              on_release=lambda _: told.append(time.thread_time()))
+        cpu = time.thread_time() - started
+    finally:
+        gc.enable()
+    return cpu, [t - started for t in told], result
 
 
 def measure(size: int, repeats: int = 3) -> list[dict[str, Any]]:
@@ -93,45 +129,66 @@ def measure(size: int, repeats: int = 3) -> list[dict[str, Any]]:
     planner = Planner(config)
     planner.plan([], nodes, now)  # the controller knew the nodes before the burst
     rows = []
-    state_pods: list[PodInfo] = infos(pods, config, shared)
+    # As the controller's pod store: a pod unchanged from one state to the next is the
+    # object read before (the planner re-decides only what changed).
+    store: dict[tuple[str, str], PodInfo] = {}
+    state_pods: list[PodInfo] = infos(pods, config, shared, store)
+    before: list[PodInfo] = []
+    previous: list[PodInfo] = []  # the state the planner saw before this one
     for state in STATES:
         # The state's own instant: pods changed, but not so long that a timeout passed.
         at = now + STATES.index(state)
-        # The pass before this one saw the previous state, so the first pass of a state
-        # is a full one; in `settled` nothing changes after it, and the controller says
-        # so (its stores' generations, here the state's name as `version`): the median
-        # is a pass with nothing changed. Burst and in-flight promise nothing (None).
+        # The first pass sees the whole state at once (every pod of it new since the
+        # pass before); the passes after it see nothing changed. In `settled` the
+        # controller says so (its stores' generations, here the state's name as
+        # `version`): the last plan aged. Burst and in-flight promise nothing (None).
         version = state if state == "settled" else None
 
         def one() -> Plan:
             return planner.plan(state_pods, nodes, at, version=version)  # noqa: B023
 
-        changed_cpu = _cpu(one, 1)[0] if version is not None else None
+        # The first pass, repeated from the state before (median, as every figure).
+        firsts = []
+        for _ in range(repeats):
+            planner.plan(previous, nodes, at)
+            firsts.append(_first_pass(planner, state_pods, nodes, at))
+        first_cpu = statistics.median(f[0] for f in firsts)
+        _, told, first = firsts[-1]
+        if version is not None:
+            one()  # the first pass the promise is made for plans; the ones after it re-use
         cpu, result = _cpu(one, repeats)
-        told = _release_times(planner, state_pods, nodes, at) if result.releases else []
+        reused = planner.reused
+        # One gang's change, from the state a moment before it (planned, not timed).
+        planner.plan(_one_change(state, state_pods, before), nodes, at)
+        change_cpu, changed = _cpu(lambda: planner.plan(state_pods, nodes, at), 1)  # noqa: B023
         full_cpu, full = _cpu(
             lambda: plan(state_pods, nodes, config, at), repeats  # noqa: B023
         )
+        expected = decisions(full)
         rows.append({
             "size": size, "gangs": len(specs), "pods": len(pods), "nodes": len(nodes),
             "state": state, "cpu_s": round(cpu, 4), "full_cpu_s": round(full_cpu, 4),
-            "first_pass_cpu_s": round(cpu if changed_cpu is None else changed_cpu, 4),
-            "reused": planner.reused,
-            # When (thread CPU into the pass) the first and the median release was
+            "first_pass_cpu_s": round(first_cpu, 4), "one_change_cpu_s": round(change_cpu, 4),
+            "reused": reused,
+            # When (thread CPU into the first pass) the first and the median release was
             # decided, and so sent by the controller (`on_release`): not at the end.
             "first_release_s": round(told[0], 4) if told else None,
-            "median_release_s": round(statistics.median(told[:-1]), 4) if told else None,
-            "release_pass_s": round(told[-1], 4) if told else None,
-            "matches_full_plan": decisions(result) == decisions(full),
+            "median_release_s": round(statistics.median(told), 4) if told else None,
+            "release_pass_s": round(first_cpu, 4) if told else None,
+            "matches_full_plan": all(
+                decisions(p) == expected for p in (first, result, changed)
+            ),
             "releases": len(result.releases),
             "waiting": sum(1 for r in result.reports if r.state == "waiting"),
         })
-        _log(f"{size}: {state} {cpu:.3f} s ({full_cpu:.3f} s from scratch)")
+        _log(f"{size}: {state} first {first_cpu:.3f} s, unchanged {cpu:.3f} s, one change "
+             f"{change_cpu:.3f} s ({full_cpu:.3f} s from scratch)")
+        before = previous = state_pods
         if state == "burst":
             pods = released(pods, result, at)
         elif state == "inflight":
             pods = bound(pods, nodes)
-        state_pods = infos(pods, config, shared)
+        state_pods = infos(pods, config, shared, store)
     return rows
 
 
@@ -143,26 +200,32 @@ def run(quick: bool = False, sizes: tuple[int, ...] | None = None) -> list[dict[
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """Markdown: a row per size, CPU per state, and growth against the smallest size."""
-    by_size: dict[int, dict[str, dict[str, Any]]] = {}
-    for row in rows:
-        by_size.setdefault(row["size"], {})[row["state"]] = row
+    """Markdown: a row per size and state (CPU of the planner's first pass of the
+    state, of a pass with nothing changed, of a pass after one gang's change, and of
+    `plan()` from scratch), then the growth of each against the smallest size."""
     lines = [
-        "| gangs / nodes | pods | " + " | ".join(f"{s} (s)" for s in STATES)
-        + " | from scratch, burst (s) | vs smallest size, burst | same plan |",
-        "| ---: | ---: | " + " | ".join("---:" for _ in STATES) + " | ---: | ---: | --- |",
+        "| gangs / nodes | pods | state | first pass (s) | nothing changed (s) "
+        "| one gang changed (s) | from scratch (s) | same plan |",
+        "| ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |",
     ]
-    smallest = min(by_size)
-    for size, states in sorted(by_size.items()):
-        first = by_size[smallest]["burst"]["cpu_s"] or 1e-9
-        burst = states["burst"]
-        same = all(r["matches_full_plan"] for r in states.values())
+    for row in sorted(rows, key=lambda r: (r["size"], STATES.index(r["state"]))):
         lines.append(
-            f"| {size:,} | {burst['pods']:,} | "
-            + " | ".join(f"{states[s]['cpu_s']:.3f}" for s in STATES)
-            + f" | {burst['full_cpu_s']:.3f} | {burst['cpu_s'] / first:.1f}x "
-            f"({size / smallest:.0f}x the size) | {'yes' if same else 'NO'} |"
+            f"| {row['size']:,} | {row['pods']:,} | {row['state']} "
+            f"| {row['first_pass_cpu_s']:.3f} | {row['cpu_s']:.4f} "
+            f"| {row['one_change_cpu_s']:.4f} | {row['full_cpu_s']:.3f} "
+            f"| {'yes' if row['matches_full_plan'] else 'NO'} |"
         )
+    sizes = sorted({r["size"] for r in rows})
+    if len(sizes) > 1:
+        first = {r["state"]: r for r in rows if r["size"] == sizes[0]}
+        last = {r["state"]: r for r in rows if r["size"] == sizes[-1]}
+        growth = ", ".join(
+            f"{s} {last[s]['first_pass_cpu_s'] / max(first[s]['first_pass_cpu_s'], 1e-9):.1f}x"
+            for s in STATES
+        )
+        lines.append("")
+        lines.append(f"First pass, {sizes[-1]:,} against {sizes[0]:,} "
+                     f"({sizes[-1] / sizes[0]:.0f}x the size): {growth}.")
     return "\n".join(lines)
 
 

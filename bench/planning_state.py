@@ -209,9 +209,27 @@ def bound(
     return out
 
 
-def infos(pods: Iterable[Mapping[str, Any]], config: Config, shared: SharedParts) -> list[PodInfo]:
-    """What the controller's pod store holds for these pods (read once, at the watch)."""
-    return [info for info in (pod_info(p, config, shared) for p in pods) if matters(info)]
+def infos(
+    pods: Iterable[Mapping[str, Any]], config: Config, shared: SharedParts,
+    store: dict[tuple[str, str], PodInfo] | None = None,
+) -> list[PodInfo]:
+    """What the controller's pod store holds for these pods (read once, at the watch).
+
+    With `store` (kept by the caller from state to state), a pod at a resourceVersion
+    already read is the object read then, as the controller's `Store` keeps it: only
+    the pods that changed are new objects."""
+    out = []
+    for pod in pods:
+        meta = pod["metadata"]
+        key = (str(meta.get("uid", "")), str(meta.get("resourceVersion", "")))
+        info = store.get(key) if store is not None else None
+        if info is None:
+            info = pod_info(pod, config, shared)
+            if store is not None:
+                store[key] = info
+        if matters(info):
+            out.append(info)
+    return out
 
 
 def trace(gangs: int, seed: int = 14) -> tuple[list[GangSpec], list[dict[str, Any]]]:

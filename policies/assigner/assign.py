@@ -122,7 +122,11 @@ def eligible_for(placement: Placement, node: NodeView) -> bool:
 
 
 def fits(requests: Mapping[str, int], free: Mapping[str, int]) -> bool:
-    return all(free.get(r, 0) >= a for r, a in requests.items() if a > 0)
+    # A loop, not all() of a generator: the search asks this members x buckets times.
+    for resource, amount in requests.items():
+        if amount > 0 and free.get(resource, 0) < amount:
+            return False
+    return True
 
 
 def free_key(free: Mapping[str, int]) -> _Free:
@@ -198,9 +202,12 @@ class _Search:
 
     def leftover(self, free: Mapping[str, int], member: Member) -> float:
         """How much of the node stays free after the member, scaled per resource."""
-        return sum(
-            (free.get(r, 0) - a) / self.scale[r] for r, a in member.requests.items() if a > 0
-        )
+        total: float = 0  # summed from 0 and in this order, as sum() did
+        scale = self.scale
+        for resource, amount in member.requests.items():
+            if amount > 0:
+                total += (free.get(resource, 0) - amount) / scale[resource]
+        return total
 
     def options(self, position: int) -> list[_Key]:
         member = self.members[position]

@@ -54,6 +54,9 @@ _NONE: Mapping[str, int] = {}
 NodeReader = Callable[[Mapping[str, Any]], NodeFacts]
 #: What decides a node's eligibility for a pod that reads no node identity.
 _Class = tuple[tuple[tuple[str, str], ...], tuple[Any, ...], bool, bool]
+#: One change `Fleet.log` records: ("add" | "unplace", uid, node, demand, requests) or
+#: ("reserve", names).
+FleetOp = tuple[Any, ...]
 
 
 class Fleet:
@@ -96,13 +99,42 @@ class Fleet:
         #: GPU nodes grouped, and every node grouped (built only for a gang without GPUs).
         self._grouping: _Grouping | None = None
         self._all: _Grouping | None = None
+        #: When a list: every `add`, `unplace` and `reserve` is appended to it (a
+        #: planner replays a gang's decision from it: `release.replay`).
+        self.log: list[FleetOp] | None = None
         self._add_many((p.uid, p.node_name, p.demand, p.requests) for p in pods if p.node_name)
         # Devices that claims hold with no bound pod counting them: used like a pod's.
         self._add_many((f"{HELD_UID}{f.name}", f.name, f.held, f.held)
                        for f in self.nodes.values() if f.held)
 
+    def replay(self, ops: Iterable[FleetOp]) -> None:
+        """Do these `log` entries again: pods out, pods in (moved once per node), nodes
+        held; the end state is theirs in order (a held node counts pods whenever)."""
+        ops = list(ops)
+        for op in ops:
+            if op[0] == "unplace":
+                self.unplace(op[1], op[2], op[3], op[4])
+        self._add_many(op[1:] for op in ops if op[0] == "add")
+        for op in ops:
+            if op[0] == "reserve":
+                self.reserve_names(op[1])
+
+    def copy(self) -> Fleet:
+        """An independent fleet of the same nodes, pods and holds (a planner's kept start,
+        each pass changing its own copy); what nodes alone decide is shared."""
+        new = object.__new__(Fleet)
+        new.__dict__.update(self.__dict__)
+        new.capacity = self.capacity.copy()
+        new._used = {n: dict(u) for n, u in self._used.items()}
+        new._taken = {n: dict(t) for n, t in self._taken.items()}
+        new._eligible, new._split = dict(self._eligible), dict(self._split)
+        new._reserved, new._views, new.log = set(self._reserved), dict(self._views), None
+        new._grouping = None if self._grouping is None else self._grouping.copy(new)
+        new._all = None if self._all is None else self._all.copy(new)
+        return new
+
     def _add_many(
-        self, entries: Iterable[tuple[str, str, Mapping[str, int], Mapping[str, int]]],
+        self, entries: Iterable[tuple[str, str, Mapping[str, int], Mapping[str, int] | None]],
         *, counted: bool = False,
     ) -> None:
         """`add` of many pods, the capacity and each node's view and group moved once
@@ -136,9 +168,19 @@ class Fleet:
         demand: Mapping[str, int],
         requests: Mapping[str, int] | None = None,
     ) -> None:
+        if self.log is not None:
+            self.log.append(("add", uid, node_name, demand, requests))
         self._count(node_name, demand, requests)
         self.capacity.add_pod(uid, node_name, demand)
         self._changed(node_name)
+
+    def add_all(
+        self, entries: Sequence[tuple[str, str, Mapping[str, int], Mapping[str, int] | None]]
+    ) -> None:
+        """`add` of each (uid, node, demand, requests), each node moved once (a gang's)."""
+        if self.log is not None:
+            self.log.extend(("add", *entry) for entry in entries)
+        self._add_many(entries)
 
     def unplace(
         self,
@@ -148,6 +190,8 @@ class Fleet:
         requests: Mapping[str, int] | None = None,
     ) -> None:
         """Undo `add`/`place` of a pod (a trial placement that was not kept)."""
+        if self.log is not None:
+            self.log.append(("unplace", uid, node_name, demand, requests))
         used = self._used.get(node_name, {})
         for resource, amount in demand.items():
             used[resource] = used.get(resource, 0) - amount
@@ -343,7 +387,14 @@ class Fleet:
     def reserve(self, placements: Sequence[Placement], *, plain: bool = False) -> tuple[str, ...]:
         """Hold every node these placements may use (GPU nodes only, unless `plain`):
         later gangs must fit elsewhere."""
-        names = sorted({n for p in placements for n in self.eligible(p, plain=plain)})
+        return self.reserve_names(
+            sorted({n for p in placements for n in self.eligible(p, plain=plain)})
+        )
+
+    def reserve_names(self, names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+        """Hold these nodes (`reserve`, the names chosen)."""
+        if self.log is not None:
+            self.log.append(("reserve", tuple(names)))
         for name in names:
             self._reserved.add(name)
             self.capacity.delete_node(name)
@@ -386,6 +437,15 @@ class _Grouping:
                 continue
             key = self._key[name] = free_key(fleet.free_all(name))
             self._runs.setdefault((self._class[name], key), []).append(self._rank[name])
+
+    def copy(self, fleet: Fleet) -> _Grouping:
+        """The same grouping for `fleet` (a copy of this one's fleet): what nodes alone
+        decide is shared, the groups are its own."""
+        new = object.__new__(_Grouping)
+        new.__dict__.update(self.__dict__)
+        new._fleet, new._key, new._likes = fleet, dict(self._key), dict(self._likes)
+        new._runs = {group: list(run) for group, run in self._runs.items()}
+        return new
 
     def has(self, name: str) -> bool:
         """Whether `name` is one of the grouping's nodes."""

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, cast, get_args
 
@@ -340,9 +341,14 @@ class GangObservation:
     #: The highest `spec.priority` of its members: its place in the queue, before age.
     priority: int = 0
 
-    @property
+    @cached_property
     def key(self) -> tuple[str, str]:
         return (self.namespace, self.label)
+
+    @cached_property
+    def order(self) -> tuple[int, float, str, str]:
+        """Its place in a pass (`gang_order`)."""
+        return (-self.priority, self.arrived, self.namespace, self.label)
 
     @property
     def later_count(self) -> int:
@@ -378,11 +384,13 @@ class GangObservation:
     def present(self) -> int:
         return len(self.members)
 
-    @property
+    # Read many times a pass (and, by a planner, pass after pass): counted once per
+    # object, which never changes (frozen, its members frozen).
+    @cached_property
     def gated(self) -> tuple[PodInfo, ...]:
         return tuple(m for m in self.members if m.gated)
 
-    @property
+    @cached_property
     def bound(self) -> int:
         return sum(1 for m in self.members if m.bound)
 
@@ -394,7 +402,10 @@ class GangObservation:
         return total
 
 
-def _gang(namespace: str, label: str, members: list[PodInfo], config: Config) -> GangObservation:
+def gang_of(
+    namespace: str, label: str, members: list[PodInfo], config: Config
+) -> GangObservation:
+    """One gang from its live members (any order; sorted here, oldest first)."""
     members.sort(key=lambda m: (m.created, m.name))
     problems: list[str] = []
     declared = {m.min_member for m in members if m.min_member is not None}
@@ -450,6 +461,11 @@ def observe_gangs(pods: Iterable[PodInfo], config: Config) -> list[GangObservati
     for pod in pods:
         if pod.gang and not pod.deleting:
             groups.setdefault((pod.namespace, pod.gang), []).append(pod)
-    gangs = [_gang(ns, label, members, config) for (ns, label), members in groups.items()]
-    gangs.sort(key=lambda g: (-g.priority, g.arrived, g.namespace, g.label))
+    gangs = [gang_of(ns, label, members, config) for (ns, label), members in groups.items()]
+    gangs.sort(key=gang_order)
     return gangs
+
+
+def gang_order(gang: GangObservation) -> tuple[int, float, str, str]:
+    """A gang's place in a pass: higher priority first, then oldest (unique per gang)."""
+    return gang.order

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..autoscaling.asking import Asking
 from ..cluster.capacity import Capacity
@@ -64,6 +65,19 @@ Outcome = tuple[State, WaitCode, str]
 
 
 @dataclass
+class Trace:
+    """What one gang's decision did to its pass beside the fleet (a planner records it
+    to replay the decision in a later pass: `release.replay`)."""
+
+    #: Every deadline it waits for (`Pass.until`), past ones included.
+    deadlines: list[float] = field(default_factory=list)
+    #: It read the clock itself (`Pass.clocked`): valid for its instant only.
+    clocked: bool = False
+    #: The nodes it held, per `Pass.hold` call.
+    holds: list[tuple[str, ...]] = field(default_factory=list)
+
+
+@dataclass
 class Pass:
     """What one planning pass accumulates: simulated placements, holds, releases."""
 
@@ -83,6 +97,11 @@ class Pass:
     valid_until: float = math.inf
     #: Told of each release the moment it is decided (`plan`'s `on_release`).
     on_release: Callable[[Release], None] | None = None
+    #: When set, the decision under way records into it (`Trace`).
+    trace: Trace | None = None
+    #: Gang key → (gang, its pins, its member → node), kept by a planner from pass to
+    #: pass while the nodes do not change (`plan._assignment`); None: not kept.
+    assignments: dict[tuple[str, str], tuple[GangObservation, dict[str, str], Any]] | None = None
 
     #: Bumped whenever `holders` changes: it dates the `held_by` answers.
     holds: int = 0
@@ -98,16 +117,22 @@ class Pass:
     def until(self, at: float) -> None:
         """A decision of this pass changes at `at` (epoch seconds) if nothing else does;
         a deadline already passed changes nothing more."""
+        if self.trace is not None:
+            self.trace.deadlines.append(at)
         if at > self.now:
             self.valid_until = min(self.valid_until, at)
 
     def clocked(self) -> None:
         """A decision of this pass reads the clock itself: valid for this instant only."""
+        if self.trace is not None:
+            self.trace.clocked = True
         self.valid_until = self.now
 
     def hold(self, names: Iterable[str], gang: GangObservation) -> None:
         """These nodes are held for `gang` from now on in this pass."""
         held = list(names)
+        if self.trace is not None and held:
+            self.trace.holds.append(tuple(held))
         for name in held:
             self.holders[name] = gang
         if held:

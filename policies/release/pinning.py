@@ -189,16 +189,18 @@ def place_gang(
         return result
     pins: dict[str, str] = {}
     nodes: dict[str, str] = {}
+    placed: list[tuple[str, str, Mapping[str, int], Mapping[str, int] | None]] = []
     for name, node in result.nodes.items():
         pod = pods.get(name)
         if pod is None:
             entry = held[name]
             uid = f"later:{gang.namespace}/{gang.label}/{name}"
-            fleet.add(uid, node, entry.demand, {**entry.demand, "pods": 1})
+            placed.append((uid, node, entry.demand, {**entry.demand, "pods": 1}))
             continue
-        fleet.add(pod.uid, node, pod.demand, pod.requests)
+        placed.append((pod.uid, node, pod.demand, pod.requests))
         pins[pod.uid] = node
         nodes[pod.name] = node
+    fleet.add_all(placed)
     return Pinned(pins, nodes)
 
 

@@ -300,7 +300,8 @@ def _preempt(
     )
 
 
-def _decide(gang: GangObservation, run: Pass) -> Outcome:
+def decide_gang(gang: GangObservation, run: Pass) -> Outcome:
+    """Rules 1-6 for one gang, on the pass as the gangs before it left it."""
     gated = gang.gated
     needed = gang.needed_before_release
     if not gated:
@@ -342,6 +343,11 @@ def _assignment(gang: GangObservation, run: Pass) -> tuple[tuple[str, str], ...]
     earlier pass or this one; an earlier version's pin names a hostname label, shown
     as the node)."""
     pinned = run.pins.get(gang.key, {})
+    memo = run.assignments
+    if memo is not None:
+        hit = memo.get(gang.key)
+        if hit is not None and hit[0] is gang and hit[1] == pinned:
+            return hit[2]  # type: ignore[no-any-return]
     out: list[tuple[str, str]] = []
     for member in gang.members:
         if member.node_name:
@@ -353,32 +359,34 @@ def _assignment(gang: GangObservation, run: Pass) -> tuple[tuple[str, str], ...]
             node = pin.node or run.node_of_host(pin.hostname)
         if node:
             out.append((member.name, node))
+    if memo is not None:
+        memo[gang.key] = (gang, dict(pinned), tuple(out))
     return tuple(out)
 
 
-def plan(
-    pods: Iterable[PodInfo],
+#: A planner's start of a pass: (live pods, now, on_release) → the gangs in order, the
+#: pass after deciding them, and each gang's outcome.
+Start = Callable[
+    [list[PodInfo], float, Callable[[Release], None] | None],
+    tuple[list[GangObservation], Pass, list[Outcome]],
+]
+
+
+def _from_scratch(
+    live: list[PodInfo],
     nodes: Iterable[Mapping[str, Any]],
     config: Config,
     now: float,
-    backoff: Backoff | None = None, *, requests: Iterable[RequestInfo] | None = None,
-    reader: NodeReader | None = None,
-    leaving: frozenset[str] = frozenset(),
-    budgets: Sequence[Budget] = (),
-    on_release: Callable[[Release], None] | None = None,
-    kept: KeptCapacity | None = None,
-) -> Plan:
-    """Decide one pass; `pods` are the live pods of the whole cluster; `backoff`: gangs'
-    timed-out asks (kept by the controller); `requests`: gangkeeper's ProvisioningRequests
-    (None: the cluster does not serve them); `reader`: how Node dicts are read (a
-    `planner.Planner` keeps them read between passes); `leaving`: uids of pods preempted
-    by an earlier pass and not gone yet (kept by the controller); `budgets`: the
-    cluster's PodDisruptionBudgets; `on_release`: called with each release as soon as
-    it is decided, before the pass goes on to the next gang (a release is never taken
-    back later in the pass), so its patches need not wait for the other gangs; `kept`:
-    the capacities of exactly these `nodes` (as `reader` reads them), kept by a
-    planner between passes, instead of building them here."""
-    live = list(pods)
+    *,
+    backoff: Backoff | None,
+    requests: Iterable[RequestInfo] | None,
+    reader: NodeReader | None,
+    leaving: frozenset[str],
+    budgets: Sequence[Budget],
+    on_release: Callable[[Release], None] | None,
+    kept: KeptCapacity | None,
+) -> tuple[list[GangObservation], Pass, list[Outcome]]:
+    """The fleet with bound and in-flight pods, the gangs, and each gang decided."""
     fleet = Fleet(nodes, live, config, reader, None if kept is None else kept.fleet_copy())
     asking = Asking.of(live, config, now, backoff or {}, requests)
     in_flight = sorted((p for p in live if p.in_flight), key=lambda p: (p.created, p.name))
@@ -392,7 +400,44 @@ def plan(
     preempting = Preempting(fleet, config, gangs, live, leaving=leaving, budgets=budgets)
     run = Pass(fleet, config, asking, preempting, now=now, on_release=on_release,
                _ever=None if kept is None else kept.every)
-    outcomes = [_decide(gang, run) for gang in gangs]
+    return gangs, run, [decide_gang(gang, run) for gang in gangs]
+
+
+def plan(
+    pods: Iterable[PodInfo],
+    nodes: Iterable[Mapping[str, Any]],
+    config: Config,
+    now: float,
+    backoff: Backoff | None = None, *, requests: Iterable[RequestInfo] | None = None,
+    reader: NodeReader | None = None,
+    leaving: frozenset[str] = frozenset(),
+    budgets: Sequence[Budget] = (),
+    on_release: Callable[[Release], None] | None = None,
+    kept: KeptCapacity | None = None,
+    start: Start | None = None,
+) -> Plan:
+    """Decide one pass; `pods` are the live pods of the whole cluster; `backoff`: gangs'
+    timed-out asks (kept by the controller); `requests`: gangkeeper's ProvisioningRequests
+    (None: the cluster does not serve them); `reader`: how Node dicts are read (a
+    `planner.Planner` keeps them read between passes); `leaving`: uids of pods preempted
+    by an earlier pass and not gone yet (kept by the controller); `budgets`: the
+    cluster's PodDisruptionBudgets; `on_release`: called with each release as soon as
+    it is decided, before the pass goes on to the next gang (a release is never taken
+    back later in the pass), so its patches need not wait for the other gangs; `kept`:
+    the capacities of exactly these `nodes` (as `reader` reads them), kept by a
+    planner between passes, instead of building them here; `start`: a planner's
+    own way to the gangs, the pass and every gang's outcome from `live`, `now` and
+    `on_release` (`planner.Planner`: what a pass from scratch decides, from what it
+    kept), instead of the steps here."""
+    live = list(pods)
+    if start is not None:
+        gangs, run, outcomes = start(live, now, on_release)
+    else:
+        gangs, run, outcomes = _from_scratch(
+            live, nodes, config, now, backoff=backoff, requests=requests, reader=reader,
+            leaving=leaving, budgets=budgets, on_release=on_release, kept=kept,
+        )
+    asking, preempting = run.asking, run.preempting
     queue = run.queue()
     reports: list[GangReport] = []
     for gang, (state, code, reason) in zip(gangs, outcomes, strict=True):

@@ -194,7 +194,10 @@ class Preempting:
         *,
         leaving: frozenset[str] = frozenset(),
         budgets: Sequence[Budget] = (),
+        lowest: float | None = None,
     ) -> None:
+        """`lowest`: `Preempting.lowest` when known already (a planner's, from a pass of
+        the same pods and `leaving`)."""
         self.fleet = fleet
         self.config = config
         self._gangs = gangs
@@ -203,10 +206,19 @@ class Preempting:
         self.budgets = tuple(budgets)
         self._candidates: list[Unit] | None = None
         self._gone: list[PodInfo] | None = None
-        self._lowest: float | None = None
+        self._lowest: float | None = lowest
         self._taken: set[str] = set()
         self._enough = _Enough({}, {}, frozenset())
         self.preemptions: list[Preemption] = []
+        #: `choose` calls, and those that looked past `lowest` (a planner replays a
+        #: decision that only compared its priority with `lowest`: `release.replay`).
+        self.asked = 0
+        self.looked = 0
+
+    @property
+    def taken(self) -> set[str]:
+        """uids of the victims chosen so far in this pass (read only)."""
+        return self._taken
 
     @property
     def candidates(self) -> list[Unit]:
@@ -223,6 +235,11 @@ class Preempting:
                 if p.bound and (p.deleting or p.uid in self._leaving)
             ]
         return self._gone
+
+    @property
+    def known_lowest(self) -> float | None:
+        """`lowest` if this pass worked it out (None otherwise)."""
+        return self._lowest
 
     @property
     def lowest(self) -> float:
@@ -250,8 +267,10 @@ class Preempting:
         `need`: its GPUs by resource (a set that frees too few on its nodes is not
         tried); `could_ever_fit`: it fits the empty cluster; `plain`: a gang without
         GPUs, which may use nodes without GPUs too."""
+        self.asked += 1
         if self.lowest >= gang.priority:
             return NoPreemption()
+        self.looked += 1
         # The nodes it may use, none held for an earlier gang.
         nodes = frozenset(
             n for p in placements for n in self.fleet.eligible(p, plain=plain)

@@ -389,6 +389,7 @@ class GangController:
         log.warning("a planning pass differed from a from-scratch plan of the same state; "
                     "using the from-scratch plan")
         self.series.add(cat.PLAN_DIVERGENCE)
+        self._planner.forget()  # what it kept made the difference: the next pass decides all
         return full
 
     def _fenced(self) -> bool:

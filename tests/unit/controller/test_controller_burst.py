@@ -31,13 +31,13 @@ def test_each_release_is_told_before_the_next_gang_is_decided(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     order: list[str] = []
-    decide = plan_module._decide
+    decide = plan_module.decide_gang
 
     def logged(gang, run):  # type: ignore[no-untyped-def]
         order.append(f"decide {gang.name}")
         return decide(gang, run)
 
-    monkeypatch.setattr(plan_module, "_decide", logged)
+    monkeypatch.setattr(plan_module, "decide_gang", logged)
     told: list[Release] = []
     result = _two_gangs(lambda r: (told.append(r), order.append(f"release {r.gang.name}")))
     assert order == ["decide a", "release a", "decide b", "release b"]

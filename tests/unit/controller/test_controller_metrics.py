@@ -51,6 +51,10 @@ def test_a_pass_that_differs_from_a_fresh_plan_is_counted_and_the_fresh_plan_win
     kept = controller._cross_check(fresh, pods, nodes, T0, inputs)
     assert kept is fresh  # the same decisions: the pass stands, nothing counted
     stale = plan(pods, [node("n", 0)], Config(), T0)  # as if a Node's facts were stale
+    controller._planner.plan(pods, nodes, T0)
     assert controller._cross_check(stale, pods, nodes, T0, inputs).releases == fresh.releases
     samples = controller.metric_samples()
     assert samples[("gangkeeper_plan_divergence_total", ())] == 1.0
+    # Nothing the planner kept is used again: its next pass decides every gang.
+    controller._planner.plan(pods, nodes, T0)
+    assert (controller._planner.decided, controller._planner.replayed) == (1, 0)

@@ -5,7 +5,9 @@ nodes, and a fleet view rebuilt per gang): at 1,000 gangs on 1,000 nodes that wa
 10 s of CPU, growing with the square of the cluster. These tests count, not time, the
 assigner's and the fleet's looks at nodes — each `fits` of a member on a node or a
 bucket of interchangeable nodes, each eligibility check of a node — on `bench.load`'s
-trace at three sizes, and fail if the count grows faster than the cluster.
+trace at three sizes, and fail if the count grows faster than the cluster. The
+controller's `Planner`, in a pass after one gang's change, must look at no more nodes
+at a bigger size: its cost follows what changed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from gangkeeper.policies import Config
 from gangkeeper.policies.cluster import fleet as fleet_module
 from gangkeeper.policies.cluster.shared_parts import SharedParts
 from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.planner import Planner
 from gangkeeper.policies.release.results import Plan
 
 SIZES = (30, 60, 120)
@@ -80,3 +83,41 @@ def test_node_evaluations_per_pass_grow_no_faster_than_the_cluster(
     # 4x the gangs and nodes: at most 4x the evaluations, and a little for the
     # buckets a bigger fleet has (squared growth would be 16x).
     assert counts[-1] <= 5 * max(counts[0], 1), dict(zip(SIZES, counts, strict=True))
+
+
+@pytest.mark.parametrize("state", ["burst", "inflight", "settled"])
+def test_a_planner_pass_after_one_gang_changed_looks_at_no_more_nodes_when_bigger(
+    state: str, evaluations: Counter
+) -> None:
+    """Burst: the last gang arrives; in flight: the last released gang's patches
+    applied; settled: it binds. Each pass from the state a moment before,
+    on a planner that planned it: node evaluations of that pass alone."""
+    counts = []
+    for size in SIZES:
+        config = Config()
+        specs, nodes = trace(size)
+        pods = admitted_pods(specs, nodes, config)
+        now = EPOCH + len(pods) * 0.01 + 5.0
+        store: dict[tuple[str, str], Any] = {}
+        shared = SharedParts()
+        burst = infos(pods, config, shared, store)
+        first = plan(burst, nodes, config, now)
+        inflight = infos(released(pods, first, now), config, shared, store)
+        settled = infos(bound(released(pods, first, now), nodes), config, shared, store)
+        if state == "burst":
+            before, after = [p for p in burst if p.gang != burst[-1].gang], burst
+        else:
+            earlier, after = (burst, inflight) if state == "inflight" else (inflight, settled)
+            moved = [p.gang for p in after if p.gang and (
+                p.in_flight if state == "inflight" else p.node_name)][-1]
+            was = {p.uid: p for p in earlier if p.gang == moved}
+            before = [was.get(p.uid, p) for p in after]
+        planner = Planner(config)
+        planner.plan(before, nodes, now)
+        evaluations.calls = 0
+        planner.plan(after, nodes, now)
+        counts.append(evaluations.calls)
+        assert planner.decided <= 1, (size, planner.decided)
+    # 4x the gangs and nodes: no more evaluations than at the smallest size, give or
+    # take the buckets a bigger fleet has.
+    assert counts[-1] <= 2 * max(counts[0], 10), dict(zip(SIZES, counts, strict=True))
