@@ -5,7 +5,9 @@ reason (retry after `Failed`/`BookingExpired`, give up, capacity revoked).
 
 Which Events were posted already is the controller's memory (`reported`: (request
 uid or gang key, reason)), passed in and returned; the writer adds the refusals it
-meets (a result of its writes) to the same memory.
+meets (a result of its writes) to the same memory, keyed by `refusal_key`. What is
+returned keeps only the keys of requests that still exist and of gangs that still ask,
+so the memory is bounded by the live requests, not by every gang that ever asked.
 
 Pure: the plan, the requests and templates the controller watches, plain values in.
 """
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 
 from .. import catalogue as cat
 from ..autoscaling.provisioning import RequestAsk, RequestInfo, TemplateInfo, template_orphans
+from ..cluster.observed_gangs import GangObservation
 from .gang_events import Counted, Event
 from .placeholder_actions import gang_targets
 from .results import Plan
@@ -36,6 +39,16 @@ class RequestActions:
     events: tuple[Event, ...] = ()
     counts: tuple[Counted, ...] = ()
     reported: Reported = frozenset()
+
+
+def refusal_key(gang: GangObservation, cause: str) -> str:
+    """The `reported` key of a refused write for `gang`'s request: one Event per gang
+    lifetime (`arrived`) and cause."""
+    return f"{_gang_prefix(gang)}{cause}"
+
+
+def _gang_prefix(gang: GangObservation) -> str:
+    return f"{gang.namespace}/{gang.label}/{gang.arrived}/"
 
 
 def request_actions(
@@ -60,7 +73,10 @@ def request_actions(
             counts.append((cat.PROVISIONING_REQUEST_EVENTS, (("reason", reason),), 1.0))
     created = {(a.gang.namespace, a.name) for a in creates}
     stale = template_orphans(list(templates), requests, {r.uid for r in doomed}, created)
+    live = {r.uid for r in requests} | {a.about for a in result.request_asks}
+    asking = tuple({_gang_prefix(a.gang) for a in result.request_asks})
+    kept = frozenset(k for k in told if k[0] in live or k[0].startswith(asking))
     return RequestActions(
         delete_requests=tuple(doomed), creates=tuple(creates), delete_templates=stale,
-        events=tuple(events), counts=tuple(counts), reported=frozenset(told),
+        events=tuple(events), counts=tuple(counts), reported=kept,
     )

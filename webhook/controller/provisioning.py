@@ -45,7 +45,11 @@ from gangkeeper.policies.autoscaling.provisioning import (
 from gangkeeper.policies.catalogue import Metric
 from gangkeeper.policies.release.gang_events import Event
 from gangkeeper.policies.release.placeholder_actions import gang_targets
-from gangkeeper.policies.release.request_actions import RequestActions, request_actions
+from gangkeeper.policies.release.request_actions import (
+    RequestActions,
+    refusal_key,
+    request_actions,
+)
 from gangkeeper.policies.release.results import Plan
 from gangkeeper.policies.settings.config import Config
 
@@ -144,7 +148,8 @@ class RequestWriter(CapacityWriter):
 
     def send(self, actions: RequestActions) -> None:
         """Send what `actions` says: deletes, creates, Events."""
-        self._reported |= actions.reported
+        # What the pass kept: the Events of requests and gangs that are gone are forgotten.
+        self._reported = set(actions.reported)
         for family, labels, value in actions.counts:
             self._count(family, labels, value)
         for event in actions.events:
@@ -239,8 +244,7 @@ class RequestWriter(CapacityWriter):
         self._count(cat.PROVISIONING_REQUEST_ERRORS, (("cause", cause),))
         note = (f"gang {gang.namespace}/{gang.name} waits for nodes, but its {kind} was "
                 f"refused, so cluster-autoscaler is not asked: {err}")
-        self._report(ask, f"{gang.namespace}/{gang.label}/{gang.arrived}/{cause}",
-                     cat.GANG_PROVISIONING_REFUSED, note)
+        self._report(ask, refusal_key(gang, cause), cat.GANG_PROVISIONING_REFUSED, note)
 
 
 class ProvisioningRequests:

@@ -27,6 +27,7 @@ from gangkeeper.policies.names import (
     PROVISIONING_REQUEST_LABEL,
 )
 from gangkeeper.policies.release.plan import plan
+from gangkeeper.policies.release.request_actions import refusal_key, request_actions
 from gangkeeper.policies.release.results import GangReport, Plan
 from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.controller.writes import ungate_patch
@@ -305,3 +306,23 @@ def test_ungate_releases_a_provisioned_gang_onto_its_booking_as_the_controller_w
     assert len(release.pins) == 4
     assert ungate_plan(gang(), [], config, NOW, requests=[done]).releases[0].annotations
     assert ungate_plan(gang(), [], config, NOW).releases == ()
+
+
+# --- the Events' memory -----------------------------------------------------------------
+
+
+def test_an_event_is_said_once_while_its_gang_asks_and_forgotten_when_the_gang_is_gone() -> None:
+    revoked = provisioning_request("llama", conditions=[
+        condition("Provisioned", at=T0), condition("CapacityRevoked", at=T0 + 5)])
+    requests = [i for r in [revoked] if (i := request_info(r))]
+    first = request_actions(decide(gang(), [revoked]), requests, [], frozenset())
+    assert [e.reason for e in first.events] == ["GangProvisioningRevoked"]
+    refused = (refusal_key(decide(gang(), [revoked]).request_asks[0].gang, "quota"),
+               "GangProvisioningRefused")
+    again = request_actions(decide(gang(), [revoked]), requests, [],
+                            first.reported | {refused})
+    assert again.events == ()  # the same request, the same reason: said already
+    assert refused in again.reported  # the gang still asks: its refusal is remembered
+    # The Job and its request are gone: nothing of it is kept (the memory would
+    # otherwise grow by every gang that ever asked).
+    assert request_actions(decide([], []), [], [], again.reported).reported == frozenset()
