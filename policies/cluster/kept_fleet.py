@@ -15,9 +15,8 @@ At 1,000 nodes and 8,000 pods in flight that start was about half of a pass.
 - A pod in flight that may use several nodes takes the first with room, so what it
   takes depends on every pod before it: while one exists, any change to a bound or
   in-flight pod re-places every pod in flight (the start of a pass from scratch).
-- Two pods of one node tied on (creation time, name) are ordered by their place in
-  the caller's list, which the planner does not keep: such a node is re-placed on
-  every pass.
+- Pods in flight are taken in one total order (`flight_order`), as a pass from
+  scratch takes them, whatever order the caller lists them in.
 - A change to the nodes rebuilds it all.
 
 `update` returns what the pass needs: the fleet (read only; a pass changes a `copy`),
@@ -30,7 +29,7 @@ Pure: `PodInfo`s and Node dicts in, no I/O. Owned by one planner; not thread-saf
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..assigner.pin import pin_of
@@ -38,7 +37,7 @@ from ..model import Placement
 from ..settings.config import Config
 from .fleet import Fleet, NodeReader
 from .kept_capacity import KeptCapacity
-from .observed_gangs import PodInfo
+from .observed_gangs import PodInfo, flight_order
 
 #: A pod placed on a node, as the fleet counts it: (uid, node, GPU demand, requests).
 Placed = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
@@ -67,8 +66,6 @@ class KeptFleet:
         self._pinned: dict[str, dict[str, PodInfo]] = {}
         #: Pods in flight that may use several nodes (uid → pod).
         self._many: dict[str, PodInfo] = {}
-        #: Nodes with two pods in flight tied on (created, name).
-        self._tied: set[str] = set()
         #: Placement (and whether without GPUs) → `_target`, for the nodes of `fleet`.
         self._targets: dict[tuple[Placement, bool], str] = {}
         #: Where each pod in flight was placed, and the placeholders among them.
@@ -89,19 +86,17 @@ class KeptFleet:
         nodes: Sequence[Mapping[str, Any]],
         live: Sequence[PodInfo],
         changes: Changes | None,
-        position: Callable[[], Mapping[str, int]],
         *,
         reader: NodeReader,
         kept: KeptCapacity,
         nodes_changed: bool,
     ) -> Fleet:
         """The fleet of this pass's start; `changes`: the pods changed since the last
-        update (None: unknown, rebuild); `position`: each pod's place in `live` (asked
-        only to order pods tied on creation time and name)."""
+        update (None: unknown, rebuild)."""
         self.delta = {}
         if self.fleet is None or nodes_changed or changes is None:
             return self._rebuild(nodes, live, reader, kept)
-        touched: set[str] = set(self._tied)
+        touched: set[str] = set()
         had_many = bool(self._many)
         for old, new in changes.values():
             for pod, sign in ((old, -1), (new, +1)):
@@ -117,7 +112,7 @@ class KeptFleet:
             return self._rebuild(nodes, live, reader, kept)
         # Every node's new placements first, then the fleet moved: all pods out that
         # leave a node before any comes in (a pod moving nodes keeps its uid).
-        planned = {node: self._plan(node, position) for node in sorted(touched)}
+        planned = {node: self._plan(node) for node in sorted(touched)}
         out: list[tuple[Any, ...]] = []
         into: list[tuple[Any, ...]] = []
         for node, now in planned.items():
@@ -197,9 +192,9 @@ class KeptFleet:
         before = self._on
         fleet = self.fleet = Fleet(nodes, live, self._config, reader, kept.fleet_copy())
         self._targets = {}
-        in_flight = sorted((p for p in live if p.in_flight), key=lambda p: (p.created, p.name))
+        in_flight = sorted((p for p in live if p.in_flight), key=flight_order)
         self._on, self._bound, self._pinned, self._many = {}, {}, {}, {}
-        self._placed, self._placeholders, self._tied = {}, set(), set()
+        self._placed, self._placeholders = {}, set()
         for pod in live:
             if pod.node_name:
                 self._index(pod, +1)
@@ -211,34 +206,26 @@ class KeptFleet:
                 self._placed[pod.uid] = node
                 self._on.setdefault(node, {})[pod.uid] = placed(
                     pod.uid, node, pod.demand, pod.requests)
-        for node, pods in self._pinned.items():
-            if _ties(pods.values()):
-                self._tied.add(node)
         for node in before.keys() | self._on.keys():
             self._count(before.get(node, {}), self._on.get(node, {}))
         self.replaced = len(fleet.nodes)
         return fleet
 
-    def _plan(self, node: str, position: Callable[[], Mapping[str, int]]) -> dict[str, Placed]:
+    def _plan(self, node: str) -> dict[str, Placed]:
         """What one node counts now: its bound pods, then the pods in flight that may
         use only it, oldest first, each if its GPUs fit (`Fleet._first_fit` on one node)."""
         fleet = self.fleet
         assert fleet is not None
+        facts = fleet.nodes.get(node)
         now: dict[str, Placed] = {}
-        used: dict[str, int] = {}
+        # Devices that claims hold count as used from the start, as `Fleet` counts them.
+        used: dict[str, int] = dict(facts.held) if facts is not None else {}
         for pod in self._bound.get(node, {}).values():
             now[pod.uid] = placed(pod.uid, node, pod.demand, pod.requests)
             for resource, amount in pod.demand.items():
                 used[resource] = used.get(resource, 0) + amount
         pinned = self._pinned.get(node, {})
-        order = sorted(pinned.values(), key=lambda p: (p.created, p.name))
-        self._tied.discard(node)
-        if _ties(order):
-            # As `sorted` leaves them in a pass from scratch: in the caller's order.
-            self._tied.add(node)
-            at = position()
-            order.sort(key=lambda p: (p.created, p.name, at[p.uid]))
-        facts = fleet.nodes.get(node)
+        order = sorted(pinned.values(), key=flight_order)
         gpus: Mapping[str, int] = facts.gpus if facts is not None else {}
         for pod in order:
             if all(gpus.get(r, 0) - used.get(r, 0) >= a for r, a in pod.demand.items()):
@@ -257,8 +244,3 @@ class KeptFleet:
         for uid, entry in now.items():
             if before.get(uid) != entry:
                 self.delta[entry] = self.delta.get(entry, 0) + 1
-
-
-def _ties(pods: Iterable[PodInfo]) -> bool:
-    keys = [(p.created, p.name) for p in pods]
-    return len(set(keys)) < len(keys)

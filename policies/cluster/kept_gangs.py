@@ -36,8 +36,6 @@ class KeptGangs:
         #: or holding a changed placeholder.
         self.changes: dict[str, tuple[PodInfo | None, PodInfo | None]] = {}
         self.dirty: set[Key] = set()
-        self._live: Sequence[PodInfo] = ()
-        self._position: dict[str, int] | None = None
 
     @property
     def floor(self) -> float:
@@ -83,15 +81,7 @@ class KeptGangs:
             else:
                 last[uid] = new
         self.changes, self.dirty = changes, dirty
-        self._live, self._position = live, None
         return True
-
-    @property
-    def position(self) -> dict[str, int]:
-        """Each pod's place in this pass's list (worked out when first asked)."""
-        if self._position is None:
-            self._position = {pod.uid: index for index, pod in enumerate(self._live)}
-        return self._position
 
     def _count(self, uid: str, pod: PodInfo, sign: int, dirty: set[Key]) -> None:
         """Count a pod in (+1) or out (-1) of the indexes; mark the gangs it touches."""

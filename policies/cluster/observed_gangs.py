@@ -151,6 +151,13 @@ class PodInfo:
         return not self.gates and not self.node_name and not self.deleting
 
 
+def flight_order(pod: PodInfo) -> tuple[float, str, str, str]:
+    """The order pods in flight are placed in at a pass's start, oldest first. Total
+    (uids are unique), so a pass decides the same whatever order its caller lists the
+    pods in, and a kept start (`KeptFleet`) needs no memory of that order."""
+    return (pod.created, pod.name, pod.namespace, pod.uid)
+
+
 def parse_time(value: object) -> float:
     """RFC 3339 timestamp (as the API server writes it) to epoch seconds; 0 if absent."""
     if not isinstance(value, str) or not value:

@@ -72,7 +72,7 @@ from ..autoscaling.provisioning import RequestInfo, unseen_nodes
 from ..cluster.fleet import Fleet, NodeReader
 from ..cluster.kept_capacity import KeptCapacity
 from ..cluster.later_members import LaterMembers
-from ..cluster.observed_gangs import GangObservation, PodInfo, observe_gangs
+from ..cluster.observed_gangs import GangObservation, PodInfo, flight_order, observe_gangs
 from ..fit.feasibility import check_gang, fits_now
 from ..model import Gang
 from ..settings.config import Config
@@ -389,7 +389,7 @@ def _from_scratch(
     """The fleet with bound and in-flight pods, the gangs, and each gang decided."""
     fleet = Fleet(nodes, live, config, reader, None if kept is None else kept.fleet_copy())
     asking = Asking.of(live, config, now, backoff or {}, requests)
-    in_flight = sorted((p for p in live if p.in_flight), key=lambda p: (p.created, p.name))
+    in_flight = sorted((p for p in live if p.in_flight), key=flight_order)
     for pod, node in fleet.place_in_flight(in_flight):
         asking.placed(pod, node)
     gangs = observe_gangs(live, config)

@@ -220,7 +220,7 @@ class Planner:
         listed, nodes_changed, others, leaving, budgets = inputs
         kept = self._gangs
         fleet = self._fleet.update(
-            listed, live, kept.changes, lambda: kept.position, reader=self._read, kept=self._kept,
+            listed, live, kept.changes, reader=self._read, kept=self._kept,
             nodes_changed=nodes_changed,
         )
         gangs = kept.gangs()
