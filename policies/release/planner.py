@@ -5,7 +5,11 @@ caches that mostly did not change. The planner keeps, between passes, what can o
 change when its input object does: each Node's facts (`nodes.read_node`: labels,
 taints, quantities parsed), read again only when the Node dict is another object (or
 the same object at another resourceVersion). The caller never edits a Node dict in
-place: a changed Node is a new dict, as the informer's store hands them out.
+place: a changed Node is a new dict, as the informer's store hands them out. A Node
+read again whose facts are equal to the last pass's (a kubelet's status update that
+changed nothing placement reads: a heartbeat, an image list, a condition's time) keeps
+the last pass's facts object, so it counts as unchanged: on a large cluster some
+Node's status changes in almost every pass.
 
 And it keeps the last plan. A caller that knows its pods and Nodes did not change
 since the last pass (the controller's stores count their changes) says so with the
@@ -100,6 +104,9 @@ class Planner:
         self.config = config
         self._facts: dict[int, _Entry] = {}
         self._seen: dict[int, _Entry] = {}
+        #: Each Node's facts of the last pass, and of this one, by name.
+        self._named: dict[str, NodeFacts] = {}
+        self._seen_named: dict[str, NodeFacts] = {}
         #: Nodes read (not found kept) in the last pass: what the cache saves.
         self.nodes_read = 0
         #: The last pass: its plan, time, the caller's version and the other inputs.
@@ -131,8 +138,11 @@ class Planner:
         entry = self._seen.get(id(raw)) or self._facts.get(id(raw))
         if entry is None or entry[0] is not raw or entry[1] != version:
             self.nodes_read += 1
-            entry = (raw, version, read_node(raw, self.config))
+            facts = read_node(raw, self.config)
+            before = self._named.get(facts.name)
+            entry = (raw, version, before if before == facts else facts)
         self._seen[id(raw)] = entry
+        self._seen_named[entry[2].name] = entry[2]
         return entry[2]
 
     def _readable(self, nodes: Iterable[Mapping[str, Any]]) -> Iterator[NodeFacts]:
@@ -174,7 +184,7 @@ class Planner:
             result = aged(last[0], now)
             self._last = (result, now, version, others)
             return result
-        self._seen, self.nodes_read, self.reused = {}, 0, False
+        self._seen, self._seen_named, self.nodes_read, self.reused = {}, {}, 0, False
         listed, live = list(nodes), list(pods)
         facts = list(self._readable(listed))
         nodes_changed = len(facts) != len(self._nodes) or any(
@@ -196,7 +206,7 @@ class Planner:
             self.forget()
             raise
         # Only the Nodes of this pass stay: a deleted Node's entry goes with the pass.
-        self._facts = self._seen
+        self._facts, self._named = self._seen, self._seen_named
         self._last = (result, now, version, others)
         return result
 

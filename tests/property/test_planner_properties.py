@@ -64,7 +64,8 @@ GPU = "nvidia.com/gpu"
 EPOCH = 1_800_000_000.0
 SHORT = replace(Config(), gang_timeout_seconds=30, rebind_seconds=20,
                 pods_ready_timeout_seconds=40, pods_ready_requeue=True)
-NODE_EVENTS = ("add", "delete", "cordon", "relabel", "resize", "strip", "twin", "hold")
+NODE_EVENTS = ("add", "delete", "cordon", "relabel", "resize", "strip", "twin", "hold",
+               "beat")
 POD_EVENTS = ("gang", "gang", "gang", "bind", "bind", "ready", "release", "release", "loose",
               "half", "touch", "drop", "deleting", "stray", "pending", "tie", "placeholder",
               "leave", "replace", "shuffle", "arrive")
@@ -210,6 +211,10 @@ class Cluster:
             return
         elif event == "cordon":
             nodes[name] = {**nodes[name], "spec": {"unschedulable": True}}
+        elif event == "beat":
+            # A status update that changes nothing placement reads (a new object).
+            old = nodes[name]
+            nodes[name] = {**old, "status": {**old["status"], "images": [{"sizeBytes": gpus}]}}
         elif event == "hold":
             # Claims allocated with no pod hold some of its devices (`NodeFacts.held`).
             old = nodes[name]

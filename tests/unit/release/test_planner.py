@@ -46,6 +46,34 @@ def test_a_node_is_read_again_only_when_it_changes() -> None:
     assert decisions(result) == decisions(plan([], changed, config, EPOCH + 2))
 
 
+def test_a_node_status_update_that_changes_no_fact_re_decides_no_gang() -> None:
+    # A kubelet writes its Node's status (heartbeat times, images) every few minutes:
+    # at 5,000 nodes some Node changes in almost every pass. Such a change must not
+    # make the planner start over, or it is a from-scratch planner on a real cluster.
+    config = Config()
+    specs, nodes = trace(40)
+    pods = admitted_pods(specs, nodes, config)
+    now = EPOCH + len(pods) * 0.01 + 5.0
+    shared = SharedParts()
+    planner = Planner(config)
+    state = infos(pods, config, shared)
+    planner.plan(state, nodes, now)
+    assert planner.decided > 0
+    heartbeat = {**nodes[3], "metadata": {**nodes[3]["metadata"], "resourceVersion": "99"},
+                 "status": {**nodes[3]["status"], "images": [{"names": ["trainer:1"]}]}}
+    beat = [*nodes[:3], heartbeat, *nodes[4:]]
+    ours = planner.plan(state, beat, now + 1)
+    assert planner.nodes_read == 1  # read again, found the same
+    assert planner.decided == 0 and planner.replayed > 0
+    assert decisions(ours) == decisions(plan(state, beat, config, now + 1))
+    # A change placement reads (a cordon) is still seen.
+    cordoned = {**heartbeat, "spec": {**heartbeat.get("spec", {}), "unschedulable": True}}
+    changed = [*nodes[:3], cordoned, *nodes[4:]]
+    ours = planner.plan(state, changed, now + 2)
+    assert planner.decided > 0
+    assert decisions(ours) == decisions(plan(state, changed, config, now + 2))
+
+
 def test_a_deleted_node_is_forgotten_with_the_pass() -> None:
     config = Config()
     nodes = [gpu_node(f"gpu-{i}", 8) for i in range(3)]
