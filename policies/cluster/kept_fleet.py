@@ -17,7 +17,10 @@ At 1,000 nodes and 8,000 pods in flight that start was about half of a pass.
   in-flight pod re-places every pod in flight (the start of a pass from scratch).
 - Pods in flight are taken in one total order (`flight_order`), as a pass from
   scratch takes them, whatever order the caller lists them in.
-- A change to the nodes rebuilds it all.
+- A change to the nodes rebuilds it all, and so does a memo of placements
+  (`_targets`, the fleet's eligible nodes per placement) grown past twice what the
+  last rebuild needed, plus `_MEMO_FLOOR`: it is kept while the nodes do not change,
+  and each distinct placement ever seen (pins, pools, tolerations) adds to it.
 
 `update` returns what the pass needs: the fleet (read only; a pass changes a `copy`),
 where the placeholders in flight were placed, and the placements that differ from the
@@ -44,6 +47,8 @@ Placed = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...
 #: Pod uid → (the pod before, the pod now); None: absent.
 Changes = Mapping[str, tuple[PodInfo | None, PodInfo | None]]
 _MANY = "\0many"
+#: Placements a memo may gain beyond twice those of the last rebuild.
+_MEMO_FLOOR = 4096
 
 
 def placed(uid: str, node: str, demand: Mapping[str, int],
@@ -68,6 +73,7 @@ class KeptFleet:
         self._many: dict[str, PodInfo] = {}
         #: Placement (and whether without GPUs) → `_target`, for the nodes of `fleet`.
         self._targets: dict[tuple[Placement, bool], str] = {}
+        self._memo_limit = _MEMO_FLOOR
         #: Where each pod in flight was placed, and the placeholders among them.
         self._placed: dict[str, str] = {}
         self._placeholders: set[str] = set()
@@ -94,7 +100,7 @@ class KeptFleet:
         """The fleet of this pass's start; `changes`: the pods changed since the last
         update (None: unknown, rebuild)."""
         self.delta = {}
-        if self.fleet is None or nodes_changed or changes is None:
+        if self.fleet is None or nodes_changed or changes is None or self._outgrown():
             return self._rebuild(nodes, live, reader, kept)
         touched: set[str] = set()
         had_many = bool(self._many)
@@ -130,6 +136,9 @@ class KeptFleet:
         self.fleet.replay(out + into)
         self.replaced = len(touched)
         return self.fleet
+
+    def _outgrown(self) -> bool:
+        return len(self._targets) > self._memo_limit
 
     # -- indexes ----------------------------------------------------------------------
 
@@ -209,6 +218,7 @@ class KeptFleet:
         for node in before.keys() | self._on.keys():
             self._count(before.get(node, {}), self._on.get(node, {}))
         self.replaced = len(fleet.nodes)
+        self._memo_limit = 2 * len(self._targets) + _MEMO_FLOOR
         return fleet
 
     def _plan(self, node: str) -> dict[str, Placed]:

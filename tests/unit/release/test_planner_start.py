@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from gangkeeper.policies import Config
+from gangkeeper.policies.cluster import kept_fleet
 from gangkeeper.policies.cluster.observed_gangs import PodInfo, pod_info
 from gangkeeper.policies.model import HELD_BY_CLAIMS
 from gangkeeper.policies.names import (
@@ -37,13 +40,16 @@ def node(name: str, gpus: int, held: int = 0) -> dict[str, Any]:
             "spec": {}, "status": status}
 
 
-def in_flight(namespace: str, name: str, gpus: int, created: str = T,
-              pinned_to: str = "") -> PodInfo:
-    """A pod of no gang, free to schedule and not bound; pinned by hostname if asked."""
+def in_flight(namespace: str, name: str, gpus: int, created: str = T, *,
+              pinned_to: str = "", team: str = "") -> PodInfo:
+    """A pod of no gang, free to schedule and not bound; pinned by hostname if asked,
+    tolerating a taint of its `team` (a placement of its own) if given."""
     res = {"requests": {GPU: str(gpus), "cpu": "1"}, "limits": {GPU: str(gpus)}}
     spec: dict[str, Any] = {"containers": [{"name": "c", "resources": res}]}
     if pinned_to:
         spec["nodeSelector"] = {PIN_LABEL: pinned_to}
+    if team:
+        spec["tolerations"] = [{"key": "team", "value": team, "effect": "NoSchedule"}]
     uid = f"{namespace}-{name}"
     return pod_info({"metadata": {"name": name, "namespace": namespace, "uid": uid,
                                   "resourceVersion": "1", "creationTimestamp": created},
@@ -92,3 +98,20 @@ def test_pods_in_flight_tied_on_creation_and_name_are_placed_alike_in_any_listed
     ours, fresh = planner.plan([q, p, g], nodes, NOW + 1), plan([q, p, g], nodes, CONFIG, NOW + 1)
     assert states(fresh) == states(first)
     assert decisions(ours) == decisions(fresh)
+
+
+def test_the_memo_of_placements_is_bounded_by_what_is_live(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Kept while the nodes do not change, the memo would grow by every distinct
+    # placement ever seen; past twice what its last rebuild needed the start is
+    # rebuilt and the memo with it.
+    monkeypatch.setattr(kept_fleet, "_MEMO_FLOOR", 0)
+    nodes, g = [node("n0", 64)], gated_member(1)
+    planner = Planner(CONFIG)
+    for i in range(12):
+        # One pod in flight at a time, each with a placement of its own.
+        pods = [g, in_flight("other", f"p{i}", 1, pinned_to="n0", team=f"t{i}")]
+        ours = planner.plan(pods, nodes, NOW + i)
+        assert decisions(ours) == decisions(plan(pods, nodes, CONFIG, NOW + i))
+        assert len(planner._fleet._targets) <= 4, i
