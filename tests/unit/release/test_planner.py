@@ -3,6 +3,8 @@ pass, with each Node read once until it changes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from bench.planning import decisions
 from bench.planning_state import EPOCH, admitted_pods, bound, infos, released, trace
 from gangkeeper.policies import Config
@@ -12,11 +14,17 @@ from gangkeeper.policies.release.planner import Planner
 from gangkeeper.webhook.sandbox.nodes import gpu_node
 
 
-def test_pass_after_pass_the_planner_decides_what_a_plan_from_scratch_decides() -> None:
+def burst(gangs: int) -> tuple[Config, list[dict[str, Any]], list[dict[str, Any]], float]:
+    """`bench.load`'s trace of `gangs` gangs, every pod admitted and gated: the config,
+    the pods, the Nodes and a time just after the last create."""
     config = Config()
-    specs, nodes = trace(40)
+    specs, nodes = trace(gangs)
     pods = admitted_pods(specs, nodes, config)
-    now = EPOCH + len(pods) * 0.01 + 5.0
+    return config, pods, nodes, EPOCH + len(pods) * 0.01 + 5.0
+
+
+def test_pass_after_pass_the_planner_decides_what_a_plan_from_scratch_decides() -> None:
+    config, pods, nodes, now = burst(40)
     shared = SharedParts()
     planner = Planner(config)
     for step in range(3):
@@ -50,13 +58,9 @@ def test_a_node_status_update_that_changes_no_fact_re_decides_no_gang() -> None:
     # A kubelet writes its Node's status (heartbeat times, images) every few minutes:
     # at 5,000 nodes some Node changes in almost every pass. Such a change must not
     # make the planner start over, or it is a from-scratch planner on a real cluster.
-    config = Config()
-    specs, nodes = trace(40)
-    pods = admitted_pods(specs, nodes, config)
-    now = EPOCH + len(pods) * 0.01 + 5.0
-    shared = SharedParts()
+    config, pods, nodes, now = burst(40)
     planner = Planner(config)
-    state = infos(pods, config, shared)
+    state = infos(pods, config, SharedParts())
     planner.plan(state, nodes, now)
     assert planner.decided > 0
     heartbeat = {**nodes[3], "metadata": {**nodes[3]["metadata"], "resourceVersion": "99"},
