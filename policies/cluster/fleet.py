@@ -62,8 +62,10 @@ FleetOp = tuple[Any, ...]
 class Fleet:
     """Per-node free GPUs plus a `Capacity` kept in step with every placement.
 
-    Built fresh for each planning pass (cheap: O(nodes + pods)); mutated only while
-    the pass simulates placements, never shared between passes.
+    Built for a pass (O(nodes + pods)), or kept by a planner between passes
+    (`KeptFleet`) and handed to each pass as a `copy`: a pass changes only its copy.
+    With `log` set, every change is recorded, and `replay` does recorded changes
+    again on another fleet (how `release.replay` re-uses a gang's decision).
     """
 
     def __init__(
