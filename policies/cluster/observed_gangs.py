@@ -106,6 +106,9 @@ class PodInfo:
     released_at: float = 0.0
     #: The Ready condition is True.
     ready: bool = False
+    #: The scheduler tried and found no node: PodScheduled False, reason Unschedulable
+    #: (a pod it has not tried yet still shows SchedulingGated, or no condition).
+    unschedulable: bool = False
     #: ("required" | "preferred", node label key) from the topology annotations.
     topology: tuple[str, str] | tuple[()] = ()
     #: Why demand/placement could not be read ("" when fine).
@@ -215,6 +218,15 @@ def _ready(status: object) -> bool:
     )
 
 
+def _unschedulable(status: object) -> bool:
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return any(
+        isinstance(c, Mapping) and c.get("type") == "PodScheduled"
+        and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+        for c in conditions or ()
+    )
+
+
 def is_live(pod: Mapping[str, Any]) -> bool:
     """Not finished: the pod holds or will hold capacity.
 
@@ -281,6 +293,7 @@ def pod_info(
         priority_class=sys.intern(str(spec.get("priorityClassName") or "")) if gang else "",
         released_at=parse_time(annotations.get(names.RELEASED_AT_ANNOTATION)) if gang else 0.0,
         ready=_ready(pod.get("status")) if gang else False,
+        unschedulable=_unschedulable(pod.get("status")) if gang else False,
         topology=_topology(annotations) if gang else (),
         problem=problem,
         gang=gang,

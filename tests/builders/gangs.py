@@ -189,11 +189,13 @@ def pin(raw: dict[str, Any], node: str, *, hostname: bool = False) -> dict[str, 
 
 def released(
     count: int, *, bound: int, released_at: float = T0, ready: bool = False,
-    hostname: bool = False, **kwargs: Any
+    hostname: bool = False, tried: bool = True, **kwargs: Any
 ) -> list[dict[str, Any]]:
     """A gang `g` of `count` 4-GPU members released pinned at `released_at` (member i
     to node n{i}; `hostname`: the way earlier versions pinned), the first `bound` of
-    them bound there (Running, Ready or not)."""
+    them bound there (Running, Ready or not). The others, with `tried`, the scheduler
+    found no room for (PodScheduled False, Unschedulable); without, it has not come
+    to them yet (the SchedulingGated condition of their creation stays)."""
     from gangkeeper.webhook.controller.writes import rfc3339
 
     pods = members("g", count, gates=(), gpus=4, **kwargs)
@@ -204,4 +206,8 @@ def released(
             raw["spec"]["nodeName"] = f"n{i}"
             raw["status"] = {"phase": "Running", "conditions": [
                 {"type": "Ready", "status": "True" if ready else "False"}]}
+        else:
+            raw["status"] = {"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "False",
+                 "reason": "Unschedulable" if tried else "SchedulingGated"}]}
     return pods

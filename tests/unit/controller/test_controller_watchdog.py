@@ -12,7 +12,13 @@ from builders.gangs import T0, members, node, released
 from gangkeeper.policies.cluster.observed_gangs import is_live, observe_gangs, pod_info
 from gangkeeper.policies.names import RELEASED_AT_ANNOTATION
 from gangkeeper.policies.release.plan import plan
-from gangkeeper.policies.release.watchdog import never_ready, partly_bound, stuck
+from gangkeeper.policies.release.watchdog import (
+    UNTRIED_FACTOR,
+    never_ready,
+    next_deadline,
+    partly_bound,
+    stuck,
+)
 from gangkeeper.policies.settings.config import Config, load_config
 from gangkeeper.webhook.controller.writes import rfc3339, ungate_patch
 
@@ -34,6 +40,19 @@ def test_a_member_pinned_and_unbound_past_rebind_seconds_is_stuck(hostname: bool
     assert found is not None and found.recreate
     assert [m.name for m in found.members] == ["g-2"]
     assert partly_bound(gang)
+
+
+def test_a_member_the_scheduler_has_not_tried_yet_is_not_stuck_at_rebind_seconds() -> None:
+    # After a burst, kube-scheduler binds at its client's rate: a member at the back
+    # of its queue is not stuck, and deleting it would only lengthen the queue. With
+    # no verdict for ten times rebindSeconds it counts as stuck all the same.
+    gang = gang_of(released(3, bound=2, released_at=T0, owner=JOB, tried=False))
+    assert stuck(gang, T0 + 31, CFG) is None
+    assert next_deadline(gang, CFG) == T0 + UNTRIED_FACTOR * 30
+    found = stuck(gang, T0 + UNTRIED_FACTOR * 30, CFG)
+    assert found is not None and [m.name for m in found.members] == ["g-2"]
+    tried = gang_of(released(3, bound=2, released_at=T0, owner=JOB))
+    assert next_deadline(tried, CFG) == T0 + 30
 
 
 def test_a_bare_pod_gang_is_reported_not_recreated() -> None:
