@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -177,6 +177,42 @@ def gated(pod: Any) -> bool:
     return any(g.name == GATE for g in pod.spec.scheduling_gates or ())
 
 
+def job_held_whole(cluster: Any, fleet: Fleet, namespace: str, prefix: str, why: str) -> str:
+    """A Job of NODES workers of 8 devices created in `namespace`; none of its pods may
+    be released or bound for WAIT_SECONDS (`why`: what holds node 0's devices). Its name."""
+    apply(cluster, fleet.template(namespace))
+    name = unique(prefix)
+    assert apply(cluster, fleet.job(name, namespace, NODES)).returncode == 0
+    cluster.wait_for(lambda: len(pods_of(cluster, namespace, name)) == NODES,
+                     timeout=60.0, message=f"the Job's {NODES} pods")
+    with contextlib.suppress(AssertionError):
+        cluster.wait_for(
+            lambda: any(not gated(p) or p.spec.node_name
+                        for p in pods_of(cluster, namespace, name)),
+            timeout=WAIT_SECONDS, message="(expected to time out)",
+        )
+    early = [p.metadata.name for p in pods_of(cluster, namespace, name)
+             if not gated(p) or p.spec.node_name]
+    assert early == [], f"released or bound while {why}: {early}"
+    return name
+
+
+def all_bound(cluster: Any, namespace: str, name: str, count: int, message: str, *,
+              detail: Callable[[], str] = str) -> list[Any]:
+    """The Job's pods once all `count` are bound; on time-out the test fails with
+    `detail()`, the pods' gates, nodes and conditions, and the Events."""
+    def bound() -> bool:
+        pods = pods_of(cluster, namespace, name)
+        return len(pods) == count and all(p.spec.node_name for p in pods)
+
+    try:
+        cluster.wait_for(bound, timeout=90.0, message=message)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {detail()}\n{described(cluster, namespace, name)}"
+                             ) from None
+    return pods_of(cluster, namespace, name)
+
+
 def refused_with_numbers(done: Any, demand: int = 40, offered: int = 32) -> str:
     assert done.returncode != 0, f"admitted a gang that can never fit:\n{done.stdout}"
     message = done.stderr
@@ -223,31 +259,12 @@ def test_four_workers_wait_gated_while_a_node_s_devices_are_claimed_then_bind_wh
         timeout=60.0, message="the other pod bound with its claim allocated and running",
     )
 
-    apply(cluster, fleet.template(gang_namespace))
-    name = unique("fits")
-    assert apply(cluster, fleet.job(name, gang_namespace, NODES)).returncode == 0
-    cluster.wait_for(lambda: len(pods_of(cluster, gang_namespace, name)) == NODES,
-                     timeout=60.0, message=f"the Job's {NODES} pods")
-    assert all(gated(p) for p in pods_of(cluster, gang_namespace, name))
     # Three nodes are free, the gang needs four: nothing may go meanwhile.
-    with contextlib.suppress(AssertionError):
-        cluster.wait_for(
-            lambda: any(not gated(p) or p.spec.node_name
-                        for p in pods_of(cluster, gang_namespace, name)),
-            timeout=WAIT_SECONDS, message="(expected to time out)",
-        )
-    early = [p.metadata.name for p in pods_of(cluster, gang_namespace, name)
-             if not gated(p) or p.spec.node_name]
-    assert early == [], f"released or bound while a node's devices were claimed: {early}"
+    name = job_held_whole(cluster, fleet, gang_namespace, "fits",
+                          "a node's devices were claimed")
 
     cluster.core.delete_namespaced_pod("other", plain_namespace, grace_period_seconds=0)
-
-    def all_bound() -> bool:
-        pods = pods_of(cluster, gang_namespace, name)
-        return len(pods) == NODES and all(p.spec.node_name for p in pods)
-
-    cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
-    pods = pods_of(cluster, gang_namespace, name)
+    pods = all_bound(cluster, gang_namespace, name, NODES, "all four workers bound")
     assert sorted(p.spec.node_name for p in pods) == sorted(fleet.nodes)
     # Released as a placement (before: unpinned, "DRA resourceClaims"): each member
     # pinned where its devices were free, and bound there.
@@ -353,15 +370,8 @@ def test_a_shared_resource_claim_used_by_all_members_counts_once(
     done = apply(cluster, together)
     assert done.returncode == 0, done.stderr
 
-    def all_bound() -> bool:
-        pods = pods_of(cluster, gang_namespace, name)
-        return len(pods) == NODES + 1 and all(p.spec.node_name for p in pods)
-
-    try:
-        cluster.wait_for(all_bound, timeout=90.0, message="the five workers bound")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}: {described(cluster, gang_namespace, name)}") from None
-    nodes = {p.spec.node_name for p in pods_of(cluster, gang_namespace, name)}
+    pods = all_bound(cluster, gang_namespace, name, NODES + 1, "the five workers bound")
+    nodes = {p.spec.node_name for p in pods}
     results = claim_of(cluster, gang_namespace, rack)["status"]["allocation"]["devices"]["results"]
     assert len(nodes) == 1 and len(results) == DEVICES, (nodes, results)
 
@@ -386,38 +396,19 @@ def test_a_node_s_devices_held_by_a_shared_claim_keep_a_gang_waiting_until_it_is
         timeout=60.0, message="the shared claim allocated on node 0 and its pod bound",
     )
 
-    apply(cluster, fleet.template(gang_namespace))
-    name = unique("waits")
-    assert apply(cluster, fleet.job(name, gang_namespace, NODES)).returncode == 0
-    cluster.wait_for(lambda: len(pods_of(cluster, gang_namespace, name)) == NODES,
-                     timeout=60.0, message=f"the Job's {NODES} pods")
     # Before allocated claims were read, node 0 looked free and all four were released:
     # one stayed Pending while three held their devices.
-    with contextlib.suppress(AssertionError):
-        cluster.wait_for(
-            lambda: any(not gated(p) or p.spec.node_name
-                        for p in pods_of(cluster, gang_namespace, name)),
-            timeout=WAIT_SECONDS, message="(expected to time out)",
-        )
-    early = [p.metadata.name for p in pods_of(cluster, gang_namespace, name)
-             if not gated(p) or p.spec.node_name]
-    assert early == [], f"released while a shared claim held node 0's devices: {early}"
+    name = job_held_whole(cluster, fleet, gang_namespace, "waits",
+                          "a shared claim held node 0's devices")
 
     # The pod goes; the claim controller deallocates the claim no one uses any more.
     cluster.core.delete_namespaced_pod("holder", plain_namespace, grace_period_seconds=0)
+    def claim_status() -> str:
+        return f"claim status {claim_of(cluster, plain_namespace, held).get('status')}"
 
-    def all_bound() -> bool:
-        pods = pods_of(cluster, gang_namespace, name)
-        return len(pods) == NODES and all(p.spec.node_name for p in pods)
-
-    try:
-        cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
-    except AssertionError as exc:
-        claim = claim_of(cluster, plain_namespace, held).get("status")
-        raise AssertionError(f"{exc}: claim status {claim}\n"
-                             f"{described(cluster, gang_namespace, name)}") from None
-    assert sorted(p.spec.node_name for p in pods_of(cluster, gang_namespace, name)) == sorted(
-        fleet.nodes)
+    pods = all_bound(cluster, gang_namespace, name, NODES, "all four workers bound",
+                     detail=claim_status)
+    assert sorted(p.spec.node_name for p in pods) == sorted(fleet.nodes)
 
 
 @pytest.fixture(scope="module")
@@ -444,32 +435,12 @@ def test_a_claim_allocated_with_no_pod_keeps_its_node_s_devices_from_a_gang(
                               "-p", yaml.safe_dump(allocation), check=False)
     assert patched.returncode == 0, patched.stderr
 
-    apply(cluster, fleet.template(gang_namespace))
-    job = unique("waits")
-    assert apply(cluster, fleet.job(job, gang_namespace, NODES)).returncode == 0
-    cluster.wait_for(lambda: len(pods_of(cluster, gang_namespace, job)) == NODES,
-                     timeout=60.0, message=f"the Job's {NODES} pods")
-    with contextlib.suppress(AssertionError):
-        cluster.wait_for(
-            lambda: any(not gated(p) or p.spec.node_name
-                        for p in pods_of(cluster, gang_namespace, job)),
-            timeout=WAIT_SECONDS, message="(expected to time out)",
-        )
-    early = [p.metadata.name for p in pods_of(cluster, gang_namespace, job)
-             if not gated(p) or p.spec.node_name]
-    assert early == [], f"released while a claim with no pod held node 0's devices: {early}"
+    job = job_held_whole(cluster, fleet, gang_namespace, "waits",
+                         "a claim with no pod held node 0's devices")
 
     cluster.custom.delete_namespaced_custom_object(
         "resource.k8s.io", "v1", plain_namespace, "resourceclaims", name)
-
-    def all_bound() -> bool:
-        pods = pods_of(cluster, gang_namespace, job)
-        return len(pods) == NODES and all(p.spec.node_name for p in pods)
-
-    try:
-        cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}: {described(cluster, gang_namespace, job)}") from None
+    all_bound(cluster, gang_namespace, job, NODES, "all four workers bound")
 
 
 def _devices(cluster: Any, node: str) -> list[str]:
@@ -495,16 +466,8 @@ def test_plain_nvidia_gpu_workers_are_counted_on_devices_of_a_class_serving_that
     fits = indexed_job(name, gang_namespace, fleet.pool, workers=NODES, gpus=8)
     assert apply(cluster, fits).returncode == 0
 
-    def all_bound() -> bool:
-        pods = pods_of(cluster, gang_namespace, name)
-        return len(pods) == NODES and all(p.spec.node_name for p in pods)
-
-    try:
-        cluster.wait_for(all_bound, timeout=90.0, message="all four workers bound")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}: {described(cluster, gang_namespace, name)}") from None
-    assert sorted(p.spec.node_name for p in pods_of(cluster, gang_namespace, name)) == sorted(
-        fleet.nodes)
+    pods = all_bound(cluster, gang_namespace, name, NODES, "all four workers bound")
+    assert sorted(p.spec.node_name for p in pods) == sorted(fleet.nodes)
 
 
 def test_a_mixed_fleet_counts_device_plugin_gpus_and_dra_devices_each_as_their_own(
@@ -569,15 +532,7 @@ def test_a_gang_whose_claims_ask_every_device_goes_unpinned_with_the_reason_and_
     )
     apply(cluster, job)
 
-    def all_bound() -> bool:
-        pods = pods_of(cluster, gang_namespace, name)
-        return len(pods) == 2 and all(p.spec.node_name for p in pods)
-
-    try:
-        cluster.wait_for(all_bound, timeout=90.0, message="both workers bound")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}: {described(cluster, gang_namespace, name)}") from None
-    pods = pods_of(cluster, gang_namespace, name)
+    pods = all_bound(cluster, gang_namespace, name, 2, "both workers bound")
     assert sorted(p.spec.node_name for p in pods) == sorted(pair.nodes)
     assert [pinned_node(p) for p in pods] == [None, None]
     # Read through core/v1: the scheduler's own Events have no eventTime, which the
