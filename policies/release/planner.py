@@ -104,9 +104,8 @@ class Planner:
         self.config = config
         self._facts: dict[int, _Entry] = {}
         self._seen: dict[int, _Entry] = {}
-        #: Each Node's facts of the last pass, and of this one, by name.
+        #: Each Node's facts of the last pass, by name.
         self._named: dict[str, NodeFacts] = {}
-        self._seen_named: dict[str, NodeFacts] = {}
         #: Nodes read (not found kept) in the last pass: what the cache saves.
         self.nodes_read = 0
         #: The last pass: its plan, time, the caller's version and the other inputs.
@@ -142,7 +141,6 @@ class Planner:
             before = self._named.get(facts.name)
             entry = (raw, version, before if before == facts else facts)
         self._seen[id(raw)] = entry
-        self._seen_named[entry[2].name] = entry[2]
         return entry[2]
 
     def _readable(self, nodes: Iterable[Mapping[str, Any]]) -> Iterator[NodeFacts]:
@@ -184,7 +182,7 @@ class Planner:
             result = aged(last[0], now)
             self._last = (result, now, version, others)
             return result
-        self._seen, self._seen_named, self.nodes_read, self.reused = {}, {}, 0, False
+        self._seen, self.nodes_read, self.reused = {}, 0, False
         listed, live = list(nodes), list(pods)
         facts = list(self._readable(listed))
         nodes_changed = len(facts) != len(self._nodes) or any(
@@ -206,7 +204,8 @@ class Planner:
             self.forget()
             raise
         # Only the Nodes of this pass stay: a deleted Node's entry goes with the pass.
-        self._facts, self._named = self._seen, self._seen_named
+        self._facts = self._seen
+        self._named = {entry[2].name: entry[2] for entry in self._seen.values()}
         self._last = (result, now, version, others)
         return result
 
