@@ -2,7 +2,7 @@
 1,000-node kwok fleet (`sandbox up --nodes 1000`), and what is left when it settles,
 against the same trace with gangkeeper out of the way in the same sandbox.
 
-`python -m bench.load [--quick] [--nodes N] [--gangs G] [--json FILE]`
+`python -m bench.load [--quick] [--nodes N] [--gangs G] [--native] [--json FILE]`
 
 The gangs cycle through sizes 2, 4, 8, 16, 32, 2, 4, 8, 16, 8 (2 to 32, mean 10 pods,
 so N gangs are 10 N pods) of one-GPU members and through three kinds: bare pods with
@@ -23,6 +23,14 @@ One sandbox, three phases in this order:
    `dryRun=All` in the opted-in namespace (the webhooks answer as for a real create;
    nothing is stored);
 3. the load: the trace in the opted-in namespace, gangkeeper gating and releasing.
+4. with `--native`: the load's namespace deleted and gone, the same trace in a namespace
+   routed to gangkeeper's `native` backend (`namespaceBackends`): gangkeeper creates
+   each gang's `scheduling.k8s.io` PodGroup and lifts its gate, and kube-scheduler's
+   own gang scheduling places it whole or not at all. Its gangs that cannot be placed
+   stay Pending ungated, so this phase has settled once every pod exists, none is
+   gated, no gang is partly bound and nothing changed for STALL_SECONDS (30 s at 100
+   gangs or fewer); its settle time is still the last change the watch saw. Figures
+   `native_*`, and `native_settle_ratio` against the gate backend's settle.
 
 Settled = every pod exists, every released pod is bound, no gang is partly bound and
 the deciding side would release nothing more (gangkeeper: its own planning,
@@ -37,8 +45,9 @@ quiet alone is no sign of a stall.
 Figures (targets first): pods lost (expected members that never appeared), gangs
 left gated that fit now (what the controller's own planning would still release), gangs
 partly bound; settle time against the baseline's (`settle_ratio`); per gang, its last
-member seen → all its gates seen lifted, p50/p99 (`bench.pod_watch`: both moments as
-this process saw them, one clock), for gangkeeper and the baseline; the controller's
+member seen → all its gates seen lifted, p50/p99, and → all its members seen bound
+(`bench.pod_watch`: both moments as this process saw them, one clock), for gangkeeper
+and the baseline; the controller's
 planning pass p50/p99 (its `gangkeeper_controller_plan_seconds` histogram) and mean;
 `/mutate` and `/validate` p50/p99 during the burst and idle (gangkeeper's own
 histograms, quantiles interpolated within their buckets), and the create call as the
@@ -69,6 +78,8 @@ from bench.memory import process_memory_mb
 from bench.scheduling import percentile
 
 NAMESPACE = "bench-load"
+#: Phase 4 (`--native`): the trace on gangkeeper's `native` backend.
+NATIVE_NAMESPACE = "bench-load-native"
 #: Gang sizes in the order the cycle draws them: 2 to 32, 100 pods per 10 gangs.
 SIZES = (2, 4, 8, 16, 32, 2, 4, 8, 16, 8)
 #: (kind, share of the gangs), in the order the cycle draws them.
@@ -79,6 +90,8 @@ GPU_RATIO = 0.8
 WORKERS = 16
 POLL_SECONDS = 10.0
 STALL_SECONDS = 120.0
+#: The native phase of a run of at most 100 gangs settles after this much quiet.
+NATIVE_QUIET_QUICK = 30.0
 #: Controller passes that must end within a quiet spell for it to count as a stall.
 STALL_PASSES = 2
 PLAN = "gangkeeper_controller_plan_seconds"
@@ -171,15 +184,16 @@ def _members(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, A
 
 def release_lags(
     pods: Iterable[Mapping[str, Any]], seen: Mapping[str, float],
-    ungated: Mapping[str, float],
+    then: Mapping[str, float],
 ) -> list[float]:
-    """Seconds from each released gang's last member seen to its last gate seen lifted.
-    A gang still gated, or with a member the watch missed, is left out."""
+    """Seconds from each gang's last member seen to its last member reaching `then`
+    (the watch's `ungated`: gates lifted; `bound`: bound). A gang with a member not
+    there yet, or one the watch missed, is left out."""
     lags = []
     for found in _members(pods).values():
         names = [str(p["metadata"]["name"]) for p in found]
-        if all(n in seen and n in ungated for n in names):
-            lags.append(max(ungated[n] for n in names) - max(seen[n] for n in names))
+        if all(n in seen and n in then for n in names):
+            lags.append(max(then[n] for n in names) - max(seen[n] for n in names))
     return lags
 
 
@@ -368,7 +382,9 @@ Finished = Callable[[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], 
 def _left_to_release(
     pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]]
 ) -> int:
-    """Gangs of the load's namespace that gangkeeper's own planning would release now."""
+    """Gangs of the load's namespace that gangkeeper's own planning would release now.
+    (The native phase has none to judge: it lifts a gang's gate once its PodGroup
+    exists, and kube-scheduler decides what fits.)"""
     from gangkeeper.policies.release.ungate import ungate_plan
     from gangkeeper.policies.settings.config import load_config
 
@@ -385,11 +401,15 @@ def _nothing_left_to_release(
 def _settle(
     rest: Any, specs: Sequence[GangSpec], log: Any, passes: Callable[[], float], *,
     namespace: str = NAMESPACE, finished: Finished = _nothing_left_to_release,
+    quiet_settles: float | None = None,
 ) -> tuple[list[Mapping[str, Any]], str]:
     """Poll (every POLL_SECONDS: listing 10,000 pods loads the API server too) until
     the load has settled: every pod exists, every released pod is bound, no gang is
     partly bound, and `finished` (the deciding side would release nothing more). Or
     until `stalled` (`passes()`: the deciding side's passes so far), or the deadline.
+    With `quiet_settles` (the native phase: released gangs that cannot be placed stay
+    Pending ungated) it has settled once every pod exists, none is gated, no gang is
+    partly bound and nothing changed for that many seconds.
     The pods then, and which."""
     expected = sum(s.size for s in specs)
     last: tuple[int, int, int] | None = None
@@ -418,6 +438,9 @@ def _settle(
                 and not outcome(specs, pods)["gangs_partly_bound"] and finished(pods, nodes)):
             return pods, "settled"
         quiet, planned = time.monotonic() - stable_since, counted() - passes_then
+        if (quiet_settles is not None and quiet >= quiet_settles and len(pods) >= expected
+                and gated == 0 and not outcome(specs, pods)["gangs_partly_bound"]):
+            return pods, "settled"
         if stalled(quiet, planned):
             return pods, f"stalled ({quiet:.0f} s without a change, {planned:.0f} passes)"
         if time.monotonic() > deadline:
@@ -476,6 +499,8 @@ class Phase:
     created_s: float
     settled_s: float
     lags: list[float]
+    #: Per gang bound whole: its last member seen → its last member seen bound.
+    bind_lags: list[float]
     create_ms: list[float]
     failures: list[str]
     watch_gaps: int
@@ -489,6 +514,8 @@ class Phase:
                 "settled_s": round(self.settled_s, 1), "end": self.end,
                 "lifted_p50_s": _rounded(self.lags, 50, 3),
                 "lifted_p99_s": _rounded(self.lags, 99, 3),
+                "bound_p50_s": _rounded(self.bind_lags, 50, 3),
+                "bound_p99_s": _rounded(self.bind_lags, 99, 3),
                 "create_p50_ms": _rounded(self.create_ms, 50, 1),
                 "create_p99_ms": _rounded(self.create_ms, 99, 1),
                 "watch_gaps": self.watch_gaps,
@@ -505,6 +532,7 @@ def _phase(
     passes: Callable[[], float], gate: str | None = None,
     finished: Finished = _nothing_left_to_release,
     listener: Callable[[Mapping[str, Any]], None] | None = None,
+    quiet_settles: float | None = None,
 ) -> Phase:
     """Create the trace into `namespace` at once and wait until it settles, watching."""
     from bench.pod_watch import Observer
@@ -518,7 +546,8 @@ def _phase(
     burst.run(specs, namespace, gate)
     created_s = time.monotonic() - started
     log(f"{namespace}: created in {created_s:.0f}s ({len(burst.failures)} failed)")
-    pods, how = _settle(rest, specs, log, passes, namespace=namespace, finished=finished)
+    pods, how = _settle(rest, specs, log, passes, namespace=namespace, finished=finished,
+                        quiet_settles=quiet_settles)
     ended = time.monotonic()
     watch.stop.set()
     # Copies: the watch's thread may still be stamping one last event.
@@ -528,6 +557,7 @@ def _phase(
         pods=list(pods), end=how, created_s=created_s,
         settled_s=(last if how == "settled" else ended) - started,
         lags=release_lags(pods, seen, ungated),
+        bind_lags=release_lags(pods, seen, bound),
         create_ms=burst.create_ms, failures=burst.failures, watch_gaps=watch.gaps,
     )
 
@@ -572,7 +602,9 @@ def _baseline(
     return Baseline(phase, releaser.failures, watching, cleared_s)
 
 
-def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
+def measure(
+    nodes: int, gangs: int, log: Any = print, *, native: bool = False
+) -> dict[str, Any]:
     import ssl
 
     from gangkeeper.webhook.kube.client import api_client
@@ -583,9 +615,12 @@ def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
     specs = gang_mix(gangs)
     with tempfile.TemporaryDirectory(prefix="gangkeeper-load-") as directory:
         sandbox = Sandbox(Path(directory))
+        config = Path(directory) / "bench-load-config.yaml"
+        # gangkeeper's defaults but for the native phase's namespace.
+        config.write_text(json.dumps({"namespaceBackends": {NATIVE_NAMESPACE: "native"}}))
         try:
             started = time.monotonic()
-            info = sandbox.up(fleet=None, node_count=nodes, timeout=1800,
+            info = sandbox.up(fleet=None, node_count=nodes, timeout=1800, config=config,
                               components=("kwok", "jobset"))
             log(f"sandbox of {nodes} nodes up in {time.monotonic() - started:.0f}s")
             client = api_client(str(info.kubeconfig))
@@ -622,6 +657,7 @@ def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
                       if sandbox.processes.alive(name)
                       and (r := sandbox.processes.record(name)) is not None}
             left = _left_to_release(load.pods, _listed(rest, "/api/v1/nodes", log))
+            native_figures = _native(rest, sandbox, specs, log) if native else {}
             rest.close_all()
         finally:
             sandbox.down()
@@ -632,6 +668,9 @@ def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
         "gangs_left_gated_that_fit": left,
         **baseline.phase.figures(specs, "baseline_"),
         "baseline_release_failures": len(baseline.release_failures),
+        **native_figures,
+        **({"native_settle_ratio": round(native_figures["native_settled_s"]
+                                         / load.settled_s, 2)} if native_figures else {}),
         "settle_ratio": round(load.settled_s / baseline.phase.settled_s, 2)
         if baseline.phase.settled_s > 0 else None,
         "baseline_cleared_s": round(baseline.cleared_s, 1),
@@ -643,6 +682,29 @@ def measure(nodes: int, gangs: int, log: Any = print) -> dict[str, Any]:
         "failures_sample": [*load.failures, *baseline.phase.failures,
                             *baseline.release_failures][:3],
     }
+
+
+def _native(
+    rest: Any, sandbox: Any, specs: Sequence[GangSpec], log: Any
+) -> dict[str, Any]:
+    """Phase 4: the load's namespace deleted and gone, the trace on the native backend.
+    Settled once quiet for STALL_SECONDS (NATIVE_QUIET_QUICK for a quick run's 400 pods:
+    kube-scheduler retries a gang that did not fit within seconds there)."""
+    from gangkeeper.policies.names import ENABLED_LABEL
+
+    cleared_s = _delete_namespace(rest, NAMESPACE, log)
+    log(f"{NAMESPACE} deleted in {cleared_s:.0f}s; the trace again on the native backend")
+    sandbox.kubectl("create", "namespace", NATIVE_NAMESPACE)
+    sandbox.kubectl("label", "namespace", NATIVE_NAMESPACE, f"{ENABLED_LABEL}=true")
+    _wait_namespace(rest, NATIVE_NAMESPACE)
+    phase = _phase(rest, specs, NATIVE_NAMESPACE, log, passes=time.monotonic,
+                   finished=lambda _pods, _nodes: True,
+                   quiet_settles=STALL_SECONDS if len(specs) > 100 else NATIVE_QUIET_QUICK)
+    log(f"native settled in {phase.settled_s:.0f}s ({phase.end})")
+    version = rest.get("/apis/scheduling.k8s.io")["preferredVersion"]["groupVersion"]
+    groups = _listed(rest, f"/apis/{version}/namespaces/{NATIVE_NAMESPACE}/podgroups", log)
+    return {**phase.figures(specs, "native_"), "native_podgroups": len(groups),
+            "cleared_s": round(cleared_s, 1)}
 
 
 def _metric_figures(
@@ -668,12 +730,14 @@ def _metric_figures(
     }
 
 
-def run(quick: bool, nodes: int | None = None, gangs: int | None = None) -> list[dict[str, Any]]:
+def run(
+    quick: bool, nodes: int | None = None, gangs: int | None = None, native: bool = False
+) -> list[dict[str, Any]]:
     gangs = gangs or (40 if quick else 1000)
     pods = sum(s.size for s in gang_mix(gangs))
     nodes = nodes or max(1, round(pods * GPU_RATIO / GPUS_PER_NODE))
-    return [measure(nodes, gangs, log=lambda m: print(f"[load] {m}", file=sys.stderr,
-                                                        flush=True))]
+    return [measure(nodes, gangs, native=native,
+                    log=lambda m: print(f"[load] {m}", file=sys.stderr, flush=True))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -681,16 +745,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="40 gangs (400 pods), 40 nodes")
     parser.add_argument("--nodes", type=int, help="fleet size (default: 0.8 GPU per pod)")
     parser.add_argument("--gangs", type=int, help="gangs to create (default 1000)")
+    parser.add_argument("--native", action="store_true",
+                        help="then the same trace on the native backend (phase 4)")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = parser.parse_args(argv)
-    rows = run(args.quick, args.nodes, args.gangs)
+    rows = run(args.quick, args.nodes, args.gangs, args.native)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     from bench.report import print_rows
 
     print_rows("load", [{k: v for k, v in r.items() if k != "failures_sample"} for r in rows])
     return 0 if all(r["pods_lost"] == 0 and r["gangs_partly_bound"] == 0
-                    and r["gangs_left_gated_that_fit"] == 0 for r in rows) else 1
+                    and r["gangs_left_gated_that_fit"] == 0
+                    and r.get("native_pods_lost", 0) == 0
+                    and r.get("native_gangs_partly_bound", 0) == 0 for r in rows) else 1
 
 
 if __name__ == "__main__":

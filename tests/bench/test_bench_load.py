@@ -156,10 +156,11 @@ def test_a_create_whose_timed_out_attempt_was_stored_counts_as_created(
 
 
 def test_the_quick_load_loses_nothing_and_leaves_no_gang_half_done(tmp_path: Path) -> None:
+    """With `--native`: then the same trace, whole, on the native backend beside it."""
     need_sandbox_binaries()
     out = tmp_path / "load.json"
     done = subprocess.run(
-        [sys.executable, "-m", "bench.load", "--quick", "--json", str(out)],
+        [sys.executable, "-m", "bench.load", "--quick", "--native", "--json", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
@@ -176,3 +177,11 @@ def test_the_quick_load_loses_nothing_and_leaves_no_gang_half_done(tmp_path: Pat
     assert row["baseline_gangs_partly_bound"] == 0 and row["baseline_gangs_bound"] > 0
     assert row["baseline_release_failures"] == 0, row["failures_sample"]
     assert row["settle_ratio"] is not None and row["rss_gangkeeper_mb"] > 0
+    # Per gang, its last bind comes after its last gate lifted (the same gangs: all bound).
+    assert row["bound_p50_s"] >= row["lifted_p50_s"], row
+    # Native: one PodGroup per gang, kube-scheduler places each whole or not at all.
+    assert row["native_end"] == "settled" and row["native_pods_lost"] == 0, row
+    assert row["native_podgroups"] == 40 and row["native_create_failures"] == 0, row
+    assert row["native_gangs_partly_bound"] == 0, row
+    assert row["native_gangs_bound"] > 0 and row["native_gangs_gated"] > 0, row
+    assert row["native_settle_ratio"] is not None and row["native_bound_p99_s"] is not None
