@@ -19,8 +19,11 @@ At 1,000 nodes and 8,000 pods in flight that start was about half of a pass.
   scratch takes them, whatever order the caller lists them in.
 - A change to the nodes rebuilds it all, and so does a memo of placements
   (`_targets`, the fleet's eligible nodes per placement) grown past twice what the
-  last rebuild needed, plus `_MEMO_FLOOR`: it is kept while the nodes do not change,
-  and each distinct placement ever seen (pins, pools, tolerations) adds to it.
+  last rebuild needed, plus one per node, plus `_MEMO_FLOOR`: it is kept while the
+  nodes do not change, and each distinct placement ever seen (pins, pools,
+  tolerations) adds to it. One per node because released members are pinned: a
+  fleet's steady state holds a placement per node, which a burst before the release
+  (no pins yet) does not show.
 
 `update` returns what the pass needs: the fleet (read only; a pass changes a `copy`),
 where the placeholders in flight were placed, and the placements that differ from the
@@ -218,7 +221,7 @@ class KeptFleet:
         for node in before.keys() | self._on.keys():
             self._count(before.get(node, {}), self._on.get(node, {}))
         self.replaced = len(fleet.nodes)
-        self._memo_limit = 2 * len(self._targets) + _MEMO_FLOOR
+        self._memo_limit = 2 * len(self._targets) + len(fleet.nodes) + _MEMO_FLOOR
         return fleet
 
     def _plan(self, node: str) -> dict[str, Placed]:
