@@ -34,7 +34,7 @@ from kubernetes import client
 from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
 
-from gangkeeper.policies.settings.config import load_config
+from gangkeeper.policies.settings.config import DEFAULT_GPU_RESOURCES, load_config
 from gangkeeper.webhook.controller import GangController
 from gangkeeper.webhook.sandbox import (
     BUILD_COMMAND,
@@ -64,6 +64,8 @@ BACKEND_NAMESPACES = {b: f"e2e-backend-{b}" for b in ("coscheduling", "volcano",
 SCHEDULER_PLACEMENT_NAMESPACE = "e2e-placement-scheduler"
 #: The sandbox's `rebindSeconds`: short, so the watchdog's test does not wait a minute.
 REBIND_SECONDS = 5
+#: An accelerator the session's config adds to the default `gpuResources`.
+SESSION_TPU = "google.com/tpu"
 #: The topology key the sandbox's config lists (the topology tests label nodes with it).
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
@@ -380,6 +382,9 @@ def k8s_cluster_manager(
                     # The watchdog's test waits this long for a stuck member.
                     "rebindSeconds": REBIND_SECONDS,
                     "topology": [ZONE_LABEL],
+                    # The defaults and a TPU: `sandbox up` registers the webhooks for
+                    # the accelerators this config names (test_gpu_resources).
+                    "gpuResources": [*DEFAULT_GPU_RESOURCES, SESSION_TPU],
                 }
             )
         )

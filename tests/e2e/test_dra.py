@@ -22,6 +22,12 @@ plugin allocates it, and kwok runs the pod: no driver prepares anything.
   resource from the devices, DRAExtendedResource);
 - a pool of two DRA and two device-plugin nodes counts each kind as its own (3 x 8
   of either refused with 24 and 16), and a 2 x 8 gang of each binds on its kind;
+- a cluster in transition: two device-plugin nodes and two DRA nodes whose class
+  serves `nvidia.com/gpu`. Plain `nvidia.com/gpu: 8` workers count both kinds: 4 x 8
+  is admitted at creation and binds whole across all four (counting the device-plugin
+  nodes alone, as gangkeeper did before KEP-5004 was modelled, refused it with 32
+  and 16: a false rejection of a job that runs), and 5 x 8 is refused at creation
+  with 40 and 32;
 - a shared ResourceClaim (`resourceClaimName`) counts once: 4 x 8 own devices plus a
   shared 8 is refused with 40 and 32, and five workers sharing one claim of 8 are
   admitted and run together on its node;
@@ -140,6 +146,18 @@ def mixed_kinds(cluster: Any) -> Iterator[Fleet]:
     """One pool of two DRA nodes (8 devices each) and two device-plugin nodes (8
     `nvidia.com/gpu` in their allocatable each); the class serves no extended name."""
     made = Fleet(cluster, ("A100", "A100"))
+    made.gpu_nodes = cluster.create_gpu_nodes(f"{made.pool}-plugin", 2, 8,
+                                              labels={POOL_LABEL: made.pool})
+    yield made
+    made.delete_classes(cluster)
+
+
+@pytest.fixture(scope="module")
+def in_transition(cluster: Any) -> Iterator[Fleet]:
+    """A pool moving from the device plugin to a DRA driver: two nodes with 8
+    `nvidia.com/gpu` in their allocatable, two with 8 devices of a class that serves
+    `nvidia.com/gpu` (extendedResourceName) and no such allocatable."""
+    made = Fleet(cluster, ("A100", "A100"), extended_resource_name="nvidia.com/gpu")
     made.gpu_nodes = cluster.create_gpu_nodes(f"{made.pool}-plugin", 2, 8,
                                               labels={POOL_LABEL: made.pool})
     yield made
@@ -500,6 +518,29 @@ def test_a_mixed_fleet_counts_device_plugin_gpus_and_dra_devices_each_as_their_o
                      timeout=90.0, message="both gangs bound")
     assert bound(dra_name) == sorted(fleet.nodes)
     assert bound(gpu_name) == sorted(fleet.gpu_nodes)
+
+
+def test_a_cluster_in_transition_counts_plugin_gpus_and_devices_serving_them_together(
+    cluster: Any, gang_namespace: str, in_transition: Fleet
+) -> None:
+    fleet = in_transition
+    name = unique("both")
+    fits = indexed_job(name, gang_namespace, fleet.pool, workers=NODES, gpus=8)
+    # Until the webhook's informers have seen the four Nodes, their slices and the
+    # class, it counts fewer; a count of the plugin nodes alone says 32 and 16.
+    cluster.wait_for(
+        lambda: apply(cluster, fits, "--dry-run=server", check=False).returncode == 0,
+        timeout=30.0, message="the webhook counting both kinds as nvidia.com/gpu",
+    )
+    done = apply(cluster, fits, check=False)
+    assert done.returncode == 0, f"a 4 x 8 job that runs was refused:\n{done.stderr}"
+    pods = all_bound(cluster, gang_namespace, name, NODES, "all four workers bound")
+    assert sorted(p.spec.node_name for p in pods) == sorted([*fleet.nodes, *fleet.gpu_nodes])
+
+    huge = indexed_job(unique("huge"), gang_namespace, fleet.pool, workers=NODES + 1, gpus=8)
+    message = refused_with_numbers(apply(cluster, huge, check=False))
+    assert "nvidia.com/gpu" in message, message
+    assert not pods_of(cluster, gang_namespace, huge["metadata"]["name"])
 
 
 @pytest.fixture(scope="module")
