@@ -26,7 +26,7 @@ def test_the_cluster_fleet_counts_its_gpu_and_plain_nodes_and_only_the_bound_pod
     api = FakeApi()
     api.seed("/api/v1/nodes", node("gpu-a", 8), node("gpu-b", 8), node("cpu-a", 0))
     api.seed("/api/v1/pods", pod("running", 6, "gpu-a"), pod("pending", 8, None))
-    described = capacity_of(api, Config()).describe()
+    described = capacity_of(api, Config())[0].describe()
     assert (described["nodes"], described["nodesWithoutGpus"], described["boundPods"]) == (
         2, 1, 1)
 

@@ -1,10 +1,11 @@
 """`gangkeeper status` and `explain` on a DRA cluster count devices as the controller does.
 
-`cluster_state.with_devices` lists ResourceSlices, DeviceClasses, ResourceClaimTemplates
-and ResourceClaims (plain dicts shaped as `k8s.io/api/resource/v1/types.go`; the
-claim's `status.allocation.devices.results[]` names driver, pool and device) beside the
-Pods and Nodes: 4 nodes x 8 devices, one node's 8 held by a claim no pod owns, and a
-gang of 4 members each claiming 8 devices through a template.
+`kube.device_state.with_devices` (what `cluster_state` reads with) lists ResourceSlices,
+DeviceClasses, ResourceClaimTemplates and ResourceClaims (plain dicts shaped as
+`k8s.io/api/resource/v1/types.go`; the claim's `status.allocation.devices.results[]`
+names driver, pool and device) beside the Pods and Nodes: 4 nodes x 8 devices, one
+node's 8 held by a claim no pod owns, and a gang of 4 members each claiming 8 devices
+through a template.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from builders.gangs import T0, members
 from gangkeeper.policies.release.explain import Target, explain, render
 from gangkeeper.policies.release.status import gang_status
 from gangkeeper.policies.settings.config import Config
-from gangkeeper.webhook.cli.cluster_state import with_devices
+from gangkeeper.webhook.kube.device_state import with_devices
 from gangkeeper.webhook.kube.device_view import CLAIM_TEMPLATES, CLAIMS, CLASSES, SLICES
 from gangkeeper.webhook.kube.fake import FakeApi
 

@@ -14,12 +14,16 @@ different training runtimes of one name are bad input (2) — and every readable
 document is still reported. The pods of one pod-based gang are summed over the input
 (`pod_gangs.siblings_among`) and reported once.
 
-Devices of Dynamic Resource Allocation (ResourceSlices and DeviceClasses in --nodes,
-ResourceClaimTemplates in the manifests) are counted as extended resources
-(`check_dra`); with --kubeconfig they are not read yet.
+Devices of Dynamic Resource Allocation are counted as extended resources
+(`check_dra`): with --nodes, the ResourceSlices and DeviceClasses of that file; with
+--kubeconfig, those of the cluster, read as `status` and `explain` read them
+(`kube.device_state`), and the cluster's ResourceClaimTemplates and ResourceClaims of
+each workload's namespace beside those in the manifests (which win by name). What the
+user may not list of resource.k8s.io, or a cluster that does not serve it, leaves the
+devices (or the claims) uncounted, as before, with a note on stderr, not exit 2.
 
 The only I/O here is reading the files (and stdin) and, with --kubeconfig, listing
-Nodes and Pods through the `Api` (`capacity_of`).
+Nodes, Pods and the DRA objects through the `Api` (`capacity_of`).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from ..files.manifests import (
     object_key,
 )
 from ..kube.api import Api
+from ..kube.device_state import read_devices
 from ..kube.informer import list_all
 from . import check_dra
 from .exit_codes import EXIT_ADMITTED, EXIT_BAD_INPUT, EXIT_REJECTED
@@ -184,7 +189,9 @@ def _duplicates(docs: list[Document]) -> tuple[list[Document], list[str]]:
     return kept, errors
 
 
-def _capacity_from_cluster(kubeconfig: str, context: str | None, config: Config) -> Capacity:
+def _capacity_from_cluster(
+    kubeconfig: str, context: str | None, config: Config
+) -> tuple[Capacity, check_dra.Fleet]:
     from ..kube.client import api_client
     from ..kube.rest import Rest
 
@@ -195,15 +202,21 @@ def _capacity_from_cluster(kubeconfig: str, context: str | None, config: Config)
         raise ManifestError(f"cannot read Nodes and Pods through {where}: {exc}") from exc
 
 
-def capacity_of(api: Api, config: Config) -> Capacity:
-    """The cluster's Nodes, less what its bound live pods hold, read through `api`."""
+def capacity_of(api: Api, config: Config) -> tuple[Capacity, check_dra.Fleet]:
+    """The cluster's Nodes with their DRA devices, less what its bound live pods hold,
+    read through `api`; and the fleet whose config, classes and claims the manifests'
+    pods are charged with (`check_dra.with_claims`)."""
     from ..kube.live_pods import LIVE_PODS
 
-    capacity = Capacity.from_nodes(list_all(api, "/api/v1/nodes"), config)
-    for pod in list_all(api, "/api/v1/pods", LIVE_PODS):
-        if (pod.get("spec") or {}).get("nodeName"):
-            capacity.add_pod_object(pod)
-    return capacity
+    nodes = list_all(api, "/api/v1/nodes")
+    devices = read_devices(api, nodes)
+    config = devices.config(config)
+    capacity = Capacity.from_nodes(devices.nodes, config)
+    bound = [p for p in list_all(api, "/api/v1/pods", LIVE_PODS)
+             if (p.get("spec") or {}).get("nodeName")]  # fmt: skip
+    for pod in devices.pods(bound):
+        capacity.add_pod_object(pod)
+    return capacity, check_dra.Fleet([], config, devices.fewest, devices)
 
 
 def _meta(obj: KubeObject, key: str) -> str:
@@ -322,8 +335,7 @@ def _load_fleet(args: argparse.Namespace, config: Config) -> tuple[Capacity, che
     if args.context is not None and args.nodes is not None:
         raise ManifestError("--context picks a cluster of --kubeconfig; not with --nodes")
     if args.nodes is None:
-        fleet = check_dra.Fleet([], config, {})
-        return _capacity_from_cluster(args.kubeconfig, args.context, config), fleet
+        return _capacity_from_cluster(args.kubeconfig, args.context, config)
     fleet = check_dra.read_fleet(load_documents(args.nodes), config)
     capacity = Capacity.from_nodes(fleet.nodes, fleet.config)
     if capacity.unknown and not args.allow_no_gpus:
@@ -360,6 +372,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         capacity, fleet = _load_fleet(args, load_config_file(args.config))
         config = fleet.config
+        for note in check_dra.notes(fleet):
+            print(f"{args.command_prog}: note: {note}", file=sys.stderr)
     except (ManifestError, ConfigFileError, InvalidObject, InvalidConfig) as exc:
         print(f"{args.command_prog}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -370,7 +384,7 @@ def run(args: argparse.Namespace) -> int:
     docs, duplicated = _duplicates(docs)
     errors.extend(duplicated)
     docs, claims, unreadable_claims = check_dra.take_claims(docs)
-    docs, unreadable_pods = check_dra.with_claims(docs, claims, fleet.fewest)
+    docs, unreadable_pods = check_dra.with_claims(docs, claims, fleet)
     errors.extend(unreadable_claims + unreadable_pods)
     records, unreadable = _records(docs, capacity, config)
     errors.extend(unreadable)

@@ -8,7 +8,13 @@ an extended resource `dra:<class>` of the Node, and each pod's claims limits of 
 for more devices than the nodes offer is refused with the numbers. A ResourceClaim
 that several pods name counts once for their gang (`policies.dra.shared`).
 
-Reads nothing itself: works on the documents `check` loaded.
+With --kubeconfig the fleet is the cluster's (`kube.device_state.Devices`): a pod's
+claims are charged through the ResourceClaimTemplates and ResourceClaims of its
+namespace in the cluster, and those of -f, which win by name (they are what is about
+to be applied). Where no device is counted (no DeviceClass, or the user may not list
+them) the claims are not charged: they could not be counted against anything.
+
+Reads nothing itself: works on the documents `check` loaded and what `check` listed.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.settings.config import Config
 
 from ..files.manifests import Document, ManifestError
+from ..kube.device_state import Devices
 
 FLEET_KINDS = frozenset({"Node", "ResourceSlice", "DeviceClass"})
 #: Read from -f for the pods' demand, not checked as workloads themselves.
@@ -47,6 +54,17 @@ class Fleet:
     config: Config
     #: The fewest devices of each class a node offers (what an All request asks).
     fewest: Mapping[str, int]
+    #: With --kubeconfig: the cluster's devices, claim templates and claims.
+    cluster: Devices | None = None
+
+
+def notes(fleet: Fleet) -> tuple[str, ...]:
+    """What the fleet's count leaves out, for stderr (--kubeconfig only)."""
+    if fleet.cluster is None:
+        return ()
+    if not fleet.cluster.served:
+        return ("DRA devices are not counted: the cluster does not serve resource.k8s.io/v1",)
+    return fleet.cluster.notes
 
 
 def read_fleet(docs: list[Document], config: Config) -> Fleet:
@@ -105,16 +123,35 @@ def take_claims(docs: list[Document]) -> tuple[list[Document], Claims, list[str]
 
 
 def with_claims(
-    docs: list[Document], claims: Claims, fewest: Mapping[str, int]
+    docs: list[Document], claims: Claims, fleet: Fleet
 ) -> tuple[list[Document], list[str]]:
     """The documents with their pods' claims as device limits (see the module docstring)."""
+    cluster = fleet.cluster
+    if cluster is not None and not cluster.counted:
+        return docs, []
     out: list[Document] = []
     errors: list[str] = []
     for doc in docs:
+        templates, shared = claims.templates, claims.shared
+        if cluster is not None:
+            namespace = _namespace(doc.obj)
+            templates = {**cluster.templates(namespace), **templates}
+            shared = {**cluster.claims(namespace), **shared}
         try:
-            obj = with_claim_limits(doc.obj, claims.templates, fewest, claims.shared)
+            obj = with_claim_limits(doc.obj, templates, fleet.fewest, shared)
         except InvalidObject as exc:
+            if cluster is not None and not cluster.templates_read:
+                # The template may be one this user may not list: its devices are not
+                # counted (the note says why), as the webhooks do a template not known.
+                out.append(doc)
+                continue
             errors.append(f"{doc.where}: {exc}")
             continue
         out.append(dataclasses.replace(doc, obj=obj))
     return out, errors
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return namespace if isinstance(namespace, str) else ""

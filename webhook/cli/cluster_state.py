@@ -3,7 +3,8 @@ client for the cluster, and its live Pods and Nodes (all namespaces: pods anywhe
 use the GPUs a gang waits for), and, where the config asks through them and the cluster
 serves them, the ProvisioningRequests (so the answer is the controller's). Where DRA
 devices are published, the ResourceSlices, DeviceClasses, claim templates and claims
-too: Nodes and pods then count devices as the controller's do (`with_devices`).
+too: Nodes and pods then count devices as the controller's do
+(`kube.device_state.with_devices`, which `check --kubeconfig` and `view` use too).
 
 A user who may list pods only in some namespaces gets those (`kube.live_pods`, as
 `gangkeeper view` reads them) and `notes` saying what was left out, not an error.
@@ -25,8 +26,8 @@ from gangkeeper.policies.settings.config import Config
 from ..files.config import ConfigFileError, load_config_file
 from ..kube.api import Api, ApiError
 from ..kube.client import KubeconfigError, api_client
-from ..kube.device_view import DeviceView, with_device_names
-from ..kube.informer import list_all, list_readable, object_key
+from ..kube.device_state import with_devices
+from ..kube.informer import list_all, list_readable
 from ..kube.live_pods import list_live_pods
 from ..kube.resources import BUDGETS
 from ..kube.rest import Rest
@@ -116,51 +117,6 @@ def read_cluster(api: Api, config: Config, namespace: str | None, command: str) 
     except ApiError as exc:
         raise ClusterStateError(f"cannot list pods and nodes: {exc}") from exc
     return Read(listed.pods, nodes, requests, budgets, listed.notes)
-
-
-class _Nodes:
-    """The Nodes a `DeviceView` passes on, with their devices."""
-
-    def __init__(self) -> None:
-        self.nodes: dict[str, Mapping[str, Any]] = {}
-
-    def upsert(self, node: Mapping[str, Any]) -> None:
-        self.nodes[object_key(node)] = node
-
-    def delete(self, node: Mapping[str, Any]) -> None:
-        self.nodes.pop(object_key(node), None)
-
-    def relisted(self, keys: set[str]) -> None:
-        self.nodes = {k: v for k, v in self.nodes.items() if k in keys}
-
-
-def with_devices(
-    api: Api, config: Config, pods: list[Mapping[str, Any]], nodes: list[Mapping[str, Any]]
-) -> tuple[Config, list[Mapping[str, Any]], list[Mapping[str, Any]]]:
-    """(config, Pods, Nodes) as the controller sees them where DRA devices are
-    published (`kube.device_view`, fed what is listed here): Nodes with their classes'
-    devices and what allocated claims hold, pods asking their claims' devices. The
-    same as given where no DeviceClass is served or may be read."""
-    sink = _Nodes()
-    view = DeviceView(sink)
-    listed = {store: list_readable(api, store.resource.path) for store in view.stores}
-    if not listed[view.classes]:
-        return config, pods, nodes
-    for node in nodes:
-        view.upsert(node)
-    view.relisted({object_key(n) for n in nodes})
-    for store, objects in listed.items():
-        for obj in objects:
-            store.upsert(obj)
-        store.relisted({object_key(o) for o in objects})
-    # As the controller reads pods: not their shared claims, whose devices count on
-    # their node once allocated (`DeviceView.with_claims`).
-    claimed = [
-        view.with_claims(p, str((p.get("metadata") or {}).get("namespace") or ""),
-                         shared=False)[0]
-        for p in pods
-    ]  # fmt: skip
-    return with_device_names(config), claimed, list(sink.nodes.values())
 
 
 def _requests(rest: Api) -> list[Mapping[str, Any]] | None:

@@ -273,16 +273,20 @@ class DeviceView:
             entry for ns, entry in self.templates.values() if ns == namespace)
         claims = dict(
             entry for ns, entry, _ in self.claims.values() if ns == namespace) if shared else None
-        with self._lock:
-            fewest = dict(self._fewest)
         try:
-            return with_claim_limits(obj, templates, fewest, claims), ()
+            return with_claim_limits(obj, templates, self.fewest, claims), ()
         except InvalidObject as exc:
             # The template may be created after its workload (the claim controller
             # waits for it too): admit, and say that its devices were not counted.
             # What and why first: the API server may show only a warning's start.
             return obj, (f"devices not counted ({exc.message}): gangkeeper cannot tell "
                          f"whether the gang could ever fit; at {exc.path}",)
+
+    @property
+    def fewest(self) -> dict[str, int]:
+        """The fewest devices of each class a node offers (what an All request asks)."""
+        with self._lock:
+            return dict(self._fewest)
 
     def pin_doubt(self, pod: Mapping[str, Any], namespace: str) -> str | None:
         """Why the release cannot pin `pod` on a node by its claims' free devices

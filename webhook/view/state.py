@@ -29,6 +29,7 @@ from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.cluster.fleet import Fleet, NodeReader
 from gangkeeper.policies.cluster.node_facts import NodeFacts, read_node
 from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo, is_live, pod_info
+from gangkeeper.policies.dra.resource_names import resource_text
 from gangkeeper.policies.fit.feasibility import check_gang
 from gangkeeper.policies.release.budgets import read_budgets
 from gangkeeper.policies.release.explain import HOLDING_CODES, Target, explain, render
@@ -437,7 +438,9 @@ def _fleet(
             cells += [free] * (total - len(cells))
             rows.append(NodeRow(
                 name=name, domain=facts.labels.get(topology_key, "") if topology_key else "",
-                resource=resource, cells=tuple(cells), cordoned=facts.unschedulable,
+                # Worded: a class's devices are `dra:<class>` to the packing only.
+                resource=resource_text(resource), cells=tuple(cells),
+                cordoned=facts.unschedulable,
                 taints=tuple(f"{t.key}={t.value}:{t.effect}" if t.value else
                              f"{t.key}:{t.effect}" for t in facts.taints),
                 ready=facts.ready,
