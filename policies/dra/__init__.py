@@ -1,7 +1,7 @@
 """Dynamic Resource Allocation (resource.k8s.io/v1): what devices nodes offer a class.
 
 - `slices`: ResourceSlices to the devices each node can use, by pool (the newest
-  generation of each pool only; incomplete pools left out, as the scheduler's
+  generation of each pool only; incomplete and invalid pools left out, as the scheduler's
   allocator does).
 - `classes`: DeviceClasses, and which devices a class's CEL selectors accept.
 - `capacity`: per node, how many devices each class can be given, or "unknown".

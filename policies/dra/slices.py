@@ -9,13 +9,16 @@ Fields, as `k8s.io/api/resource/v1/types.go` defines them:
   a quantity), `consumesCounters`, `nodeName`/`nodeSelector`/`allNodes` (with
   perDeviceNodeSelection), `allowMultipleAllocations`, `taints`, `bindingConditions`.
 
-Which slices count for a node follows the scheduler's allocator, as read in
-`staging/src/k8s.io/dynamic-resource-allocation/structured/internal/experimental/pools.go`
-(`GatherPools`, `addSlice`, `poolIsIncomplete`; resource/v1): slices are grouped by (driver, pool)
-among those that select the node (slices with `sharedCounters` always count); a slice
-of an older `pool.generation` than another of its pool is out-dated and dropped, a
-newer one replaces the older; a pool with fewer slices than its `resourceSliceCount`
-is incomplete and the allocator allocates nothing from it, so neither do we count it.
+Which slices count for a node follows kube-scheduler's allocator, as read in
+`staging/src/k8s.io/dynamic-resource-allocation/structured/internal/stable/pools_stable.go`
+(`GatherPools`, `addSlice`, `poolIsInvalid`; resource/v1): slices are grouped by
+(driver, pool) among those that select the node (slices with `sharedCounters` always
+count); a slice of an older `pool.generation` than another of its pool is out-dated and
+dropped, a newer one replaces the older. A pool is incomplete when its slices of the
+newest generation are not as many as its `resourceSliceCount` (`!=`: fewer, or more
+while a driver rewrites it), and invalid when a device name appears twice in it
+(`InvalidReason` "duplicate device name"); `allocator_stable.go` skips both
+(`pool.IsIncomplete || pool.IsInvalid`), so neither do we count their devices.
 
 Pure: plain dicts in, frozen dataclasses out.
 """
@@ -198,10 +201,22 @@ def _selects_node(piece: ResourceSlice, node: str, labels: Mapping[str, str]) ->
     return any(s is not None and s.matches(node, labels) for _d, s in piece.devices)
 
 
+def _has_duplicate_names(pool: list[ResourceSlice]) -> bool:
+    """`poolIsInvalid`: a device name listed twice among a pool's slices."""
+    seen: set[str] = set()
+    for piece in pool:
+        for device, _own in piece.devices:
+            if device.name in seen:
+                return True
+            seen.add(device.name)
+    return False
+
+
 def node_devices(
     slices: Iterable[ResourceSlice], node: str, labels: Mapping[str, str]
 ) -> list[Device]:
-    """The devices `node` can be allocated: those of complete pools, newest generation."""
+    """The devices `node` can be allocated: those of complete, valid pools, newest
+    generation (module docstring)."""
     pools: dict[tuple[str, str], list[ResourceSlice]] = {}
     for piece in slices:
         if not _selects_node(piece, node, labels):
@@ -216,10 +231,13 @@ def node_devices(
     for held in pools.values():
         # Incomplete: the allocator does not allocate from it. Slices of one generation
         # that disagree on the count are a driver mid-update; the allocator takes the
-        # first one's, an order we do not have, so the smallest decides: a device
-        # counted too many at worst lets a gang wait, one too few would refuse it.
-        if len(held) < min(piece.slice_count for piece in held):
+        # first one's, an order we do not have, so the pool counts when any of theirs
+        # makes it complete: a device counted too many at worst lets a gang wait, one
+        # too few would refuse it.
+        if len(held) not in {piece.slice_count for piece in held}:
             continue
+        if _has_duplicate_names(held):
+            continue  # invalid: the allocator allocates nothing from it
         for piece in held:
             devices += [
                 d for d, own in piece.devices

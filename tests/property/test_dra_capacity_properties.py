@@ -6,6 +6,7 @@ and core/v1 PodResourceClaim (`resourceClaimName`).
 
 from __future__ import annotations
 
+from itertools import permutations
 from typing import Any
 
 from hypothesis import given, settings
@@ -38,6 +39,7 @@ def slices(draw: st.DrawFn) -> list[dict[str, Any]]:
     """Slices of a few pools on node-0 or node-1, any generations, maybe incomplete."""
     out = []
     for i in range(draw(st.integers(0, 6))):
+        base = draw(st.one_of(st.just(i), st.integers(0, i)))
         out.append({
             "metadata": {"name": f"s{i}"},
             "spec": {
@@ -48,7 +50,9 @@ def slices(draw: st.DrawFn) -> list[dict[str, Any]]:
                     "generation": draw(st.integers(0, 2)),
                     "resourceSliceCount": draw(st.integers(1, 3)),
                 },
-                "devices": [{"name": f"d{i}-{j}"} for j in range(draw(st.integers(0, 8)))],
+                # Mostly a name of its own; sometimes another slice's (a pool listing
+                # a device twice is invalid).
+                "devices": [{"name": f"d{base}-{j}"} for j in range(draw(st.integers(0, 8)))],
             },
         })  # fmt: skip
     return out
@@ -65,6 +69,49 @@ def test_a_count_never_exceeds_the_devices_the_nodes_slices_list(raw: list[dict[
     )  # fmt: skip
     assert counted is not UNKNOWN
     assert 0 <= counted <= listed
+
+
+def gather_pools(raw: list[dict[str, Any]], node: str) -> int:
+    """A reference model of kube-scheduler's pool rules, transcribed from
+    `k8s.io/dynamic-resource-allocation/structured/internal/stable/pools_stable.go`
+    (GatherPools, addSlice, poolIsInvalid) for slices with `nodeName`, in the order
+    given: the DRIVER's devices of pools that are neither incomplete nor invalid."""
+    pools: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for s in raw:
+        spec = s["spec"]
+        if spec["nodeName"] != node:
+            continue
+        held = pools.setdefault((spec["driver"], spec["pool"]["name"]), [])
+        if held and spec["pool"]["generation"] < held[0]["pool"]["generation"]:
+            continue  # out-dated
+        if held and spec["pool"]["generation"] > held[0]["pool"]["generation"]:
+            held.clear()  # newer, replaces all old slices
+        held.append(spec)
+    total = 0
+    for (driver, _), held in pools.items():
+        incomplete = len(held) != held[0]["pool"]["resourceSliceCount"]
+        names = [d["name"] for spec in held for d in spec["devices"]]
+        invalid = len(names) != len(set(names))
+        if driver == DRIVER and not incomplete and not invalid:
+            total += len(names)
+    return total
+
+
+@settings(max_examples=200, deadline=None)
+@given(slices())
+def test_the_count_is_the_schedulers_pool_rules_in_the_most_favourable_order(
+    raw: list[dict[str, Any]],
+) -> None:
+    """Only a pool's newest generation counts, and only when it is complete (as many
+    slices as `resourceSliceCount`) and valid (no device name twice). Upstream takes
+    the count of the first slice it met, so slices of one generation that disagree on
+    it make the verdict depend on the order they arrive in; gangkeeper, having no
+    order, counts what the most favourable order gives (too many at worst lets a gang
+    wait; too few would refuse one that could run). Where they agree, that is the
+    count in every order."""
+    read = [read_resource_slice(s) for s in raw]
+    counted = class_capacity(CLASS, node_devices(read, "node-0", {}))
+    assert counted == max(gather_pools(list(order), "node-0") for order in permutations(raw))
 
 
 @settings(max_examples=200, deadline=None)

@@ -102,6 +102,28 @@ def test_an_incomplete_pool_is_not_counted_as_the_allocator_skips_it() -> None:
     assert count([one_of_two, other_half]) == 9
 
 
+def test_a_pool_with_more_slices_than_its_count_is_incomplete_and_not_counted() -> None:
+    """`pools_stable.go` GatherPools: `IsIncomplete = len(Slices) != resourceSliceCount`
+    (not `<`): two slices of a pool that says it has one are a pool mid-update."""
+    first = resource_slice(count=4, slices=1)
+    second = resource_slice(count=0, slices=1, devices=[device("gpu-4"), device("gpu-5")])
+    assert count([first]) == 4
+    assert count([first, second]) == 0
+
+
+def test_a_pool_listing_a_device_name_twice_is_invalid_and_offers_nothing() -> None:
+    """`pools_stable.go` poolIsInvalid ("duplicate device name"): the allocator skips an
+    invalid pool (allocator_stable.go: `pool.IsIncomplete || pool.IsInvalid`)."""
+    half = [device(f"gpu-{i}") for i in range(2)]
+    twice = [resource_slice(slices=2, devices=half), resource_slice(slices=2, devices=half)]
+    assert count(twice) == 0
+    within_one = resource_slice(devices=[device("gpu-0"), device("gpu-0"), device("gpu-1")])
+    assert count([within_one]) == 0
+    # Another pool on the node is not spoiled by it.
+    other = resource_slice(pool="other", devices=[device("gpu-0"), device("gpu-1")])
+    assert count([*twice, other]) == 2
+
+
 def test_node_selector_and_all_nodes_slices_reach_the_nodes_they_select() -> None:
     rack = resource_slice(None, count=2, pool="rack-a", nodeSelector={"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["a"]}]}]})
