@@ -60,7 +60,9 @@ def group_name(gang: GangObservation) -> str:
     return gang.label
 
 
-def min_resources(gang: GangObservation) -> dict[str, str]:
+def min_resources(
+    gang: GangObservation, served_by_devices: frozenset[str] = frozenset()
+) -> dict[str, str]:
     """GPU requests of the `minMember` smallest members: the least the group needs.
 
     Members that arrive only after release are not among them: a scheduler waiting
@@ -70,13 +72,18 @@ def min_resources(gang: GangObservation) -> dict[str, str]:
     out: Coscheduling's PreFilter (`CheckClusterResource`, scheduler-plugins
     pkg/coscheduling/core/core.go) sums each resource over the Nodes' allocatable,
     which never lists such a name, so the group would wait for ever. Its Filter and
-    the allocator still check the devices, one member at a time."""
+    the allocator still check the devices, one member at a time. So are the
+    resources in `served_by_devices`, the `extendedResourceName`s of the DeviceClasses
+    known (KEP-5004): kube-scheduler serves such a request from the class's devices
+    on Nodes whose allocatable lists none of it, and a sum over allocatable would
+    miss those devices (on a cluster in transition, device-plugin Nodes list some:
+    too few, and the group would wait for ever just the same)."""
     need = gang.needed_before_release or gang.present
     totals: dict[str, int] = {}
     smallest = sorted(gang.members, key=lambda m: sum(m.demand.values()))[:need]
     for member in smallest:
         for resource, amount in member.demand.items():
-            if not resource.startswith(DEVICE_PREFIX):
+            if not resource.startswith(DEVICE_PREFIX) and resource not in served_by_devices:
                 totals[resource] = totals.get(resource, 0) + amount
     return {resource: str(amount) for resource, amount in sorted(totals.items())}
 
@@ -90,8 +97,12 @@ def _priority_class(gang: GangObservation) -> str:
     return max(named, key=lambda m: (m.priority, m.priority_class)).priority_class
 
 
-def group_object(gang: GangObservation, resource: GroupResource) -> dict[str, Any]:
-    """The PodGroup to create for `gang` in `resource`'s API group and version."""
+def group_object(
+    gang: GangObservation, resource: GroupResource,
+    served_by_devices: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """The PodGroup to create for `gang` in `resource`'s API group and version;
+    `served_by_devices`: resources DeviceClasses serve (`min_resources`)."""
     min_member = gang.needed_before_release or gang.present
     metadata: dict[str, Any] = {
         "name": group_name(gang),
@@ -108,7 +119,7 @@ def group_object(gang: GangObservation, resource: GroupResource) -> dict[str, An
             spec["priorityClassName"] = priority_class
     else:
         spec = {"minMember": min_member}
-        wanted = min_resources(gang)
+        wanted = min_resources(gang, served_by_devices)
         if wanted:
             spec["minResources"] = wanted
     return {

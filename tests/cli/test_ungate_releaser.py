@@ -84,3 +84,23 @@ def test_a_member_changed_where_the_plan_reads_is_left_gated_and_said(
     assert GATE in gates(stored(api, "train-1"))
     err = capsys.readouterr().err
     assert "team/train-1: left gated (conflict)" in err and "run it again" in err
+
+
+def test_gpus_a_device_class_serves_stay_out_of_the_podgroups_min_resources(
+    api: FakeApi, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As the controller's PodGroup (test_controller_podgroups.py): where a DeviceClass
+    serves `nvidia.com/gpu` by `extendedResourceName` (KEP-5004), Coscheduling's
+    PreFilter would sum a resource DRA-only Nodes do not list, and wait for ever."""
+    api.objects[PODS].clear()
+    api.seed(PODS, *members("train", 2, gpus=4, backend="coscheduling"))
+    api.seed("/apis/resource.k8s.io/v1/deviceclasses", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": "gpu.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}],
+                 "extendedResourceName": "nvidia.com/gpu"}})  # fmt: skip
+    listed(api, monkeypatch)
+    assert ungate.run(ARGS) == 0
+    [group] = [obj for path, objs in api.objects.items() if path.endswith("/podgroups")
+               for obj in objs.values()]
+    assert group["spec"] == {"minMember": 2}

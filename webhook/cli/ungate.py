@@ -18,7 +18,8 @@ those gangs may then bind partly. `--dry-run` only lists.
 
 Exit codes: 0 no gang left gated, 1 gangs left gated (or a patch refused), 2 bad input
 or the API unreachable. I/O: lists Pods, Nodes (and ProvisioningRequests where the
-config asks through them), writes PodGroups and pod patches, deletes placeholder pods.
+config asks through them, and DeviceClasses: a resource one serves is left out of a
+PodGroup's minResources), writes PodGroups and pod patches, deletes placeholder pods.
 """
 
 from __future__ import annotations
@@ -127,13 +128,33 @@ def _releaser(rest: Api, config: Config) -> Iterator[Releaser]:
     def nothing(*_: Any, **__: Any) -> None:
         return None
 
+    served = _served_by_devices(rest)
     with ThreadPoolExecutor(8, thread_name_prefix="ungate") as pool:
         placeholders = PlaceholderWriter(rest, config, pool=lambda: pool, emit=nothing,
                                          count=nothing, write_query=WRITE_QUERY)
         yield Releaser(
-            rest, GroupWriter(rest, nothing), placeholders.delete,
+            rest, GroupWriter(rest, nothing, lambda: served), placeholders.delete,
             lambda raw: pod_info(raw, config) if is_live(raw) else None, nothing,
         )
+
+
+def _served_by_devices(rest: Api) -> frozenset[str]:
+    """The resources DeviceClasses serve by `extendedResourceName`, which a PodGroup
+    leaves out of minResources as the controller's does; a class that cannot be read
+    counts as absent, as in the controller's view."""
+    from gangkeeper.policies.dra import read_device_class
+    from gangkeeper.policies.errors import PolicyError
+
+    from ..kube.device_view import CLASSES, served_by_classes
+    from ..kube.informer import list_readable
+
+    classes = []
+    for obj in list_readable(rest, CLASSES.path):
+        try:
+            classes.append(read_device_class(obj))
+        except PolicyError:
+            continue
+    return served_by_classes(classes)
 
 
 def _release(releaser: Releaser, release: Release) -> int:

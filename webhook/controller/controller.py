@@ -177,7 +177,7 @@ class GangController:
         self.series = Series()
         #: Pending gangs by reason, wait and gate-removal histograms (`timings`).
         self.timings = GangTimings()
-        self.groups = GroupWriter(self.rest, self.series.add)
+        self.groups = GroupWriter(self.rest, self.series.add, self._served_by_devices)
         self.events = GangEvents(
             self.rest, self.identity, lambda: self._pool, may_write=lambda: not self._fenced(),
         )
@@ -231,6 +231,11 @@ class GangController:
             wake=self._dirty.set, may_write=lambda: not self._fenced(),
             senders=Senders(self.placeholders, self.requests, self.watchdog, self.preemptions),
         )
+
+    def _served_by_devices(self) -> frozenset[str]:
+        """Resources DeviceClasses serve by `extendedResourceName` (none without
+        `devices`): PodGroups leave them out of minResources."""
+        return self.devices.extended_names() if self.devices is not None else frozenset()
 
     def _release_pool(self) -> ThreadPoolExecutor:
         pool = self._pool

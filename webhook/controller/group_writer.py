@@ -11,6 +11,7 @@ May do API I/O (creates, discovery); what the object holds is
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from gangkeeper.policies import catalogue as cat
 from gangkeeper.policies.cluster.observed_gangs import GangObservation
@@ -34,9 +35,13 @@ log = logging.getLogger(__name__)
 class GroupWriter:
     """Creates group objects through `rest`; counts what it did through `count`."""
 
-    def __init__(self, rest: Api, count: Count) -> None:
+    def __init__(self, rest: Api, count: Count,
+                 served_by_devices: Callable[[], frozenset[str]] = frozenset) -> None:
         self.rest = rest
         self._count = count
+        #: The resources DeviceClasses serve by `extendedResourceName`, now: kept out
+        #: of minResources (`groups.min_resources`).
+        self._served_by_devices = served_by_devices
         self._native: GroupResource | None = None
         self._native_checked = False
 
@@ -72,7 +77,7 @@ class GroupWriter:
             )
             self._count(cat.GANG_GROUP_ERRORS, (("backend", gang.backend),))
             return False
-        body = group_object(gang, resource)
+        body = group_object(gang, resource, self._served_by_devices())
         path = f"/apis/{resource.api_version}/namespaces/{gang.namespace}/{resource.plural}"
         try:
             self.rest.request("POST", path, WRITE_QUERY, body=body)

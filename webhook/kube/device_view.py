@@ -248,6 +248,10 @@ class DeviceView:
             for node in self._with_devices(nodes):
                 self._sink.upsert(node)
 
+    def extended_names(self) -> frozenset[str]:
+        """The resources the known DeviceClasses serve by `extendedResourceName`."""
+        return served_by_classes(self.classes.values())
+
     @property
     def stores(self) -> tuple[_Store, ...]:
         """The view's subscribers, one per kind of `RESOURCES`."""
@@ -325,6 +329,12 @@ class DeviceView:
             return answer
 
         return with_devices
+
+
+def served_by_classes(classes: list[DeviceClass]) -> frozenset[str]:
+    """The `extendedResourceName`s of `classes` (KEP-5004: requests of such a name are
+    served from the class's devices where a Node lists none of it)."""
+    return frozenset(c.extended_resource_name for c in classes if c.extended_resource_name)
 
 
 def _has_claims(value: Any, depth: int = 0) -> bool:

@@ -136,3 +136,50 @@ def test_a_dra_gangs_podgroup_leaves_its_devices_out_of_min_resources(resource: 
     assert dict(observed.members[1].demand) == {"dra:gpu.example.com": 8}
     obj = group_object(observed, resource)  # type: ignore[arg-type]
     assert obj["spec"] == {"minMember": 4, "minResources": {"nvidia.com/gpu": "1"}}
+
+
+class _Recorded:
+    """A rest client that keeps what it is asked to create (GroupWriter's one call)."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, object]] = []
+
+    def request(self, method: str, path: str, query: object, body: dict[str, object]) -> None:
+        self.bodies.append(body)
+
+
+@pytest.mark.parametrize("backend", ["coscheduling", "volcano"])
+def test_gpus_a_device_class_serves_by_extended_resource_name_stay_out_of_min_resources(
+    backend: str,
+) -> None:
+    """KEP-5004: a DeviceClass with `extendedResourceName: nvidia.com/gpu` serves plain
+    `nvidia.com/gpu` requests from its devices on Nodes whose allocatable lists none.
+    Coscheduling's PreFilter (CheckClusterResource) sums the Nodes' allocatable, which
+    on such Nodes holds no `nvidia.com/gpu`: in minResources the group would wait for
+    ever. The controller knows the classes (GangController(devices=True)), so the
+    PodGroup it creates leaves that resource out, and keeps the others."""
+    from kubernetes.client import ApiClient
+
+    from gangkeeper.webhook.controller import GangController
+
+    built = GangController(ApiClient(), Config(), namespace="gangkeeper-system",
+                           identity="test", devices=True)
+    assert built.devices is not None
+    served = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+              "metadata": {"name": "gpu.example.com"},
+              "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}],
+                       "extendedResourceName": "nvidia.com/gpu"}}  # fmt: skip
+    recorded = _Recorded()
+    built.groups.rest = recorded  # type: ignore[assignment]
+    pods = members("train", 4, gpus=8, owner=OWNER, backend=backend)
+    pods[0]["spec"]["containers"][0]["resources"]["limits"]["amd.com/gpu"] = "1"  # type: ignore[index]
+    cfg = Config()
+    observed = observe_gangs([pod_info(p, cfg) for p in pods], cfg)[0]
+
+    assert built.groups.ensure(observed)  # no class yet: the GPUs are the Nodes' own
+    assert recorded.bodies[-1]["spec"]["minResources"] == {  # type: ignore[index]
+        "amd.com/gpu": "1", "nvidia.com/gpu": "32"}
+
+    built.devices.classes.upsert(served)
+    assert built.groups.ensure(observed)
+    assert recorded.bodies[-1]["spec"] == {"minMember": 4, "minResources": {"amd.com/gpu": "1"}}
