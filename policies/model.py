@@ -19,6 +19,9 @@ KubeObject = Mapping[str, Any]
 #: the node with no bound pod counting them (`dra.allocated`). The controller counts
 #: them as used; "could ever run" does not.
 HELD_BY_CLAIMS = "gangkeeper.io/heldByClaims"
+#: Before a DeviceClass's name in the resource its devices are counted as on a Node
+#: (`dra.resource_names`; a declared pool's `devices`, `settings.config`).
+DEVICE_RESOURCE_PREFIX = "dra:"
 
 #: For `isinstance(value, JSON_OBJECT)`: true for any Mapping, like `isinstance(value,
 #: Mapping)`, but a dict (every object decoded from JSON) is answered by a C type

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from ..model import DEVICE_RESOURCE_PREFIX
 from ..settings.config import Config
 from .node_resources import OtherResources, OtherVector, pool_vector
 from .node_shapes import NodeShape
@@ -38,8 +39,16 @@ class DeclaredPool:
     headroom: int
 
     def owns(self, labels: Mapping[str, str], gpus: GpuVector) -> bool:
-        """Whether a live node of these labels and GPUs is one of this pool's nodes."""
+        """Whether a live node of these labels and GPUs is one of this pool's nodes.
+
+        A pool of DRA devices (`dra:<class>` among its GPUs) is compared on the names
+        it declares only: the live path also gives a DRA Node the class's
+        `extendedResourceName` where the Node lists none (`policies.dra.extended`),
+        the same devices under a second name the pool need not declare."""
         matching = all(labels.get(k) == v for k, v in self.labels.items())
+        if any(name.startswith(DEVICE_RESOURCE_PREFIX) for name, _ in self.gpus):
+            declared = {name for name, _ in self.gpus}
+            gpus = tuple((name, n) for name, n in gpus if name in declared)
         return bool(self.labels) and gpus == self.gpus and matching
 
 

@@ -11,8 +11,10 @@ Pure: strings only.
 
 from __future__ import annotations
 
+from ..model import DEVICE_RESOURCE_PREFIX
+
 #: Before a class's name in the resource that counts its devices.
-PREFIX = "dra:"
+PREFIX = DEVICE_RESOURCE_PREFIX
 #: Between a class and the claim in a shared claim's resource name.
 SHARED = "@"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
 from ..errors import InvalidConfig, InvalidObject
-from ..model import Backend, Taint
+from ..model import DEVICE_RESOURCE_PREFIX, Backend, Taint
 from ..quantity import gpu_count, parse_quantity
 from .autoscaling import KEYS as AUTOSCALING_KEYS
 from .autoscaling import Autoscaling, load_autoscaling
@@ -82,6 +82,10 @@ class NodePool:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     allocatable: Mapping[str, int] = field(default_factory=dict)
+    #: DRA devices a node of the pool will publish: DeviceClass name -> count per node.
+    #: Also in `allocatable`, as `dra:<class>`: the name the live path counts a class's
+    #: devices by on a Node (`policies.dra.extended`), so both count alike.
+    devices: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -234,10 +238,29 @@ def _amount(key: str, resource: str, value: object, gpu_patterns: tuple[str, ...
     return math.floor(amount)
 
 
+def _device_count(key: str, value: object) -> int:
+    """A pool's devices of one class per node: a whole number ≥ 1 ("8" as YAML may
+    quote it too)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidConfig(key, f"must be a positive integer, got {value!r}")
+    return value
+
+
+def _devices(key: str, raw: object) -> dict[str, int]:
+    """`devices: {<DeviceClass name>: <count per node>}`."""
+    return {
+        string(key, name): _device_count(f"{key}.{name}", value)
+        for name, value in mapping(key, raw).items()
+    }
+
+
 def _pool(key: str, raw: object, gpu_patterns: tuple[str, ...]) -> NodePool:
     data = mapping(key, raw)
     reject_unknown(
-        data, ("name", "maxCount", "labels", "taints", "allocatable"), key, list_known=False
+        data, ("name", "maxCount", "labels", "taints", "allocatable", "devices"), key,
+        list_known=False,
     )
     name = string(f"{key}.name", data.get("name"))
     labels = {
@@ -263,12 +286,20 @@ def _pool(key: str, raw: object, gpu_patterns: tuple[str, ...]) -> NodePool:
         string(f"{key}.allocatable", k): _amount(f"{key}.allocatable.{k}", str(k), v, gpu_patterns)
         for k, v in mapping(f"{key}.allocatable", given(data, "allocatable", {})).items()
     }
+    devices = _devices(f"{key}.devices", given(data, "devices", {}))
+    for name, amount in devices.items():
+        resource = DEVICE_RESOURCE_PREFIX + name
+        if resource in allocatable:
+            raise InvalidConfig(f"{key}.allocatable.{resource}",
+                                f"give the devices of DeviceClass {name} in {key}.devices")
+        allocatable[resource] = amount
     return NodePool(
         name=name,
         max_count=count(f"{key}.maxCount", data.get("maxCount"), minimum=1),
         labels=labels,
         taints=tuple(taints),
         allocatable=allocatable,
+        devices=devices,
     )
 
 

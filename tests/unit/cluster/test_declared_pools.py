@@ -108,3 +108,51 @@ def test_pool_nodes_are_always_the_larger_of_live_and_max_count(
             live.pop(name, None)
         owned = sum(live.values())
         assert pool_nodes(capacity) == max(owned, max_count)
+
+
+# --- pools of DRA devices (`devices: {<DeviceClass>: <count per node>}`) ------------------
+
+DEVICES = "dra:gpu.example.com"  # the live path's name for the class's devices
+
+
+def device_config(max_count: int | None) -> Any:
+    """With a pool of `max_count` nodes of 8 devices of DeviceClass gpu.example.com (no
+    pool: None), counting `dra:` names as the server and controller do (devices on)."""
+    from gangkeeper.webhook.kube.device_view import with_device_names
+
+    pools = [] if max_count is None else [{
+        "name": "h100-dra", "maxCount": max_count, "labels": POOL,
+        "devices": {"gpu.example.com": 8}, "allocatable": {"cpu": "64"}}]
+    return with_device_names(load_config({"pools": pools}))
+
+
+def dra_gang(members: int) -> Gang:
+    role = Role("worker", members, {DEVICES: 8}, ON_POOL, requests={"cpu": 1000})
+    return Gang("team", "llm", members, (role,), Source("batch/v1", "Job", "team", "llm"))
+
+
+def test_a_dra_gang_waiting_for_a_pool_that_declares_its_devices_is_admitted() -> None:
+    """A cluster in transition: one device-plugin GPU node, no DRA node yet, and an
+    autoscaled pool whose nodes will publish 8 devices each."""
+    plugin_node = [node("n0")]
+    without = check_gang(dra_gang(4), Capacity.from_nodes(plugin_node, device_config(None)))
+    assert not without.allowed  # no node offers the class's devices
+    capacity = Capacity.from_nodes(plugin_node, device_config(4))
+    assert check_gang(dra_gang(4), capacity).allowed
+    beyond = check_gang(dra_gang(5), capacity)
+    assert not beyond.allowed
+    assert "40" in beyond.reason and "32" in beyond.reason, beyond.reason
+
+
+def test_a_live_dra_node_of_the_pool_is_one_of_its_nodes() -> None:
+    """A node the pool made reaches the capacity with its devices as the live path
+    gives them (`dra:<class>`, and the class's extendedResourceName where it serves
+    one): it is one of the pool's maxCount, not one more."""
+    capacity = Capacity(device_config(4))
+    assert pool_nodes(capacity) == 4
+    made = node("n0", gpus=8, labels=POOL)  # nvidia.com/gpu served by the class
+    made["status"]["allocatable"][DEVICES] = "8"
+    capacity.upsert_node(made)
+    assert pool_nodes(capacity) == 4
+    verdict = check_gang(dra_gang(5), capacity)
+    assert not verdict.allowed and "32" in verdict.reason, verdict.reason

@@ -96,6 +96,36 @@ def test_null_sections_take_their_defaults() -> None:
     assert config == Config()
 
 
+def test_a_pools_devices_count_as_its_dra_allocatable() -> None:
+    """`devices: {<DeviceClass>: <count per node>}`: the devices a node of the pool will
+    publish, under the name the live path counts a class's devices by."""
+    config = load_config({"pools": [{"name": "p", "maxCount": 2,
+                                     "devices": {"gpu.example.com": "8"}}]})
+    assert config.pools[0].devices == {"gpu.example.com": 8}
+    assert config.pools[0].allocatable == {"dra:gpu.example.com": 8}
+
+
+@pytest.mark.parametrize(
+    ("devices", "message"),
+    [
+        ({"gpu.example.com": 0}, "pools[0].devices.gpu.example.com: must be a positive integer"),
+        ({"gpu.example.com": "eight"},
+         "pools[0].devices.gpu.example.com: must be a positive integer"),
+        ({"gpu.example.com": 1.5}, "pools[0].devices.gpu.example.com: must be a positive integer"),
+        ({"gpu.example.com": True}, "pools[0].devices.gpu.example.com: must be a positive integer"),
+        ({"": 8}, "pools[0].devices: "),
+        (["gpu.example.com"], "pools[0].devices: "),
+    ],
+    ids=["zero", "word", "fraction", "boolean", "no-class-name", "a-list"],
+)
+def test_a_bad_pool_devices_value_is_an_error_naming_the_field(
+    devices: object, message: str
+) -> None:
+    with pytest.raises(InvalidConfig) as caught:
+        load_config({"pools": [{"name": "p", "maxCount": 1, "devices": devices}]})
+    assert message in str(caught.value), str(caught.value)
+
+
 def test_pool_allocatable_accepts_quantity_strings() -> None:
     config = load_config(
         {"pools": [{"name": "p", "maxCount": 1, "allocatable": {"x.com/gpu": "4"}}]}
