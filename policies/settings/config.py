@@ -287,11 +287,11 @@ def _pool(key: str, raw: object, gpu_patterns: tuple[str, ...]) -> NodePool:
         for k, v in mapping(f"{key}.allocatable", given(data, "allocatable", {})).items()
     }
     devices = _devices(f"{key}.devices", given(data, "devices", {}))
-    for name, amount in devices.items():
-        resource = DEVICE_RESOURCE_PREFIX + name
+    for device_class, amount in devices.items():
+        resource = DEVICE_RESOURCE_PREFIX + device_class
         if resource in allocatable:
             raise InvalidConfig(f"{key}.allocatable.{resource}",
-                                f"give the devices of DeviceClass {name} in {key}.devices")
+                                f"give the devices of DeviceClass {device_class} in {key}.devices")
         allocatable[resource] = amount
     return NodePool(
         name=name,

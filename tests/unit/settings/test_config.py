@@ -101,6 +101,7 @@ def test_a_pools_devices_count_as_its_dra_allocatable() -> None:
     publish, under the name the live path counts a class's devices by."""
     config = load_config({"pools": [{"name": "p", "maxCount": 2,
                                      "devices": {"gpu.example.com": "8"}}]})
+    assert config.pools[0].name == "p"
     assert config.pools[0].devices == {"gpu.example.com": 8}
     assert config.pools[0].allocatable == {"dra:gpu.example.com": 8}
 
