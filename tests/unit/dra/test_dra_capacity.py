@@ -202,3 +202,34 @@ def test_a_class_selector_without_an_expression_is_an_error_naming_the_field() -
     where = r"DeviceClass gpu.example.com: spec.selectors\[0\].cel.expression"
     with pytest.raises(InvalidObject, match=where):
         read_device_class(body)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        # kubernetes-sigs/dra-example-driver,
+        # deployments/helm/dra-example-driver/templates/deviceclass.yaml (class gpu.example.com)
+        ("device.driver == 'gpu.example.com'", 8),
+        # The same class, as a driver of another name sees it: no device of it.
+        ("device.driver == 'nic.example.com'", 0),
+        # kubernetes.io, Dynamic Resource Allocation, "extended resource" DeviceClass
+        # (extendedResourceName: example.com/gpu)
+        ("device.driver == 'gpu.example.com' && device.attributes['gpu.example.com'].type == 'gpu'",
+         8),
+        # The Kubernetes API reference's CELDeviceSelector example attributes, with the
+        # driver's domain: ours have model "h100".
+        ('device.attributes["gpu.example.com"].model == "h100"', 8),
+        # kubernetes.io DRA examples: a capacity compared through quantity(), a
+        # Kubernetes CEL library this package does not have: undecided, count unknown.
+        ('device.capacity["gpu.example.com"].memory.compareTo(quantity("10Gi")) >= 0', UNKNOWN),
+    ],
+    ids=["example-driver-class", "other-driver", "docs-extended-resource-class",
+         "api-reference-attribute", "docs-quantity"],
+)  # fmt: skip
+def test_upstream_selector_examples_get_the_verdict_this_cel_can_give(
+    expression: str, expected: int | object,
+) -> None:
+    devices = [device(f"gpu-{i}") for i in range(8)]
+    for d in devices:
+        d["attributes"]["type"] = {"string": "gpu"}  # as the docs' class expects
+    assert count([resource_slice(devices=devices)], device_class(expression)) == expected
