@@ -4,9 +4,12 @@ the objects a driver's kubelet plugin and the cluster admin would create, as
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gangkeeper.policies.dra import (
     class_capacity,
@@ -71,3 +74,19 @@ def test_another_kind_in_the_fleet_is_refused_naming_it() -> None:
     with pytest.raises(SandboxError, match="fleet item 1: expected kind Node, ResourceSlice, "
                        "DeviceClass, got Job"):
         split_fleet([entry("a"), {"kind": "Job"}])
+
+
+def test_the_fleet_entry_docs_sandbox_md_shows_publishes_eight_h100_devices() -> None:
+    text = (Path(__file__).parents[3] / "docs" / "sandbox.md").read_text()
+    section = text.split("### GPUs as DRA devices", 1)[1]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block, "docs/sandbox.md's DRA section shows no fleet entry"
+    nodes, objects = split_fleet(yaml.safe_load(block.group(1)))
+    assert [n["metadata"]["name"] for n in nodes] == ["dra-node-0"]
+    [klass] = [o for o in objects if o["kind"] == "DeviceClass"]
+    [piece] = [o for o in objects if o["kind"] == "ResourceSlice"]
+    assert klass["metadata"]["name"] == piece["spec"]["driver"] == "gpu.example.com"
+    assert len(piece["spec"]["devices"]) == 8
+    assert {d["attributes"]["productName"]["string"] for d in piece["spec"]["devices"]} == {"H100"}
+    with pytest.raises(SandboxError, match=r"fleet item 3\.devices\.count: must be a positive"):
+        split_fleet([entry(f"n{i}") for i in range(3)] + [entry("bad", count=0)])
