@@ -22,6 +22,10 @@ HELD_BY_CLAIMS = "gangkeeper.io/heldByClaims"
 #: Before a DeviceClass's name in the resource its devices are counted as on a Node
 #: (`dra.resource_names`; a declared pool's `devices`, `settings.config`).
 DEVICE_RESOURCE_PREFIX = "dra:"
+#: After a class's name (`dra:<class>/all`): the one "whole node" of the class a Node
+#: offers, which a request of `allocationMode: All` takes (`dra.resource_names`,
+#: `cluster.whole_nodes`).
+WHOLE_NODE_SUFFIX = "/all"
 
 #: For `isinstance(value, JSON_OBJECT)`: true for any Mapping, like `isinstance(value,
 #: Mapping)`, but a dict (every object decoded from JSON) is answered by a C type

@@ -45,6 +45,7 @@ from .node_facts import NodeFacts, read_node
 from .node_resources import OtherResources, other_vector
 from .node_shapes import Bin, GpuVector, NodeShape, gpu_vector
 from .shape_eligibility import CACHE_LIMIT, ShapeEligibility, node_answer
+from .whole_nodes import free_of
 
 #: (shape id, GPUs per node, number of nodes, declared pool rather than live nodes)
 _Group = tuple[int, GpuVector, int, bool]
@@ -323,8 +324,9 @@ class Capacity:
     def _free_vector_of(self, entry: _Node, name: str) -> GpuVector:
         used = self._used.get(name, {})
         # Usage above allocatable happens briefly (allocatable shrank); free is then 0.
+        # A DRA class's whole node and its devices are tied (`whole_nodes`).
         return tuple(
-            (resource, max(0, amount - used.get(resource, 0)))
+            (resource, free_of(resource, amount, used))
             for resource, amount in entry.allocatable.items()
         )
 

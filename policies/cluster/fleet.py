@@ -45,6 +45,7 @@ from ..settings.config import Config
 from .capacity import Capacity
 from .node_facts import NodeFacts, read_node
 from .observed_gangs import PodInfo
+from .whole_nodes import free_amounts, free_of
 
 _Free = tuple[tuple[str, int], ...]
 #: Before a node's name: the uid its claims' held devices are counted under.
@@ -215,7 +216,7 @@ class Fleet:
         """Every resource still free on the node (allocatable less what pods take)."""
         facts = self.nodes[node_name]
         taken = self._taken.get(node_name, {})
-        return {r: max(0, a - taken.get(r, 0)) for r, a in facts.allocatable.items()}
+        return free_amounts(facts.allocatable, taken)
 
     def view(self, name: str) -> NodeView:
         """One node as the assigner sees it now (kept until what is free on it changes)."""
@@ -267,8 +268,7 @@ class Fleet:
 
     def free(self, node_name: str) -> dict[str, int]:
         facts = self.nodes[node_name]
-        used = self._used.get(node_name, {})
-        return {r: max(0, a - used.get(r, 0)) for r, a in facts.gpus.items()}
+        return free_amounts(facts.gpus, self._used.get(node_name, {}))
 
     def eligible(
         self, placement: Placement, *, held: bool = False, plain: bool = False
@@ -366,7 +366,7 @@ class Fleet:
         for name in self.eligible(pod.placement, plain=plain):
             # `free(name)` without building it: this runs for every pod in flight.
             gpus, used = self.nodes[name].gpus, self._used.get(name, _NONE)
-            if not all(gpus.get(r, 0) - used.get(r, 0) >= a for r, a in demand):
+            if not all(free_of(r, gpus.get(r, 0), used) >= a for r, a in demand):
                 continue
             if pinnable:
                 if not self.nodes[name].ready:

@@ -44,6 +44,7 @@ from ..settings.config import Config
 from .fleet import Fleet, NodeReader
 from .kept_capacity import KeptCapacity
 from .observed_gangs import PodInfo, flight_order
+from .whole_nodes import free_of
 
 #: A pod placed on a node, as the fleet counts it: (uid, node, GPU demand, requests).
 Placed = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
@@ -241,7 +242,7 @@ class KeptFleet:
         order = sorted(pinned.values(), key=flight_order)
         gpus: Mapping[str, int] = facts.gpus if facts is not None else {}
         for pod in order:
-            if all(gpus.get(r, 0) - used.get(r, 0) >= a for r, a in pod.demand.items()):
+            if all(free_of(r, gpus.get(r, 0), used) >= a for r, a in pod.demand.items()):
                 for resource, amount in pod.demand.items():
                     used[resource] = used.get(resource, 0) + amount
                 now[pod.uid] = placed(pod.uid, node, pod.demand, pod.requests)

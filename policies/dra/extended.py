@@ -12,8 +12,12 @@ as GPUs with no DRA knowledge of their own; the names are added to the config's
 `gpuResources` for that.
 
 Where a count is UNKNOWN (cluster/capacity.py) the node gets `UNCOUNTED` devices: nothing is
-refused on its account. An All request asks for the fewest devices any node offers the
-class (at least one): it takes the whole node, which is not charged. A shared
+refused on its account. An All request takes every device of its class on the node it
+lands on: it asks the fewest devices any node offers the class (at least one) and one
+`dra:<class>/all` (`resource_names.whole_name`), of which every node offering the class
+has one (`UNCOUNTED` where the count is unknown), so N such members need N nodes; on a
+node where claims hold devices of the class the whole node is held too
+(`cluster.whole_nodes` ties it to the devices' use by pods). A shared
 ResourceClaim (given in `shared`) becomes a limit of its own name, `dra:<class>@<claim>`,
 that `shared.charged_once` turns into one member's devices for the whole gang; one not
 given, or with `shared` None (the controller, which counts allocated claims on their
@@ -41,7 +45,7 @@ from .allocated import DeviceKey
 from .claims import DeviceDemand, pod_claims
 from .class_capacity import UNKNOWN, class_capacity
 from .classes import DeviceClass, SelectorVerdict, selects
-from .resource_names import PREFIX, shared_name
+from .resource_names import PREFIX, WHOLE, shared_name, whole_name
 from .slices import Device, ResourceSlice, node_devices
 
 #: What `with_claim_limits` looks into for pod specs (a dict first: a C type check).
@@ -96,6 +100,8 @@ def nodes_with_devices(
             if serves_extended:
                 allocatable[extended] = str(amount)
             allocatable[PREFIX + device_class.name] = str(amount)
+            allocatable[whole_name(device_class.name)] = str(UNCOUNTED if counted is UNKNOWN
+                                                              else 1)
             if counted is UNKNOWN:
                 continue
             fewest[device_class.name] = min(fewest.get(device_class.name, amount), amount)
@@ -103,6 +109,7 @@ def nodes_with_devices(
             if taken:
                 held_here = status.setdefault(HELD_BY_CLAIMS, {})
                 held_here[PREFIX + device_class.name] = taken
+                held_here[whole_name(device_class.name)] = 1  # All fails if any is taken
                 if serves_extended:
                     held_here[extended] = taken
         out.append(copied)
@@ -119,14 +126,16 @@ def _held(device_class: DeviceClass, devices: list[Device], held: frozenset[Devi
 
 def with_device_resources(config: Config, classes: Iterable[DeviceClass]) -> Config:
     """The config counting the classes' resources (and shared claims' devices) as GPUs."""
-    names = [n for c in classes for n in (PREFIX + c.name, shared_name(c.name, "*"))]
+    names = [n for c in classes for n in (PREFIX + c.name, shared_name(c.name, "*"),
+                                          whole_name(c.name), shared_name(c.name + WHOLE, "*"))]
     names += [c.extended_resource_name for c in classes if c.extended_resource_name]
     added = tuple(n for n in dict.fromkeys(names) if not config.is_gpu_resource(n))
     return dataclasses.replace(config, gpu_resources=(*config.gpu_resources, *added))
 
 
 def _limits(demand: DeviceDemand, fewest: Mapping[str, int], claim: str = "") -> dict[str, int]:
-    """`demand` as limits of `dra:<class>`, or of `claim`'s own names when it is shared."""
+    """`demand` as limits of `dra:<class>` (and `dra:<class>/all` for All), or of
+    `claim`'s own names when it is shared."""
 
     def name(class_name: str) -> str:
         return shared_name(class_name, claim) if claim else PREFIX + class_name
@@ -136,6 +145,7 @@ def _limits(demand: DeviceDemand, fewest: Mapping[str, int], claim: str = "") ->
         limits[name(class_name)] = count
     for class_name in demand.every:
         limits[name(class_name)] = limits.get(name(class_name), 0) + fewest.get(class_name, 1)
+        limits[name(class_name + WHOLE)] = 1  # one whole node, however many All requests
     return limits
 
 

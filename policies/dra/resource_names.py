@@ -1,34 +1,58 @@
 """The resource names DRA devices are counted under, and how messages name them.
 
 The packing counts a DeviceClass's devices as an extended resource `dra:<class>` of
-each Node (`extended`); a shared ResourceClaim's devices in a pod's limits are
-`dra:<class>@<claim>` until `shared.charged_once` gives them to one member. No such
-name exists in the cluster, so users never read one: `resource_text` words it, and
+each Node (`extended`), and the node as a whole, for requests of `allocationMode: All`,
+as one `dra:<class>/all` (`whole_name`; `cluster.whole_nodes` ties the two together).
+A shared ResourceClaim's devices in a pod's limits are `dra:<class>@<claim>` (and
+`dra:<class>/all@<claim>`) until `shared.charged_once` gives them to one member. No
+such name exists in the cluster, so users never read one: `resource_text` words it, and
 every message that names a resource goes through it.
+
+The grammar, after `dra:`: `<class>[/all][@<claim>]` (a class's name is a DNS
+subdomain: it holds no `/` and no `@`).
 
 Pure: strings only.
 """
 
 from __future__ import annotations
 
-from ..model import DEVICE_RESOURCE_PREFIX
+from ..model import DEVICE_RESOURCE_PREFIX, WHOLE_NODE_SUFFIX
 
 #: Before a class's name in the resource that counts its devices.
 PREFIX = DEVICE_RESOURCE_PREFIX
+#: After a class's name in the resource that counts its whole nodes.
+WHOLE = WHOLE_NODE_SUFFIX
 #: Between a class and the claim in a shared claim's resource name.
 SHARED = "@"
 
 
+def whole_name(device_class: str) -> str:
+    """The resource a node offers one of per class it offers devices of (All requests)."""
+    return f"{PREFIX}{device_class}{WHOLE}"
+
+
 def shared_name(device_class: str, claim: str) -> str:
-    """The limit naming `claim`'s devices of `device_class` in a pod sharing it."""
+    """The limit naming `claim`'s devices of `device_class` (or, for `device_class` +
+    `WHOLE`, its whole node) in a pod sharing it."""
     return f"{PREFIX}{device_class}{SHARED}{claim}"
+
+
+def counts_other_names(resource: str) -> bool:
+    """Whether `resource` counts what another name counts already (a class's whole
+    node): a fleet drawn device by device leaves it out."""
+    return resource.startswith(PREFIX) and resource.partition(SHARED)[0].endswith(WHOLE)
 
 
 def resource_text(resource: str) -> str:
     """How a message names a resource: `devices of DeviceClass <class>` for a class's
-    devices, the name itself for any other (nvidia.com/gpu, cpu)."""
+    devices, `nodes giving every device of DeviceClass <class> (allocationMode All)`
+    for its whole nodes, the name itself for any other (nvidia.com/gpu, cpu)."""
     if not resource.startswith(PREFIX):
         return resource
     device_class, _, claim = resource[len(PREFIX):].partition(SHARED)
-    text = f"devices of DeviceClass {device_class}"
+    if device_class.endswith(WHOLE):
+        text = (f"nodes giving every device of DeviceClass {device_class[: -len(WHOLE)]} "
+                "(allocationMode All)")  # fmt: skip
+    else:
+        text = f"devices of DeviceClass {device_class}"
     return f"{text} (ResourceClaim {claim})" if claim else text

@@ -23,7 +23,7 @@ from ..autoscaling.provisioning import request_info
 from ..cluster.capacity import Capacity
 from ..cluster.fleet import Fleet
 from ..cluster.observed_gangs import GangObservation, PodInfo, is_live, observe_gangs, pod_info
-from ..dra.resource_names import resource_text
+from ..dra.resource_names import counts_other_names, resource_text
 from ..errors import NotAGang as NotAGang
 from ..fit.feasibility import check_gang
 from ..settings.config import Config
@@ -249,7 +249,9 @@ def render(expl: Explanation, events: Sequence[Mapping[str, Any]]) -> str:
     asked = ", ".join(
         f"{resource_text(res)}: {n}" for res, n in sorted(expl.demand.items())) or "none gated"
     lines.append(_field("Asks for", asked))
-    resources = sorted({res for _, free in expl.free for res in free} | set(expl.demand))
+    # A class's whole nodes (All requests) are shown to a gang that asks them only.
+    resources = sorted({res for _, free in expl.free for res in free
+                        if not counts_other_names(res)} | set(expl.demand))
     totals = ", ".join(
         f"{resource_text(res)}: {sum(free.get(res, 0) for _, free in expl.free)}"
         for res in resources

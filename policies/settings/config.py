@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
 from ..errors import InvalidConfig, InvalidObject
-from ..model import DEVICE_RESOURCE_PREFIX, Backend, Taint
+from ..model import DEVICE_RESOURCE_PREFIX, WHOLE_NODE_SUFFIX, Backend, Taint
 from ..quantity import gpu_count, parse_quantity
 from .autoscaling import KEYS as AUTOSCALING_KEYS
 from .autoscaling import Autoscaling, load_autoscaling
@@ -293,6 +293,9 @@ def _pool(key: str, raw: object, gpu_patterns: tuple[str, ...]) -> NodePool:
             raise InvalidConfig(f"{key}.allocatable.{resource}",
                                 f"give the devices of DeviceClass {device_class} in {key}.devices")
         allocatable[resource] = amount
+        # Each node also offers the class's whole node, which an All request takes
+        # (`cluster.whole_nodes`), as a live node offering the class does.
+        allocatable[resource + WHOLE_NODE_SUFFIX] = 1
     return NodePool(
         name=name,
         max_count=count(f"{key}.maxCount", data.get("maxCount"), minimum=1),

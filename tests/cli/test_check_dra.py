@@ -163,3 +163,41 @@ def test_other_kinds_in_the_nodes_file_are_still_refused(tmp_path: Path, kind: s
 
     proc = check(DRA / "job-fits.yaml", nodes=fleet(other, tmp_path))
     assert proc.returncode == 2 and f"got {kind}" in proc.stderr
+
+
+def all_job(tmp_path: Path, workers: int) -> Path:
+    """examples/dra/job-fits.yaml with `workers` workers whose template asks every device
+    of the class on its node (allocationMode: All)."""
+    docs = [d for d in yaml.safe_load_all((DRA / "job-fits.yaml").read_text()) if d]
+    for doc in docs:
+        if doc["kind"] == "ResourceClaimTemplate":
+            exactly = doc["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+            exactly["allocationMode"] = "All"
+            del exactly["count"]
+        else:
+            doc["spec"]["completions"] = doc["spec"]["parallelism"] = workers
+    path = tmp_path / f"all-{workers}.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def four_and_eight(items: list[dict[str, Any]]) -> None:
+    """Two nodes: dra-node-0 with 4 devices, dra-node-1 with 8 (the others dropped)."""
+    keep = {"dra-node-0", "dra-node-1"}
+    items[:] = [i for i in items if i["kind"] == "DeviceClass"
+                or i["metadata"]["name"] in keep or i.get("spec", {}).get("nodeName") in keep]
+    for item in items:
+        if item["kind"] == "ResourceSlice" and item["spec"]["nodeName"] == "dra-node-0":
+            item["spec"]["devices"] = item["spec"]["devices"][:4]
+
+
+@pytest.mark.parametrize(("workers", "verdict"), [(2, "admit"), (3, "reject")])
+def test_all_requests_take_a_whole_node_each(tmp_path: Path, workers: int, verdict: str) -> None:
+    """On nodes of 4 and 8 devices, 2 workers asking All fit (one per node); 3 do not,
+    though 3 x 4 (the fewest a node offers) = 12 devices are there."""
+    (record,) = verdicts(check(all_job(tmp_path, workers), nodes=fleet(four_and_eight, tmp_path)))
+    assert record["verdict"] == verdict, record
+    if verdict == "reject":
+        assert (f"3 {TIMES} 1 nodes giving every device of DeviceClass gpu.example.com "
+                "(allocationMode All) = 3") in record["reason"], record["reason"]
+        assert "at most 2" in record["reason"], record["reason"]

@@ -29,7 +29,7 @@ from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.cluster.fleet import Fleet, NodeReader
 from gangkeeper.policies.cluster.node_facts import NodeFacts, read_node
 from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo, is_live, pod_info
-from gangkeeper.policies.dra.resource_names import resource_text
+from gangkeeper.policies.dra.resource_names import counts_other_names, resource_text
 from gangkeeper.policies.fit.feasibility import check_gang
 from gangkeeper.policies.release.budgets import read_budgets
 from gangkeeper.policies.release.explain import HOLDING_CODES, Target, explain, render
@@ -430,6 +430,8 @@ def _fleet(
         facts = fleet.nodes[name]
         pods = sorted(on_node.get(name, []), key=lambda p: (p.created, p.name))
         for resource, total in sorted(facts.gpus.items()):
+            if counts_other_names(resource):
+                continue  # a class's whole node: its devices are drawn already
             cells: list[Cell] = []
             for pod in pods:
                 cells += [_cell(pod)] * pod.demand.get(resource, 0)

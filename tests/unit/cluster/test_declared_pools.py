@@ -152,7 +152,21 @@ def test_a_live_dra_node_of_the_pool_is_one_of_its_nodes() -> None:
     assert pool_nodes(capacity) == 4
     made = node("n0", gpus=8, labels=POOL)  # nvidia.com/gpu served by the class
     made["status"]["allocatable"][DEVICES] = "8"
+    made["status"]["allocatable"][DEVICES + "/all"] = "1"  # its whole node (All requests)
     capacity.upsert_node(made)
     assert pool_nodes(capacity) == 4
     verdict = check_gang(dra_gang(5), capacity)
     assert not verdict.allowed and "32" in verdict.reason, verdict.reason
+
+
+def test_members_asking_every_device_count_one_pool_node_each() -> None:
+    """Members of allocationMode All ask 8 devices (the fewest a node offers) and one
+    whole node each: with a pool of 2 nodes, 2 are admitted and 3 refused."""
+    def all_gang(members: int) -> Gang:
+        role = Role("worker", members, {DEVICES: 8, DEVICES + "/all": 1}, ON_POOL,
+                    requests={"cpu": 1000})
+        return Gang("team", "llm", members, (role,), Source("batch/v1", "Job", "team", "llm"))
+
+    capacity = Capacity.from_nodes([node("n0")], device_config(2))
+    assert check_gang(all_gang(2), capacity).allowed
+    assert not check_gang(all_gang(3), capacity).allowed

@@ -90,11 +90,13 @@ def test_a_claim_allocated_with_no_pod_makes_its_node_not_free_now_but_the_gang_
     config = with_device_names(Config())
     nodes = [node_fields(n) for n in sink.nodes.values()]
     fleet = Fleet([n for n in nodes if n is not None], [], config)
-    assert fleet.free("dra-node-0") == {f"dra:{CLASS}": 0}
-    assert fleet.free("dra-node-1") == {f"dra:{CLASS}": 8}
+    # Its whole node is held too: a request of allocationMode All cannot take it.
+    assert fleet.free("dra-node-0") == {f"dra:{CLASS}": 0, f"dra:{CLASS}/all": 0}
+    assert fleet.free("dra-node-1") == {f"dra:{CLASS}": 8, f"dra:{CLASS}/all": 1}
     assert fits_now(four_by_eight(), fleet.capacity) is False
     assert check_gang(four_by_eight(), fleet.capacity).allowed is True  # could ever run
-    assert read_node(sink.nodes["dra-node-0"], config).gpus == {f"dra:{CLASS}": 8}
+    assert read_node(sink.nodes["dra-node-0"], config).gpus == {f"dra:{CLASS}": 8,
+                                                                f"dra:{CLASS}/all": 1}
 
 
 def test_a_claim_made_for_a_pod_is_left_to_the_pod_and_a_deallocated_one_frees_its_node(
@@ -104,7 +106,8 @@ def test_a_claim_made_for_a_pod_is_left_to_the_pod_and_a_deallocated_one_frees_i
     assert read_node(sink.nodes["dra-node-0"], config).held == {}
     held = claim("other-job", "dra-node-1", 3)
     view.claims.upsert(held)
-    assert read_node(sink.nodes["dra-node-1"], config).held == {f"dra:{CLASS}": 3}
+    assert read_node(sink.nodes["dra-node-1"], config).held == {f"dra:{CLASS}": 3,
+                                                                f"dra:{CLASS}/all": 1}
     view.claims.upsert({**held, "status": {}})
     assert read_node(sink.nodes["dra-node-1"], config).held == {}
 

@@ -39,9 +39,10 @@ def test_nodes_get_the_classes_devices_and_the_extended_name_only_where_they_lac
     given = [node("a", cpu="8"), node("b", **{"nvidia.com/gpu": "2"})]
     nodes, fewest = nodes_with_devices(given, [slice_of("a", 8), slice_of("b", 4)], [GPUS])
     assert nodes[0]["status"]["allocatable"] == {
-        "cpu": "8", "dra:gpus": "8", "nvidia.com/gpu": "8"
+        "cpu": "8", "dra:gpus": "8", "dra:gpus/all": "1", "nvidia.com/gpu": "8"
     }
-    assert nodes[1]["status"]["allocatable"] == {"nvidia.com/gpu": "2", "dra:gpus": "4"}
+    assert nodes[1]["status"]["allocatable"] == {"nvidia.com/gpu": "2", "dra:gpus": "4",
+                                                 "dra:gpus/all": "1"}
     assert fewest == {"gpus": 4}
     assert given[0]["status"]["allocatable"] == {"cpu": "8"}  # not changed in place
 
@@ -59,6 +60,8 @@ def test_a_pods_claims_become_limits_and_all_asks_the_fewest_a_node_offers() -> 
     templates = {"eight": DeviceDemand({"gpus": 8}), "every": DeviceDemand({}, frozenset({"nic"}))}
     out = with_claim_limits(job, templates, {"nic": 2})
     containers = out["spec"]["template"]["spec"]["containers"]
-    assert containers[0]["resources"]["limits"] == {"dra:gpus": "8", "dra:nic": "2"}
+    # All: the fewest devices a node offers and one whole node of the class.
+    assert containers[0]["resources"]["limits"] == {"dra:gpus": "8", "dra:nic": "2",
+                                                    "dra:nic/all": "1"}
     assert "resources" not in containers[1]
     assert "resources" not in job["spec"]["template"]["spec"]["containers"][0]

@@ -103,7 +103,9 @@ def test_a_pools_devices_count_as_its_dra_allocatable() -> None:
                                      "devices": {"gpu.example.com": "8"}}]})
     assert config.pools[0].name == "p"
     assert config.pools[0].devices == {"gpu.example.com": 8}
-    assert config.pools[0].allocatable == {"dra:gpu.example.com": 8}
+    # and the one whole node of the class each offers (allocationMode All)
+    assert config.pools[0].allocatable == {"dra:gpu.example.com": 8,
+                                           "dra:gpu.example.com/all": 1}
 
 
 @pytest.mark.parametrize(
