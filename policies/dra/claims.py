@@ -18,8 +18,12 @@ How each request is counted, so that a count is never more than the allocator ne
   alternatives name different classes no single class can be charged, and the
   request is left out.
 - `adminAccess: true` takes no device away from others; left out.
-- A request's own `selectors` narrow the class's devices; they are not applied, so the
-  class's count may overstate what the request can use (never the other way).
+- A request's own `selectors` (in `exactly`) narrow the class's devices: it is counted
+  under a key of its own, `<class>#<hash of the expressions>` (`narrowed_key`), which
+  `extended` counts on each node by the class's and the request's selectors together,
+  and charged against its class too. A `firstAvailable` alternative's selectors are not
+  applied (the alternatives are counted as their class: never more than the allocator
+  needs).
 
 Where that count may differ from what the allocator takes on a node (All,
 firstAvailable with more than one alternative, adminAccess, a request's own selectors,
@@ -31,6 +35,7 @@ Pure: plain dicts in, frozen dataclasses out.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,28 +43,59 @@ from typing import Any
 
 from ..errors import InvalidObject
 from ..podspec import as_list, as_mapping, as_str, field_path
+from .resource_names import NARROWED
 
 _MODES = ("ExactCount", "All")
 
 
 @dataclass(frozen=True)
 class DeviceDemand:
-    """Devices asked of each class: `counts` exactly, and all of each class in `every`;
-    `doubts`: why a node with that many free devices may still not satisfy a request."""
+    """Devices asked of each class (or narrowed key): `counts` exactly, and all of each
+    in `every`; `doubts`: why a node with that many free devices may still not satisfy a
+    request; `narrowed`: each narrowed key's (class, request's CEL expressions)."""
 
     counts: Mapping[str, int] = field(default_factory=dict)
     every: frozenset[str] = frozenset()
     doubts: frozenset[str] = frozenset()
+    narrowed: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
 
     def plus(self, other: DeviceDemand) -> DeviceDemand:
         return DeviceDemand(dict(Counter(self.counts) + Counter(other.counts)),
-                            self.every | other.every, self.doubts | other.doubts)  # fmt: skip
+                            self.every | other.every, self.doubts | other.doubts,
+                            {**self.narrowed, **other.narrowed})  # fmt: skip
+
+
+
+
+def narrowed_key(device_class: str, expressions: tuple[str, ...]) -> str:
+    """`<class>#<hash>`: the same expressions in the same order give the same key."""
+    digest = hashlib.sha256("\x00".join(expressions).encode()).hexdigest()[:12]
+    return f"{device_class}{NARROWED}{digest}"
+
+
+def class_of(key: str) -> str:
+    """The class of a key of `counts` or `every` (itself when not narrowed)."""
+    return key.partition(NARROWED)[0]
+
+
+def _selectors(body: Mapping[str, Any], path: str) -> tuple[str, ...]:
+    """The CEL expressions of `selectors[]` (each `cel.expression`)."""
+    selectors_path = field_path(path, "selectors")
+    out = []
+    for i, raw in enumerate(as_list(body.get("selectors"), selectors_path)):
+        selector_path = field_path(selectors_path, i)
+        cel_path = field_path(selector_path, "cel")
+        cel = as_mapping(as_mapping(raw, selector_path, required=True).get("cel"), cel_path,
+                         required=True)  # fmt: skip
+        out.append(as_str(cel.get("expression"), field_path(cel_path, "expression")))
+    return tuple(out)
 
 
 def _alternative(raw: object, path: str) -> tuple[str, int | None] | None:
     """(class, count; None for All) of an `exactly` or a sub-request; None: left out."""
     body = as_mapping(raw, path, required=True)
     device_class = as_str(body.get("deviceClassName"), field_path(path, "deviceClassName"))
+    _selectors(body, path)  # malformed selectors are bad input wherever they are
     mode_path = field_path(path, "allocationMode")
     mode = as_str(body.get("allocationMode"), mode_path, default="ExactCount")
     if mode not in _MODES:
@@ -75,10 +111,19 @@ def _alternative(raw: object, path: str) -> tuple[str, int | None] | None:
     return device_class, count
 
 
-def _request(raw: object, path: str) -> tuple[str, int | None] | None:
+def _request(raw: object, path: str,
+             narrowed: dict[str, tuple[str, tuple[str, ...]]]) -> tuple[str, int | None] | None:
+    """(class or narrowed key, count; None for All); a narrowed key goes in `narrowed`."""
     body = as_mapping(raw, path, required=True)
     if "exactly" in body:
-        return _alternative(body["exactly"], field_path(path, "exactly"))
+        exactly_path = field_path(path, "exactly")
+        asked = _alternative(body["exactly"], exactly_path)
+        expressions = _selectors(as_mapping(body["exactly"], exactly_path), exactly_path)
+        if asked is None or not expressions:
+            return asked
+        key = narrowed_key(asked[0], expressions)
+        narrowed[key] = (asked[0], expressions)
+        return key, asked[1]
     alternatives_path = field_path(path, "firstAvailable")
     raw_alternatives = as_list(body.get("firstAvailable"), alternatives_path)
     if not raw_alternatives:
@@ -127,10 +172,11 @@ def claim_spec_demand(spec: object, path: str) -> DeviceDemand:
     counts: Counter[str] = Counter()
     every: set[str] = set()
     doubts: set[str] = set()
+    narrowed: dict[str, tuple[str, tuple[str, ...]]] = {}
     raw_requests = as_list(as_mapping(body.get("devices"), devices_path).get("requests"),
                            requests_path)  # fmt: skip
     for i, raw in enumerate(raw_requests):
-        asked = _request(raw, field_path(requests_path, i))
+        asked = _request(raw, field_path(requests_path, i), narrowed)
         # Every request left out (None) has a doubt: adminAccess, or alternatives.
         doubts.update(filter(None, [_doubt(raw)]))
         if asked is None:
@@ -140,7 +186,7 @@ def claim_spec_demand(spec: object, path: str) -> DeviceDemand:
             every.add(device_class)
         else:
             counts[device_class] += count
-    return DeviceDemand(dict(counts), frozenset(every), frozenset(doubts))
+    return DeviceDemand(dict(counts), frozenset(every), frozenset(doubts), narrowed)
 
 
 def read_claim_template(obj: Mapping[str, Any]) -> tuple[str, DeviceDemand]:

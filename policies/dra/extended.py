@@ -23,6 +23,12 @@ that `shared.charged_once` turns into one member's devices for the whole gang; o
 given, or with `shared` None (the controller, which counts allocated claims on their
 nodes instead), is left out: its devices are not counted.
 
+A request narrowing its class with selectors of its own asks `dra:<class>#<hash>`
+(`claims.narrowed_key`) beside `dra:<class>`; a node offers as many of it as devices
+the class's and the request's selectors both accept (`nodes_with_devices(narrowed=)`;
+UNCOUNTED where one cannot be decided), so the nodes must be counted for every such key
+the pods may ask (`counted`: keys they were not counted for are asked as their class).
+
 A pod naming a ResourceClaimTemplate that was not given is an `InvalidObject` at
 that entry: its devices cannot be counted, and a pod seen as asking none would pass.
 
@@ -33,7 +39,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from ..errors import InvalidObject
@@ -42,10 +48,10 @@ from ..podspec import field_path
 from ..quantity import MAX_GPUS_PER_POD
 from ..settings.config import Config
 from .allocated import DeviceKey
-from .claims import DeviceDemand, pod_claims
+from .claims import DeviceDemand, class_of, pod_claims
 from .class_capacity import UNKNOWN, class_capacity
 from .classes import DeviceClass, SelectorVerdict, selects
-from .resource_names import PREFIX, WHOLE, shared_name, whole_name
+from .resource_names import NARROWED, PREFIX, WHOLE, shared_name, whole_name
 from .slices import Device, ResourceSlice, node_devices
 
 #: What `with_claim_limits` looks into for pod specs (a dict first: a C type check).
@@ -68,11 +74,19 @@ def nodes_with_devices(
     slices: Iterable[ResourceSlice],
     classes: Iterable[DeviceClass],
     held: frozenset[DeviceKey] = frozenset(),
+    narrowed: Mapping[str, tuple[str, tuple[str, ...]]] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """(Nodes with their classes' devices in `status.allocatable`, the fewest devices
     of each class a node offers, for All requests). The `held` devices (`allocated`)
-    a class counts on a node are in the Node's `status` under `HELD_BY_CLAIMS`."""
-    held_classes = list(classes)
+    a class counts on a node are in the Node's `status` under `HELD_BY_CLAIMS`.
+    `narrowed` (`DeviceDemand.narrowed`: key -> class, a request's selectors) adds
+    `dra:<key>`: the devices both the class's and the request's selectors accept (a
+    key of a class not given offers nothing)."""
+    by_name = {c.name: c for c in classes}
+    # A narrowed key counts as a class whose selectors are its class's and the request's.
+    held_classes = [*by_name.values(), *(
+        DeviceClass(key, (*by_name[name].selectors, *expressions))
+        for key, (name, expressions) in sorted((narrowed or {}).items()) if name in by_name)]
     # A slice naming its node is offered to that node alone: only the others are
     # looked at for every node (O(nodes + slices), not nodes x slices).
     named: dict[str, list[ResourceSlice]] = {}
@@ -95,7 +109,7 @@ def nodes_with_devices(
             if counted == 0:
                 continue
             amount = UNCOUNTED if counted is UNKNOWN else counted
-            extended = device_class.extended_resource_name
+            extended = device_class.extended_resource_name  # "" for a narrowed key
             serves_extended = bool(extended) and extended not in allocatable
             if serves_extended:
                 allocatable[extended] = str(amount)
@@ -127,25 +141,43 @@ def _held(device_class: DeviceClass, devices: list[Device], held: frozenset[Devi
 def with_device_resources(config: Config, classes: Iterable[DeviceClass]) -> Config:
     """The config counting the classes' resources (and shared claims' devices) as GPUs."""
     names = [n for c in classes for n in (PREFIX + c.name, shared_name(c.name, "*"),
-                                          whole_name(c.name), shared_name(c.name + WHOLE, "*"))]
+                                          whole_name(c.name), shared_name(c.name + WHOLE, "*"),
+                                          f"{PREFIX}{c.name}{NARROWED}*")]
     names += [c.extended_resource_name for c in classes if c.extended_resource_name]
     added = tuple(n for n in dict.fromkeys(names) if not config.is_gpu_resource(n))
     return dataclasses.replace(config, gpu_resources=(*config.gpu_resources, *added))
 
 
-def _limits(demand: DeviceDemand, fewest: Mapping[str, int], claim: str = "") -> dict[str, int]:
+def _limits(demand: DeviceDemand, fewest: Mapping[str, int], claim: str = "",
+            counted: Container[str] | None = None) -> dict[str, int]:
     """`demand` as limits of `dra:<class>` (and `dra:<class>/all` for All), or of
-    `claim`'s own names when it is shared."""
+    `claim`'s own names when it is shared. A narrowed key (`claims.narrowed_key`) is
+    asked under its own name and its class's; where the nodes were not counted for it
+    (not in `counted`, None: all were), under its class's only, as before it was known."""
 
-    def name(class_name: str) -> str:
-        return shared_name(class_name, claim) if claim else PREFIX + class_name
+    def name(key: str) -> str:
+        return shared_name(key, claim) if claim else PREFIX + key
+
+    def add(key: str, amount: int) -> None:
+        limits[name(key)] = limits.get(name(key), 0) + amount
 
     limits: dict[str, int] = {}
-    for class_name, count in demand.counts.items():
-        limits[name(class_name)] = count
-    for class_name in demand.every:
-        limits[name(class_name)] = limits.get(name(class_name), 0) + fewest.get(class_name, 1)
-        limits[name(class_name + WHOLE)] = 1  # one whole node, however many All requests
+    for key, count in demand.counts.items():
+        if NARROWED in key:
+            add(class_of(key), count)
+            if counted is not None and key not in counted:
+                continue
+        add(key, count)
+    for key in sorted(demand.every):
+        if NARROWED in key:
+            if counted is not None and key not in counted:
+                # The fewest of its class: not the class's whole node, which other
+                # devices of the class in use would keep it from now (a lower bound).
+                add(class_of(key), fewest.get(class_of(key), 1))
+                continue
+            add(class_of(key), fewest.get(key, 1))
+        add(key, fewest.get(key, 1))
+        limits[name(key + WHOLE)] = 1  # one whole node, however many All requests
     return limits
 
 
@@ -154,6 +186,7 @@ def with_claim_limits(
     templates: Mapping[str, DeviceDemand],
     fewest: Mapping[str, int],
     shared: Mapping[str, DeviceDemand] | None = None,
+    counted: Container[str] | None = None,
 ) -> dict[str, Any]:
     """`obj` with every pod spec in it (a mapping with `containers` and
     `resourceClaims`) asking its claims' devices in its first container's limits:
@@ -185,10 +218,10 @@ def with_claim_limits(
                 # that asks no GPUs (as a TrainJob without its runtime is refused).
                 _raise_unresolved(value["resourceClaims"], sorted(claims.unresolved)[0],
                                   field_path(path or "spec", "resourceClaims"))
-            extra = _limits(claims.own, fewest)
+            extra = _limits(claims.own, fewest, counted=counted)
             for name in sorted(claims.shared):
                 if shared is not None and name in shared:
-                    extra.update(_limits(shared[name], fewest, name))
+                    extra.update(_limits(shared[name], fewest, name, counted))
             if extra and isinstance(containers[0], JSON_OBJECT):
                 return {**value,
                         "containers": [_with_limits(containers[0], extra), *containers[1:]]}

@@ -8,8 +8,11 @@ A shared ResourceClaim's devices in a pod's limits are `dra:<class>@<claim>` (an
 such name exists in the cluster, so users never read one: `resource_text` words it, and
 every message that names a resource goes through it.
 
-The grammar, after `dra:`: `<class>[/all][@<claim>]` (a class's name is a DNS
-subdomain: it holds no `/` and no `@`).
+A request with selectors of its own counts under `dra:<class>#<hash>` (`claims.
+narrowed_key`), the devices of the class its selectors accept.
+
+The grammar, after `dra:`: `<class>[#<hash>][/all][@<claim>]` (a class's name is a DNS
+subdomain: it holds no `#`, `/` or `@`).
 
 Pure: strings only.
 """
@@ -37,10 +40,18 @@ def shared_name(device_class: str, claim: str) -> str:
     return f"{PREFIX}{device_class}{SHARED}{claim}"
 
 
+#: Between a class and the hash of a request's selectors (`claims.NARROWED`).
+NARROWED = "#"
+
+
 def counts_other_names(resource: str) -> bool:
     """Whether `resource` counts what another name counts already (a class's whole
-    node): a fleet drawn device by device leaves it out."""
-    return resource.startswith(PREFIX) and resource.partition(SHARED)[0].endswith(WHOLE)
+    node, the devices a request's selectors narrow it to): a fleet drawn device by
+    device leaves it out."""
+    if not resource.startswith(PREFIX):
+        return False
+    body = resource.partition(SHARED)[0]
+    return body.endswith(WHOLE) or NARROWED in body
 
 
 def resource_text(resource: str) -> str:
@@ -49,10 +60,12 @@ def resource_text(resource: str) -> str:
     for its whole nodes, the name itself for any other (nvidia.com/gpu, cpu)."""
     if not resource.startswith(PREFIX):
         return resource
-    device_class, _, claim = resource[len(PREFIX):].partition(SHARED)
-    if device_class.endswith(WHOLE):
-        text = (f"nodes giving every device of DeviceClass {device_class[: -len(WHOLE)]} "
-                "(allocationMode All)")  # fmt: skip
-    else:
-        text = f"devices of DeviceClass {device_class}"
+    body, _, claim = resource[len(PREFIX):].partition(SHARED)
+    whole = body.endswith(WHOLE)
+    device_class, narrowed, _ = body[: -len(WHOLE)].partition(NARROWED) if whole else (
+        body.partition(NARROWED))
+    devices = f"device{'' if whole else 's'} of DeviceClass {device_class}"
+    if narrowed:
+        devices += " matching the request's selectors"
+    text = f"nodes giving every {devices} (allocationMode All)" if whole else devices
     return f"{text} (ResourceClaim {claim})" if claim else text

@@ -201,3 +201,61 @@ def test_all_requests_take_a_whole_node_each(tmp_path: Path, workers: int, verdi
         assert (f"3 {TIMES} 1 nodes giving every device of DeviceClass gpu.example.com "
                 "(allocationMode All) = 3") in record["reason"], record["reason"]
         assert "at most 2" in record["reason"], record["reason"]
+
+
+def two_a100_nodes(items: list[dict[str, Any]]) -> None:
+    """dra-node-2 and dra-node-3 publish A100s (model a100); 0 and 1 keep their H100s."""
+    for item in items:
+        if item["kind"] == "ResourceSlice" and item["spec"]["nodeName"] in (
+                "dra-node-2", "dra-node-3"):
+            for device in item["spec"]["devices"]:
+                device["attributes"]["model"] = {"string": "a100"}
+
+
+def h100_job(tmp_path: Path, workers: int) -> Path:
+    """examples/dra/job-fits.yaml with `workers` workers whose template's request
+    selects H100s itself (`exactly.selectors`), not through its class."""
+    docs = [d for d in yaml.safe_load_all((DRA / "job-fits.yaml").read_text()) if d]
+    for doc in docs:
+        if doc["kind"] == "ResourceClaimTemplate":
+            exactly = doc["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+            h100 = "device.attributes['gpu.example.com'].model == 'h100'"
+            exactly["selectors"] = [{"cel": {"expression": h100}}]
+        else:
+            doc["spec"]["completions"] = doc["spec"]["parallelism"] = workers
+    path = tmp_path / f"h100-{workers}.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+@pytest.mark.parametrize(("workers", "verdict"), [(2, "admit"), (3, "reject")])
+def test_a_requests_own_selectors_narrow_the_devices_it_counts(
+    tmp_path: Path, workers: int, verdict: str
+) -> None:
+    """2 nodes of 8 H100 and 2 of 8 A100; the request selects H100: 3 x 8 is refused
+    (24 of 16), though the class has 32 devices; 2 x 8 fits."""
+    proc = check(h100_job(tmp_path, workers), nodes=fleet(two_a100_nodes, tmp_path))
+    (record,) = verdicts(proc)
+    assert record["verdict"] == verdict, record
+    if verdict == "reject":
+        assert (f"3 {TIMES} 8 devices of DeviceClass gpu.example.com matching the request's "
+                "selectors = 24") in record["reason"], record["reason"]
+        assert "at most 16" in record["reason"], record["reason"]
+
+
+def test_a_class_a_declared_pool_offers_is_charged_whole_not_narrowed(tmp_path: Path) -> None:
+    """A pool's nodes publish devices whose attributes no one knows yet: with a pool of
+    gpu.example.com devices, a request's selectors are not counted against the live
+    nodes only (which would refuse 3 x 8 H100 though the pool may add H100 nodes)."""
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"pools": [{
+        "name": "more", "maxCount": 2, "labels": {"pool": "more"},
+        "devices": {"gpu.example.com": 8}}]}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gangkeeper.webhook.cli", "check", "-f",
+         str(h100_job(tmp_path, 3)), "--nodes", str(fleet(two_a100_nodes, tmp_path)),
+         "--config", str(config), "-o", "json"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    (record,) = verdicts(proc)
+    assert record["verdict"] == "admit", record

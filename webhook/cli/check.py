@@ -384,6 +384,9 @@ def run(args: argparse.Namespace) -> int:
     docs, duplicated = _duplicates(docs)
     errors.extend(duplicated)
     docs, claims, unreadable_claims = check_dra.take_claims(docs)
+    counted = check_dra.narrowed(fleet, claims)
+    if counted is not fleet:  # requests narrow their classes: the Nodes counted again
+        fleet, capacity = counted, Capacity.from_nodes(counted.nodes, counted.config)
     docs, unreadable_pods = check_dra.with_claims(docs, claims, fleet)
     errors.extend(unreadable_claims + unreadable_pods)
     records, unreadable = _records(docs, capacity, config)

@@ -6,7 +6,9 @@ hold ResourceClaimTemplates and ResourceClaims. Each class's devices on a node b
 an extended resource `dra:<class>` of the Node, and each pod's claims limits of it
 (`policies.dra.extended`), so the packing check counts them like GPUs: a gang asking
 for more devices than the nodes offer is refused with the numbers. A ResourceClaim
-that several pods name counts once for their gang (`policies.dra.shared`).
+that several pods name counts once for their gang (`policies.dra.shared`). A request
+narrowing its class with selectors of its own asks the devices both accept: once the
+claims of -f are read, the Nodes are counted again for those selectors (`narrowed`).
 
 With --kubeconfig the fleet is the cluster's (`kube.device_state.Devices`): a pod's
 claims are charged through the ResourceClaimTemplates and ResourceClaims of its
@@ -56,6 +58,12 @@ class Fleet:
     fewest: Mapping[str, int]
     #: With --kubeconfig: the cluster's devices, claim templates and claims.
     cluster: Devices | None = None
+    #: The --nodes file's slices and classes (the Nodes are counted again with them).
+    slices: tuple[ResourceSlice, ...] = ()
+    classes: tuple[DeviceClass, ...] = ()
+    raw_nodes: tuple[Mapping[str, Any], ...] = ()
+    #: The narrowed keys (`claims.narrowed_key`) the Nodes were counted for.
+    counted: frozenset[str] = frozenset()
 
 
 def notes(fleet: Fleet) -> tuple[str, ...]:
@@ -90,7 +98,25 @@ def read_fleet(docs: list[Document], config: Config) -> Fleet:
     if not classes:
         return Fleet(nodes, config, {})
     with_devices, fewest = nodes_with_devices(nodes, slices, classes)
-    return Fleet(list(with_devices), with_device_resources(config, classes), fewest)
+    return Fleet(list(with_devices), with_device_resources(config, classes), fewest,
+                 slices=tuple(slices), classes=tuple(classes), raw_nodes=tuple(nodes))
+
+
+def narrowed(fleet: Fleet, claims: Claims) -> Fleet:
+    """The fleet with its Nodes counted for the selectors of the claims' requests too
+    (the same fleet when none narrows its class, or with --kubeconfig, whose Nodes the
+    cluster's view counted)."""
+    # A declared pool's nodes publish devices of attributes no one knows: a class a pool
+    # offers is charged whole (a narrowed key not counted), never refused for the pool.
+    pooled = {c for pool in fleet.config.pools for c in pool.devices}
+    keys = {k: v for d in (*claims.templates.values(), *claims.shared.values())
+            for k, v in d.narrowed.items() if v[0] not in pooled}
+    if not keys or not fleet.classes or keys.keys() <= fleet.counted:
+        return fleet
+    nodes, fewest = nodes_with_devices(fleet.raw_nodes, fleet.slices, fleet.classes,
+                                       narrowed=keys)
+    return dataclasses.replace(fleet, nodes=list(nodes), fewest=fewest,
+                               counted=frozenset(keys))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +164,7 @@ def with_claims(
             templates = {**cluster.templates(namespace), **templates}
             shared = {**cluster.claims(namespace), **shared}
         try:
-            obj = with_claim_limits(doc.obj, templates, fleet.fewest, shared)
+            obj = with_claim_limits(doc.obj, templates, fleet.fewest, shared, _counted(fleet))
         except InvalidObject as exc:
             if cluster is not None and not cluster.templates_read:
                 # The template may be one this user may not list: its devices are not
@@ -149,6 +175,13 @@ def with_claims(
             continue
         out.append(dataclasses.replace(doc, obj=obj))
     return out, errors
+
+
+def _counted(fleet: Fleet) -> frozenset[str]:
+    """The narrowed keys the fleet's Nodes offer (the cluster's view's, --kubeconfig)."""
+    if fleet.cluster is not None:
+        return fleet.cluster.view.counted
+    return fleet.counted
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:

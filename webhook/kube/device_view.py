@@ -25,7 +25,9 @@ ResourceClaims count twice over:
 What it does not do (docs/policy.md, "Dynamic Resource Allocation"): a template's claim
 allocated before its pod is bound looks free until the binding; a shared claim not yet
 allocated is not asked by the controller's gang; a request's own selectors are not
-applied (such a request leaves its gang unpinned: `policies.dra.pinnable`).
+applied: the Nodes are not counted for them (`counted` is empty), so such a request is
+charged against its whole class, as `check` does for keys it did not count (it also
+leaves its gang unpinned: `policies.dra.pinnable`).
 
 Slices, classes and claims that hold devices change when drivers start or users create
 them, not per pod: such a change recomputes every Node (O(nodes + slices)), and during
@@ -278,13 +280,20 @@ class DeviceView:
         claims = dict(
             entry for ns, entry, _ in self.claims.values() if ns == namespace) if shared else None
         try:
-            return with_claim_limits(obj, templates, self.fewest, claims), ()
+            return with_claim_limits(obj, templates, self.fewest, claims, self.counted), ()
         except InvalidObject as exc:
             # The template may be created after its workload (the claim controller
             # waits for it too): admit, and say that its devices were not counted.
             # What and why first: the API server may show only a warning's start.
             return obj, (f"devices not counted ({exc.message}): gangkeeper cannot tell "
                          f"whether the gang could ever fit; at {exc.path}",)
+
+    @property
+    def counted(self) -> frozenset[str]:
+        """The narrowed keys (a request's own selectors, `policies.dra.claims.
+        narrowed_key`) the Nodes are counted for: none yet on the live path (module
+        docstring); a request naming one is charged against its class."""
+        return frozenset()
 
     @property
     def fewest(self) -> dict[str, int]:
