@@ -467,6 +467,7 @@ def _delete_namespace(rest: Any, namespace: str, log: Any) -> float:
     from gangkeeper.webhook.kube.api import ApiError
 
     started = time.monotonic()
+    log(f"deleting namespace {namespace}")
     ns = f"/namespaces/{namespace}"
     # Owners first, or their controllers recreate the pods deleted next.
     for path, query in (
@@ -701,10 +702,21 @@ def _native(
                    finished=lambda _pods, _nodes: True,
                    quiet_settles=STALL_SECONDS if len(specs) > 100 else NATIVE_QUIET_QUICK)
     log(f"native settled in {phase.settled_s:.0f}s ({phase.end})")
-    version = rest.get("/apis/scheduling.k8s.io")["preferredVersion"]["groupVersion"]
-    groups = _listed(rest, f"/apis/{version}/namespaces/{NATIVE_NAMESPACE}/podgroups", log)
+    groups = _listed(rest, f"/apis/{_podgroup_version(rest)}/namespaces/{NATIVE_NAMESPACE}"
+                     "/podgroups", log)
     return {**phase.figures(specs, "native_"), "native_podgroups": len(groups),
             "cleared_s": round(cleared_s, 1)}
+
+
+def _podgroup_version(rest: Any) -> str:
+    """The scheduling.k8s.io version that serves PodGroups (not the preferred one:
+    PriorityClasses are v1, PodGroups beta)."""
+    for served in rest.get("/apis/scheduling.k8s.io")["versions"]:
+        version = str(served["groupVersion"])
+        if any(r.get("name") == "podgroups"
+               for r in rest.get(f"/apis/{version}").get("resources") or ()):
+            return version
+    raise RuntimeError("the API server serves no scheduling.k8s.io PodGroups")
 
 
 def _metric_figures(
