@@ -46,7 +46,7 @@ from ..errors import InvalidObject
 from ..model import HELD_BY_CLAIMS, JSON_OBJECT
 from ..podspec import field_path
 from ..quantity import MAX_GPUS_PER_POD
-from ..settings.config import Config
+from ..settings.config import Config, NodePool
 from .allocated import DeviceKey
 from .claims import DeviceDemand, class_of, pod_claims
 from .class_capacity import UNKNOWN, class_capacity
@@ -60,8 +60,8 @@ _NESTED = (dict, list, Mapping)
 _NO_POD_SPEC = frozenset({"metadata", "status"})
 #: Devices of a class on a node whose count is unknown: more than any pod may ask.
 UNCOUNTED = MAX_GPUS_PER_POD
-__all__ = ["PREFIX", "UNCOUNTED", "nodes_with_devices", "with_claim_limits",
-           "with_device_resources"]
+__all__ = ["PREFIX", "UNCOUNTED", "fewest_with_pools", "nodes_with_devices",
+           "with_claim_limits", "with_device_resources"]
 
 
 def _labels(node: Mapping[str, Any]) -> Mapping[str, str]:
@@ -122,12 +122,24 @@ def nodes_with_devices(
             taken = _held(device_class, devices, held) if held else 0
             if taken:
                 held_here = status.setdefault(HELD_BY_CLAIMS, {})
+                # Not the whole node as well: `cluster.whole_nodes` ties it to these, and
+                # a held whole node would make every device of the class look taken.
                 held_here[PREFIX + device_class.name] = taken
-                held_here[whole_name(device_class.name)] = 1  # All fails if any is taken
                 if serves_extended:
                     held_here[extended] = taken
         out.append(copied)
     return out, fewest
+
+
+def fewest_with_pools(fewest: Mapping[str, int], pools: Iterable[NodePool]) -> dict[str, int]:
+    """`fewest` (what an All request asks of a class) lowered to what a declared pool's
+    nodes will offer (`pools[].devices`): an All member must fit a pool node too, or a
+    gang waiting for a pool of smaller nodes is refused as if it could never run."""
+    out = dict(fewest)
+    for pool in pools:
+        for name, count in pool.devices.items():
+            out[name] = min(out.get(name, count), count)
+    return out
 
 
 def _held(device_class: DeviceClass, devices: list[Device], held: frozenset[DeviceKey]) -> int:

@@ -45,6 +45,7 @@ from typing import Literal
 
 from ..cluster.fleet import Fleet
 from ..cluster.observed_gangs import GangObservation, PodInfo
+from ..dra.resource_names import counts_other_names
 from ..model import Placement
 from ..settings.config import Config
 from .budgets import Budget, violations
@@ -77,7 +78,10 @@ class Unit:
 
     @property
     def gpus(self) -> int:
-        return sum(sum(p.demand.values()) for p in self.pods)
+        """GPUs and devices the unit takes; not a DRA class's whole node, nor the
+        devices a request's selectors narrow it to, which its devices count already."""
+        return sum(amount for p in self.pods for resource, amount in p.demand.items()
+                   if not counts_other_names(resource))
 
 
 @dataclass(frozen=True)

@@ -209,7 +209,7 @@ def capacity_of(api: Api, config: Config) -> tuple[Capacity, check_dra.Fleet]:
     from ..kube.live_pods import LIVE_PODS
 
     nodes = list_all(api, "/api/v1/nodes")
-    devices = read_devices(api, nodes)
+    devices = read_devices(api, nodes, config.pools)
     config = devices.config(config)
     capacity = Capacity.from_nodes(devices.nodes, config)
     bound = [p for p in list_all(api, "/api/v1/pods", LIVE_PODS)

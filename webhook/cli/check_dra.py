@@ -34,6 +34,7 @@ from gangkeeper.policies.dra import (
     read_resource_slice,
 )
 from gangkeeper.policies.dra.extended import (
+    fewest_with_pools,
     nodes_with_devices,
     with_claim_limits,
     with_device_resources,
@@ -164,7 +165,9 @@ def with_claims(
             templates = {**cluster.templates(namespace), **templates}
             shared = {**cluster.claims(namespace), **shared}
         try:
-            obj = with_claim_limits(doc.obj, templates, fleet.fewest, shared, _counted(fleet))
+            # A declared pool's nodes offer devices too (what an All request asks).
+            fewest = fewest_with_pools(fleet.fewest, fleet.config.pools)
+            obj = with_claim_limits(doc.obj, templates, fewest, shared, _counted(fleet))
         except InvalidObject as exc:
             if cluster is not None and not cluster.templates_read:
                 # The template may be one this user may not list: its devices are not

@@ -203,7 +203,7 @@ class GangController:
             may_write=lambda: not self._fenced(), lifted=self._lifted,
         )
         #: ResourceSlices, DeviceClasses and claim templates, in front of `nodes`.
-        self.devices = DeviceView(self.nodes) if devices else None
+        self.devices = DeviceView(self.nodes, pools=config.pools) if devices else None
         self._watched: dict[str, Informer] = {
             "pods": self._informers.subscribe(PODS, self.pods),
             "nodes": self._informers.subscribe(NODES, self.devices or self.nodes),

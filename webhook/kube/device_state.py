@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gangkeeper.policies.dra import DeviceDemand
-from gangkeeper.policies.settings.config import Config
+from gangkeeper.policies.settings.config import Config, NodePool
 
 from .api import Api, ApiError
 from .device_view import CLAIM_TEMPLATES, CLAIMS, CLASSES, SLICES, DeviceView, with_device_names
@@ -93,11 +93,14 @@ class Devices:
         return self.view.fewest
 
 
-def read_devices(api: Api, nodes: list[Mapping[str, Any]]) -> Devices:
-    """The DRA objects listed through `api`, fed with `nodes` to a `DeviceView`;
-    ApiError for any failure but 403 and 404 (module docstring)."""
+def read_devices(
+    api: Api, nodes: list[Mapping[str, Any]], pools: tuple[NodePool, ...] = ()
+) -> Devices:
+    """The DRA objects listed through `api`, fed with `nodes` to a `DeviceView` (with
+    the config's declared `pools`); ApiError for any failure but 403 and 404 (module
+    docstring)."""
     sink = _Nodes()
-    view = DeviceView(sink)
+    view = DeviceView(sink, pools=pools)
     left_out: dict[str, str] = {}
     listed: dict[Resource, list[Mapping[str, Any]]] = {}
     for store in view.stores:
@@ -149,7 +152,7 @@ def with_devices(
     published (`read_devices`): Nodes with their classes' devices and what allocated
     claims hold, pods asking their claims' devices. The same as given where no
     DeviceClass is served or may be read."""
-    devices = read_devices(api, nodes)
+    devices = read_devices(api, nodes, config.pools)
     if not devices.counted:
         return config, pods, nodes
     return devices.config(config), devices.pods(pods), devices.nodes

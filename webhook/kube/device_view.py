@@ -56,13 +56,18 @@ from gangkeeper.policies.dra import (
     read_resource_slice,
 )
 from gangkeeper.policies.dra.allocated import DeviceKey, held_devices
-from gangkeeper.policies.dra.extended import PREFIX, nodes_with_devices, with_claim_limits
+from gangkeeper.policies.dra.extended import (
+    PREFIX,
+    fewest_with_pools,
+    nodes_with_devices,
+    with_claim_limits,
+)
 from gangkeeper.policies.dra.pinnable import pin_doubt
 from gangkeeper.policies.dra.slices import ResourceSlice
 from gangkeeper.policies.errors import InvalidObject, PolicyError
 from gangkeeper.policies.memo import MISSING, IdentityMemo
 from gangkeeper.policies.model import JSON_OBJECT
-from gangkeeper.policies.settings.config import Config
+from gangkeeper.policies.settings.config import Config, NodePool
 
 from .informer import object_key
 from .resources import Resource
@@ -167,8 +172,13 @@ def _namespace(obj: Mapping[str, Any]) -> str:
 class DeviceView:
     """Nodes with their devices for the capacity, and claims as limits (module docstring)."""
 
-    def __init__(self, sink: NodeSink, on_listed: Listed = lambda resource: None) -> None:
+    def __init__(
+        self, sink: NodeSink, on_listed: Listed = lambda resource: None,
+        pools: tuple[NodePool, ...] = (),
+    ) -> None:
         self._sink = sink
+        #: The config's declared pools: their devices bound what an All request asks.
+        self._pools = pools
         self._nodes: dict[str, Mapping[str, Any]] = {}
         self._lock = threading.Lock()
         #: Held from computing a Node's devices to handing it on: the Node informer's
@@ -297,9 +307,10 @@ class DeviceView:
 
     @property
     def fewest(self) -> dict[str, int]:
-        """The fewest devices of each class a node offers (what an All request asks)."""
+        """The fewest devices of each class a node, live or of a declared pool, offers
+        (what an All request asks)."""
         with self._lock:
-            return dict(self._fewest)
+            return fewest_with_pools(self._fewest, self._pools)
 
     def pin_doubt(self, pod: Mapping[str, Any], namespace: str) -> str | None:
         """Why the release cannot pin `pod` on a node by its claims' free devices

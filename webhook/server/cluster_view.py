@@ -392,7 +392,7 @@ class WatchClusterView:
         #: ResourceSlices, DeviceClasses, claim templates and claims (`device_view`), or None.
         self.devices: DeviceView | None = None
         if devices:
-            nodes = self.devices = DeviceView(nodes, self._listed)
+            nodes = self.devices = DeviceView(nodes, self._listed, config.pools)
         self._informers: dict[Resource, Informer] = {
             NODES: informers.subscribe(NODES, nodes),
             PODS: informers.subscribe(

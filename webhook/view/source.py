@@ -75,7 +75,7 @@ def reader(
                 if exc.status != 404:  # not served: the controller uses placeholders
                     raise
         budgets = list_readable(api, BUDGETS.path)
-        devices = read_devices(api, nodes)
+        devices = read_devices(api, nodes, config.pools)
         return build(devices.pods(pods), devices.nodes, devices.config(config), clock(),
                      namespace=namespace, events=events, requests=requests,
                      events_note=note, budgets=budgets, notes=(*listed.notes, *devices.notes),

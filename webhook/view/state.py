@@ -29,6 +29,7 @@ from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.cluster.fleet import Fleet, NodeReader
 from gangkeeper.policies.cluster.node_facts import NodeFacts, read_node
 from gangkeeper.policies.cluster.observed_gangs import GangObservation, PodInfo, is_live, pod_info
+from gangkeeper.policies.dra.extended import UNCOUNTED
 from gangkeeper.policies.dra.resource_names import counts_other_names, resource_text
 from gangkeeper.policies.fit.feasibility import check_gang
 from gangkeeper.policies.release.budgets import read_budgets
@@ -432,16 +433,23 @@ def _fleet(
         for resource, total in sorted(facts.gpus.items()):
             if counts_other_names(resource):
                 continue  # a class's whole node: its devices are drawn already
-            cells: list[Cell] = []
+            # Devices allocated claims hold (no pod's limits count them) are used, as
+            # the packing and the reasons count them.
+            cells = [CLAIMED] * facts.held.get(resource, 0)
             for pod in pods:
                 cells += [_cell(pod)] * pod.demand.get(resource, 0)
-            cells = cells[:total]  # an over-committed node shows what it has
-            free = Cell("held", holders[name]) if name in holders else Cell("free")
-            cells += [free] * (total - len(cells))
+            worded = resource_text(resource)  # a class's devices are `dra:<class>` inside
+            if total >= UNCOUNTED:
+                # Split, shared or tainted devices, or a selector CEL cannot decide: how
+                # many there are is unknown, so only what is used is drawn.
+                worded += " (how many: unknown)"
+            else:
+                cells = cells[:total]  # an over-committed node shows what it has
+                free = Cell("held", holders[name]) if name in holders else Cell("free")
+                cells += [free] * (total - len(cells))
             rows.append(NodeRow(
                 name=name, domain=facts.labels.get(topology_key, "") if topology_key else "",
-                # Worded: a class's devices are `dra:<class>` to the packing only.
-                resource=resource_text(resource), cells=tuple(cells),
+                resource=worded, cells=tuple(cells),
                 cordoned=facts.unschedulable,
                 taints=tuple(f"{t.key}={t.value}:{t.effect}" if t.value else
                              f"{t.key}:{t.effect}" for t in facts.taints),
@@ -452,6 +460,10 @@ def _fleet(
         nodes=tuple(rows), shapes=_shapes(rows), topology_key=topology_key,
         aggregated=len(fleet.nodes) > aggregate_above,
     )
+
+
+#: A device an allocated ResourceClaim holds that no pod's limits count.
+CLAIMED = Cell("other", "allocated ResourceClaims")
 
 
 def _cell(pod: PodInfo) -> Cell:

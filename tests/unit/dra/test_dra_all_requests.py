@@ -24,6 +24,7 @@ from gangkeeper.policies.dra import (
     read_resource_slice,
 )
 from gangkeeper.policies.dra.extended import (
+    fewest_with_pools,
     nodes_with_devices,
     with_claim_limits,
     with_device_resources,
@@ -31,7 +32,7 @@ from gangkeeper.policies.dra.extended import (
 from gangkeeper.policies.dra.resource_names import resource_text
 from gangkeeper.policies.fit.feasibility import check_gang, fits_now
 from gangkeeper.policies.model import Gang, Role, Source
-from gangkeeper.policies.settings.config import Config
+from gangkeeper.policies.settings.config import Config, load_config
 
 DRIVER = "gpu.example.com"
 TIMES = "\u00d7"
@@ -153,3 +154,30 @@ def test_the_whole_node_resource_is_named_in_words() -> None:
     assert allocatable[slot] == "1"
     assert resource_text(slot) == (
         "nodes giving every device of DeviceClass gpus (allocationMode All)")
+
+
+def test_one_held_device_leaves_the_other_devices_of_its_node_free_now() -> None:
+    # A claim no pod owns holds one device of `big`: the node takes no All member now,
+    # but its 7 other devices are free (a held whole node made all 8 look taken, and
+    # a 2 x 4 gang that fits waited for ever).
+    nodes, fewest = fleet(held=frozenset({(DRIVER, "big", "d0")}))
+    now = Fleet([n for n in map(node_fields, nodes) if n is not None], [], CONFIG)
+    assert now.free("big")["dra:gpus"] == 7
+    assert fits_now(gang(2, FOUR, fewest), now.capacity) is True  # 4 on small, 4 on big
+    assert fits_now(gang(2, ALL, fewest), now.capacity) is False  # big is not whole
+
+
+def test_all_members_waiting_for_a_pool_of_smaller_nodes_ask_what_a_pool_node_offers() -> None:
+    # Live nodes of 4 and 8 and a pool of four nodes of 2 devices: an All member asks
+    # the fewest of all of them (2), so 4 members fit (2 live + pool nodes), where asking
+    # the fewest live count (4) fitted no pool node and refused 3.
+    pool = {"name": "small", "maxCount": 4, "labels": {"pool": "small"},
+            "devices": {"gpus": 2}, "allocatable": {"cpu": "64"}}
+    config = with_device_resources(load_config({"pools": [pool]}), [GPUS])
+    nodes, fewest = fleet()
+    asked = fewest_with_pools(fewest, config.pools)
+    assert asked == {"gpus": 2}
+    capacity = Capacity.from_nodes(nodes, config)
+    assert check_gang(gang(4, ALL, asked), capacity).allowed
+    assert not check_gang(gang(4, ALL, fewest), capacity).allowed  # the old charge
+    assert not check_gang(gang(7, ALL, asked), capacity).allowed  # 6 nodes in all

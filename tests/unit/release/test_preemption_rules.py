@@ -14,6 +14,10 @@ from builders.preemption import (
     waiting_gang,
 )
 
+from gangkeeper.policies.cluster.observed_gangs import pod_info
+from gangkeeper.policies.dra.classes import read_device_class
+from gangkeeper.policies.dra.extended import with_device_resources
+from gangkeeper.policies.release.preemption import Unit
 from gangkeeper.policies.settings.config import Config
 
 FOUR = [node(f"n{i}", 8) for i in range(4)]
@@ -174,3 +178,19 @@ def test_the_high_gang_gets_the_room_whether_the_mid_gang_was_released_first_or_
     assert found.preemptor.label == "high"
     assert [u.gang.label for u in found.victims if u.gang] == ["mid"]
     assert [(r.gang.label, r.whole) for r in found.requeues] == [("mid", True)]
+
+
+def test_a_victim_asking_every_device_counts_its_devices_not_its_whole_node_as_gpus() -> None:
+    # A member of `allocationMode: All` asks 8 devices of its class and the class's
+    # whole node (`dra:<class>/all`): it takes 8, not 9 (the Event's summary, the
+    # preempted-GPU metric and the ranking's tie-break read this).
+    gpus = read_device_class({"metadata": {"name": "gpus"}, "spec": {}})
+    config = with_device_resources(Config(), [gpus])
+    limits = {"dra:gpus": "8", "dra:gpus/all": "1"}
+    pod = pod_info({"metadata": {"name": "w", "namespace": "low", "uid": "w",
+                                 "creationTimestamp": "2027-01-15T08:00:00Z"},
+                    "spec": {"nodeName": "n0", "containers": [
+                        {"name": "c", "resources": {"limits": limits}}]},
+                    "status": {}}, config)  # fmt: skip
+    assert pod.demand == {"dra:gpus": 8, "dra:gpus/all": 1}
+    assert Unit((pod,), 0, "delete").gpus == 8

@@ -14,12 +14,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from builders.devices import CLASS, DEVICE_CLASS, NAMESPACE, TEMPLATE, node, resource_slice
+from builders.devices import (
+    CLASS,
+    DEVICE_CLASS,
+    DRIVER,
+    NAMESPACE,
+    TEMPLATE,
+    node,
+    resource_slice,
+)
 from builders.gangs import T0, members
 
 from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.kube.api import ApiError, Call
-from gangkeeper.webhook.kube.device_view import CLAIM_TEMPLATES, CLASSES, SLICES
+from gangkeeper.webhook.kube.device_view import CLAIM_TEMPLATES, CLAIMS, CLASSES, SLICES
 from gangkeeper.webhook.kube.fake import FakeApi
 from gangkeeper.webhook.view.live import fleet_json
 from gangkeeper.webhook.view.pages import fleet_page
@@ -98,3 +106,37 @@ def test_a_user_who_may_not_list_dra_objects_still_gets_the_view_and_is_told() -
     assert state.fleet.nodes == ()  # no GPU on the Nodes, as before
     assert any("DRA devices are not counted: cannot list resourceslices (forbidden)" in n
                for n in state.notes), state.notes
+
+
+def test_devices_an_allocated_claim_holds_are_drawn_used_as_the_reason_counts_them() -> None:
+    api = dra_cluster()
+    # A claim no pod owns holds every device of dra-node-2 (a driver may allocate so).
+    api.seed(CLAIMS.path, {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "other-job", "namespace": NAMESPACE},
+        "spec": {"devices": {"requests": [
+            {"name": "gpus", "exactly": {"deviceClassName": CLASS, "count": 8}}]}},
+        "status": {"allocation": {"devices": {"results": [
+            {"request": "gpus", "driver": DRIVER, "pool": "dra-node-2", "device": f"gpu-{i}"}
+            for i in range(8)]}}}})  # fmt: skip
+    state = snapshot(api)
+    (row,) = [r for r in state.fleet.nodes if r.name == "dra-node-2"]
+    assert {(c.kind, c.who) for c in row.cells} == {("other", "allocated ResourceClaims")}
+    assert len(row.cells) == 8
+    (train,) = [r for r in state.rows if r.name == "train"]
+    assert f"{DEVICES}, 8 free" in train.reason, train.reason
+
+
+def test_a_node_whose_device_count_is_unknown_is_drawn_as_used_not_a_million_cells() -> None:
+    api = FakeApi()
+    api.seed("/api/v1/nodes", node("dra-node-0"))
+    tainted = resource_slice("dra-node-0", 8)
+    for device in tainted["spec"]["devices"]:  # a tainted device: the count is unknown
+        device["taints"] = [{"key": "k", "effect": "NoSchedule"}]
+    api.seed(SLICES.path, tainted)
+    api.seed(CLASSES.path, DEVICE_CLASS)
+    api.seed(CLAIM_TEMPLATES.path, TEMPLATE)
+    fleet = snapshot(api).fleet
+    [row] = fleet.nodes
+    assert row.resource == f"{DEVICES} (how many: unknown)" and row.cells == ()
+    assert all(s.gpus < 100 for s in fleet.shapes), fleet.shapes
