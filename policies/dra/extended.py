@@ -52,7 +52,7 @@ from .claims import DeviceDemand, class_of, pod_claims
 from .class_capacity import UNKNOWN, class_capacity
 from .classes import DeviceClass, SelectorVerdict, selects
 from .resource_names import NARROWED, PREFIX, WHOLE, shared_name, whole_name
-from .slices import Device, ResourceSlice, node_devices
+from .slices import Device, ResourceSlice, node_devices, pool_states
 
 #: What `with_claim_limits` looks into for pod specs (a dict first: a C type check).
 _NESTED = (dict, list, Mapping)
@@ -96,6 +96,8 @@ def nodes_with_devices(
             named.setdefault(piece.selection.node_name, []).append(piece)
         else:
             anywhere.append(piece)
+    # Pools are judged over every slice (a pool may span nodes: `slices` docstring).
+    states = pool_states([*anywhere, *(p for pieces in named.values() for p in pieces)])
     out: list[dict[str, Any]] = []
     fewest: dict[str, int] = {}
     for node in nodes:
@@ -103,7 +105,7 @@ def nodes_with_devices(
         name = str((copied.get("metadata") or {}).get("name", ""))
         status = copied.setdefault("status", {})
         allocatable = status.setdefault("allocatable", {})
-        devices = node_devices([*named.get(name, ()), *anywhere], name, _labels(copied))
+        devices = node_devices([*named.get(name, ()), *anywhere], name, _labels(copied), states)
         for device_class in held_classes:
             counted = class_capacity(device_class, devices)
             if counted == 0:

@@ -20,6 +20,13 @@ while a driver rewrites it), and invalid when a device name appears twice in it
 (`InvalidReason` "duplicate device name"); `allocator_stable.go` skips both
 (`pool.IsIncomplete || pool.IsInvalid`), so neither do we count their devices.
 
+A pool whose slices each target another node (one slice per node, one pool) is whole
+although a node sees only its own slice: since Kubernetes 1.35 (kubernetes#134466,
+multi-node pools) the allocator counts the pool's slices of its generation over every
+node, and a newer generation anywhere makes a node's older slices out-dated. Given
+`pool_states` (every slice, once per pass), `node_devices` judges completeness and the
+newest generation so; without it, from the node's own slices as before.
+
 Pure: plain dicts in, frozen dataclasses out.
 """
 
@@ -212,11 +219,46 @@ def _has_duplicate_names(pool: list[ResourceSlice]) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class PoolState:
+    """A pool over every node: its newest generation, how many slices of it exist, and
+    the `resourceSliceCount`s they give."""
+
+    generation: int
+    slices: int
+    counts: frozenset[int]
+
+    @property
+    def complete(self) -> bool:
+        # Slices of one generation that disagree on the count: see `node_devices`.
+        return self.slices in self.counts
+
+
+def pool_states(slices: Iterable[ResourceSlice]) -> dict[tuple[str, str], PoolState]:
+    """Every pool's `PoolState` (module docstring), by (driver, pool)."""
+    newest: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for piece in slices:
+        held = newest.setdefault((piece.driver, piece.pool), [])
+        if held and piece.generation < held[0].generation:
+            continue
+        if held and piece.generation > held[0].generation:
+            held.clear()
+        held.append(piece)
+    return {key: PoolState(held[0].generation, len(held),
+                           frozenset(p.slice_count for p in held))
+            for key, held in newest.items()}
+
+
 def node_devices(
-    slices: Iterable[ResourceSlice], node: str, labels: Mapping[str, str]
+    slices: Iterable[ResourceSlice], node: str, labels: Mapping[str, str],
+    states: Mapping[tuple[str, str], PoolState] | None = None,
 ) -> list[Device]:
     """The devices `node` can be allocated: those of complete, valid pools, newest
-    generation (module docstring)."""
+    generation (module docstring); `states`: `pool_states` of every slice (default: of
+    the slices given)."""
+    slices = list(slices)
+    if states is None:
+        states = pool_states(slices)
     pools: dict[tuple[str, str], list[ResourceSlice]] = {}
     for piece in slices:
         if not _selects_node(piece, node, labels):
@@ -228,14 +270,15 @@ def node_devices(
             held.clear()  # a newer generation replaces every older slice
         held.append(piece)
     devices: list[Device] = []
-    for held in pools.values():
+    for key, held in pools.items():
         # Incomplete: the allocator does not allocate from it. Slices of one generation
         # that disagree on the count are a driver mid-update; the allocator takes the
         # first one's, an order we do not have, so the pool counts when any of theirs
         # makes it complete: a device counted too many at worst lets a gang wait, one
         # too few would refuse it.
-        if len(held) not in {piece.slice_count for piece in held}:
-            continue
+        state = states.get(key)
+        if state is None or held[0].generation < state.generation or not state.complete:
+            continue  # out-dated by a slice elsewhere, or the pool is incomplete
         if _has_duplicate_names(held):
             continue  # invalid: the allocator allocates nothing from it
         for piece in held:

@@ -75,22 +75,24 @@ def gather_pools(raw: list[dict[str, Any]], node: str) -> int:
     """A reference model of kube-scheduler's pool rules, transcribed from
     `k8s.io/dynamic-resource-allocation/structured/internal/stable/pools_stable.go`
     (GatherPools, addSlice, poolIsInvalid) for slices with `nodeName`, in the order
-    given: the DRIVER's devices of pools that are neither incomplete nor invalid."""
-    pools: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    given, with multi-node pools as since Kubernetes 1.35 (kubernetes#134466): a pool's
+    newest generation and whether it is complete are judged over every node's slices,
+    its devices and duplicate names over the node's own. The DRIVER's devices of pools
+    that are neither incomplete nor invalid."""
+    every: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for s in raw:
         spec = s["spec"]
-        if spec["nodeName"] != node:
-            continue
-        held = pools.setdefault((spec["driver"], spec["pool"]["name"]), [])
+        held = every.setdefault((spec["driver"], spec["pool"]["name"]), [])
         if held and spec["pool"]["generation"] < held[0]["pool"]["generation"]:
             continue  # out-dated
         if held and spec["pool"]["generation"] > held[0]["pool"]["generation"]:
             held.clear()  # newer, replaces all old slices
         held.append(spec)
     total = 0
-    for (driver, _), held in pools.items():
+    for (driver, _), held in every.items():
         incomplete = len(held) != held[0]["pool"]["resourceSliceCount"]
-        names = [d["name"] for spec in held for d in spec["devices"]]
+        names = [d["name"] for spec in held if spec["nodeName"] == node
+                 for d in spec["devices"]]
         invalid = len(names) != len(set(names))
         if driver == DRIVER and not incomplete and not invalid:
             total += len(names)

@@ -4,7 +4,8 @@ use the GPUs a gang waits for), and, where the config asks through them and the 
 serves them, the ProvisioningRequests (so the answer is the controller's). Where DRA
 devices are published, the ResourceSlices, DeviceClasses, claim templates and claims
 too: Nodes and pods then count devices as the controller's do
-(`kube.device_state.with_devices`, which `check --kubeconfig` and `view` use too).
+(`kube.device_state.with_devices`; `check --kubeconfig` and `view` read them through
+its `read_devices`).
 
 A user who may list pods only in some namespaces gets those (`kube.live_pods`, as
 `gangkeeper view` reads them) and `notes` saying what was left out, not an error.

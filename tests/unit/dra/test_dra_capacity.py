@@ -18,6 +18,7 @@ from gangkeeper.policies.dra import (
     read_device_class,
     read_resource_slice,
 )
+from gangkeeper.policies.dra.extended import nodes_with_devices
 from gangkeeper.policies.errors import InvalidObject
 
 DRIVER = "gpu.example.com"
@@ -233,3 +234,26 @@ def test_upstream_selector_examples_get_the_verdict_this_cel_can_give(
     for d in devices:
         d["attributes"]["type"] = {"string": "gpu"}  # as the docs' class expects
     assert count([resource_slice(devices=devices)], device_class(expression)) == expected
+
+
+def test_a_pool_whose_slices_target_different_nodes_is_complete_on_each() -> None:
+    """One pool, `resourceSliceCount: 2`, a slice per node: since Kubernetes 1.35
+    (kubernetes#134466) the allocator judges the pool over every node's slices, so each
+    node gets its own slice's devices (counted per node, it looked incomplete: 0)."""
+    on_0 = resource_slice("node-0", count=2, pool="shared", slices=2)
+    on_1 = resource_slice("node-1", count=0, pool="shared", slices=2,
+                          devices=[device("gpu-2"), device("gpu-3")])
+    assert count([on_0, on_1], node="node-0") == 2
+    assert count([on_0, on_1], node="node-1") == 2
+    nodes = [{"metadata": {"name": n}, "status": {"allocatable": {}}}
+             for n in ("node-0", "node-1")]  # fmt: skip
+    read = [read_resource_slice(s) for s in (on_0, on_1)]
+    out, _ = nodes_with_devices(nodes, read, [read_device_class(BY_DRIVER)])
+    assert [n["status"]["allocatable"][f"dra:{DRIVER}"] for n in out] == ["2", "2"]
+
+
+def test_a_newer_generation_on_another_node_makes_this_nodes_slices_out_dated() -> None:
+    old = resource_slice("node-0", count=2, pool="shared", generation=1, slices=2)
+    new = resource_slice("node-1", count=2, pool="shared", generation=2, slices=1)
+    assert count([old, new], node="node-0") == 0
+    assert count([old, new], node="node-1") == 2
