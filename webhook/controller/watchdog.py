@@ -86,7 +86,11 @@ class Watchdog:
         self.memory = actions.memory
         self.gauges = dict(actions.gauges)
         for member in actions.deletes:
-            self.delete_pod(member.namespace, member.name, member.uid)
+            # A member unbound when read is deleted only as read: bound since (the
+            # scheduler was slower than this pass's reads), it is left to run, or
+            # the gang it just completed would lose it.
+            self.delete_pod(member.namespace, member.name, member.uid,
+                            "" if member.node_name else member.resource_version)
         self._send(actions.events, actions.counts)
         for requeue in actions.suspends:
             owner = requeue.gang.owner
@@ -103,13 +107,15 @@ class Watchdog:
         for event in events:
             self.events.send(event)
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
-        """Delete the pod read (a uid precondition), if this replica may write."""
+    def delete_pod(self, namespace: str, name: str, uid: str, resource_version: str = ""
+                   ) -> None:
+        """Delete the pod read (a uid precondition; with `resource_version`, unchanged
+        since), if this replica may write."""
         if not self._may_write():
             return
         try:
             self.rest.request("DELETE", PODS.object_path(namespace, name), WRITE_QUERY,
-                              body=delete_options(uid))
+                              body=delete_options(uid, resource_version=resource_version))
         except (NotFound, Conflict):
             pass  # gone already, or another pod by now
         except ApiError as err:

@@ -30,13 +30,19 @@ from ..kube.election import micro_time
 WRITE_QUERY = (("fieldManager", FIELD_MANAGER),)
 
 
-def delete_options(uid: str, grace_seconds: int | None = None) -> dict[str, Any] | None:
+def delete_options(
+    uid: str, grace_seconds: int | None = None, resource_version: str = ""
+) -> dict[str, Any] | None:
     """DeleteOptions that delete the object read and no other: a precondition on its uid
-    (a newer object of that name answers 409); None without a uid."""
+    (a newer object of that name answers 409), and with `resource_version` on the
+    version read (the object changed since answers 409 too); None without a uid."""
     if not uid:
         return None
+    preconditions = {"uid": uid}
+    if resource_version:
+        preconditions["resourceVersion"] = resource_version
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions",
-                            "preconditions": {"uid": uid}}
+                            "preconditions": preconditions}
     if grace_seconds is not None:
         body["gracePeriodSeconds"] = grace_seconds
     return body

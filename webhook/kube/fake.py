@@ -163,6 +163,13 @@ class FakeApi(Api):
             if method == "GET":
                 return copy.deepcopy(found)
             if method == "DELETE":
+                # DeleteOptions.preconditions, as the API server checks them.
+                options = body if isinstance(body, Mapping) else {}
+                wanted = options.get("preconditions") or {}
+                meta = found.get("metadata") or {}
+                for field in ("uid", "resourceVersion"):
+                    if wanted.get(field) and meta.get(field) and wanted[field] != meta[field]:
+                        raise ApiError(409, "Conflict", f"{path}: precondition {field} failed")
                 self._log(collection, "DELETED", found)
                 del self.objects[collection][key]
                 return copy.deepcopy(found)

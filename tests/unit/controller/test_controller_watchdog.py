@@ -122,3 +122,41 @@ def test_a_stuck_member_is_evented_once_while_the_stuck_set_shrinks() -> None:
     evented = [name for reason, names in posted.posts if reason == "GangMemberStuck"
                for name in names]
     assert sorted(evented) == ["g-0", "g-1", "g-2", "g-3"]
+
+
+def test_a_stuck_member_bound_after_it_was_read_is_not_deleted() -> None:
+    # The scheduler binds a member just after the controller's pass read it unbound:
+    # the delete of that pass must not take the member that completed the gang (a uid
+    # precondition alone allowed it; the gang was left partly bound and its Job made
+    # a new, unbound pod). A member still as read is deleted.
+    from gangkeeper.webhook.controller.watchdog import Watchdog
+    from gangkeeper.webhook.kube.fake import FakeApi
+
+    api = FakeApi()
+    # An owner that recreates deleted members and is not suspended (a Job would be).
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+           "name": "train", "uid": "u2"}
+    pods = released(3, bound=2, released_at=T0, owner=lws)
+    api.seed("/api/v1/pods", *pods)
+    listed = api.request("GET", "/api/v1/pods")["items"]
+    nodes = [node(f"n{i}", 8) for i in range(3)]
+    watchdog = Watchdog(api, CFG, _Posted(), lambda *_: None)  # type: ignore[arg-type]
+    result = plan([pod_info(p, CFG) for p in listed], nodes, CFG, T0 + 31)
+    actions = watchdog.actions(result, T0 + 31)
+    assert [m.name for m in actions.deletes] == ["g-2"]
+    # Bound meanwhile: a new resourceVersion.
+    (late,) = [p for p in listed if p["metadata"]["name"] == "g-2"]
+    api.emit("/api/v1/pods", "MODIFIED", {**late, "spec": {**late["spec"], "nodeName": "n2"}})
+    watchdog.send(actions, T0 + 31)
+    names = [p["metadata"]["name"] for p in api.request("GET", "/api/v1/pods")["items"]]
+    assert sorted(names) == ["g-0", "g-1", "g-2"], "a member bound since it was read was deleted"
+    # Unchanged since read: deleted, for its Job to make it again.
+    fresh = api.request("GET", "/api/v1/pods")["items"]
+    (now_late,) = [p for p in fresh if p["metadata"]["name"] == "g-2"]
+    api.emit("/api/v1/pods", "MODIFIED", {**now_late, "spec": {
+        k: v for k, v in now_late["spec"].items() if k != "nodeName"}})
+    again = api.request("GET", "/api/v1/pods")["items"]
+    result = plan([pod_info(p, CFG) for p in again], nodes, CFG, T0 + 62)
+    watchdog.send(watchdog.actions(result, T0 + 62), T0 + 62)
+    names = [p["metadata"]["name"] for p in api.request("GET", "/api/v1/pods")["items"]]
+    assert sorted(names) == ["g-0", "g-1"]

@@ -164,6 +164,10 @@ def watchdog(api: FakeApi, cfg: Config) -> tuple[Watchdog, Posted, dict[str, flo
 
 def pass_(dog: Watchdog, pods: list[dict[str, Any]], nodes: int, cfg: Config,
           now: float = LATER) -> None:
+    # As the controller reads them: the API's copy where it holds one (its
+    # resourceVersion, which the watchdog's deletes of unbound members are checked on).
+    stored = dog.rest.objects[PODS.path]  # type: ignore[attr-defined]
+    pods = [stored.get(f"{p['metadata']['namespace']}/{p['metadata']['name']}", p) for p in pods]
     actions = dog.actions(planned(pods, nodes, cfg, now), now, [pod_info(p, cfg) for p in pods])
     dog.send(actions, now)
 
