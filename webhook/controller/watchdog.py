@@ -5,10 +5,12 @@ Each pass as leader: `actions` adopts the owners a predecessor left suspended (o
 per term) and asks `watchdog_actions` from the plan, the memory this object keeps and
 the owners held suspended; `send` resumes the owners it chose (`suspension`) and
 sends the rest — member
-deletes (a uid precondition: the pod read and no other) for their owner to
-recreate, owner suspensions (what follows each is `after_suspend`'s, from the
-suspension's outcome), `GangMemberStuck`, `GangNotReady`, `GangRequeued` and
-`GangMembersRecreated` Events, the counters `gangkeeper_gang_rebinds_total` and
+deletes (a uid precondition: the pod read and no other; for a member read unbound,
+also its resourceVersion: bound since, it stays) for their owner to recreate, owner
+suspensions (what follows each is `after_suspend`'s, from the suspension's outcome;
+none while a stuck member it is for has been bound since it was read),
+`GangMemberStuck`, `GangNotReady`, `GangRequeued` and `GangMembersRecreated` Events,
+the counters `gangkeeper_gang_rebinds_total` and
 `gangkeeper_gang_requeues_total{cause,how}` — and keep the gauges
 (`gangkeeper_gangs_partly_bound`, `gangkeeper_gang_partly_bound_seconds`,
 `gangkeeper_gangs_not_ready`) for the next scrape.
@@ -93,6 +95,8 @@ class Watchdog:
                             "" if member.node_name else member.resource_version)
         self._send(actions.events, actions.counts)
         for requeue in actions.suspends:
+            if not self._unbound_still(requeue.about):
+                continue  # bound since this pass read it: the next pass decides again
             owner = requeue.gang.owner
             assert owner is not None  # `recovery` suspends only owners it can
             outcome, number = self.owners.suspend(
@@ -106,6 +110,23 @@ class Watchdog:
             self._count(family, labels, value)
         for event in events:
             self.events.send(event)
+
+    def _unbound_still(self, members: Iterable[PodInfo]) -> bool:
+        """Whether every member read unbound is still unbound (read again): suspending
+        an owner deletes all its pods, so a stale read must not suspend a gang the
+        scheduler has just bound whole. A member gone, or a failed read, does not
+        hold the requeue back (the gang is not whole then either)."""
+        for member in members:
+            if member.node_name:
+                continue
+            try:
+                pod = self.rest.get(PODS.object_path(member.namespace, member.name))
+            except ApiError:
+                continue
+            meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+            if meta.get("uid") != member.uid or spec.get("nodeName"):
+                return False
+        return True
 
     def delete_pod(self, namespace: str, name: str, uid: str, resource_version: str = ""
                    ) -> None:

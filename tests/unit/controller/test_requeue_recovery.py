@@ -309,3 +309,23 @@ def test_a_new_leader_resumes_every_kind_left_suspended_and_skips_kinds_not_inst
     # Listed once per term, not every pass.
     pass_(dog, [taken_node()], 3, cfg, LATER + 1)
     assert sum(1 for m, p, _ in api.calls if m == "GET" and p == JOBSETS) == 1
+
+
+def test_a_job_is_not_suspended_for_a_member_bound_since_the_pass_read_it() -> None:
+    # Suspending the Job deletes every pod: a pass that read the member unbound must
+    # not take back a gang the scheduler has bound whole meanwhile.
+    cfg = config()
+    api = FakeApi()
+    api.seed(JOBS, owner_object(JOB))
+    pods = [*released(2, bound=1, owner=JOB), taken_node()]
+    api.seed(PODS.path, *pods)
+    dog, posted, _ = watchdog(api, cfg)
+    stored = api.objects[PODS.path]
+    read = [stored[f"{p['metadata']['namespace']}/{p['metadata']['name']}"] for p in pods]
+    actions = dog.actions(planned(read, 3, cfg), LATER, [pod_info(p, cfg) for p in read])
+    assert [r.gang.name for r in actions.suspends] == ["g"]
+    late = stored["team/g-1"]
+    api.emit(PODS.path, "MODIFIED", {**late, "spec": {**late["spec"], "nodeName": "n1"}})
+    dog.send(actions, LATER)
+    assert api.objects[JOBS]["team/train"]["spec"].get("suspend") is not True
+    assert posted.reasons() == []
