@@ -43,6 +43,7 @@ from typing import Any
 
 from ..errors import InvalidObject
 from ..podspec import as_list, as_mapping, as_str, field_path
+from .classes import cel_expressions
 from .resource_names import NARROWED
 
 _MODES = ("ExactCount", "All")
@@ -78,24 +79,11 @@ def class_of(key: str) -> str:
     return key.partition(NARROWED)[0]
 
 
-def _selectors(body: Mapping[str, Any], path: str) -> tuple[str, ...]:
-    """The CEL expressions of `selectors[]` (each `cel.expression`)."""
-    selectors_path = field_path(path, "selectors")
-    out = []
-    for i, raw in enumerate(as_list(body.get("selectors"), selectors_path)):
-        selector_path = field_path(selectors_path, i)
-        cel_path = field_path(selector_path, "cel")
-        cel = as_mapping(as_mapping(raw, selector_path, required=True).get("cel"), cel_path,
-                         required=True)  # fmt: skip
-        out.append(as_str(cel.get("expression"), field_path(cel_path, "expression")))
-    return tuple(out)
-
-
 def _alternative(raw: object, path: str) -> tuple[str, int | None] | None:
     """(class, count; None for All) of an `exactly` or a sub-request; None: left out."""
     body = as_mapping(raw, path, required=True)
     device_class = as_str(body.get("deviceClassName"), field_path(path, "deviceClassName"))
-    _selectors(body, path)  # malformed selectors are bad input wherever they are
+    cel_expressions(body, path)  # malformed selectors are bad input wherever they are
     mode_path = field_path(path, "allocationMode")
     mode = as_str(body.get("allocationMode"), mode_path, default="ExactCount")
     if mode not in _MODES:
@@ -118,7 +106,7 @@ def _request(raw: object, path: str,
     if "exactly" in body:
         exactly_path = field_path(path, "exactly")
         asked = _alternative(body["exactly"], exactly_path)
-        expressions = _selectors(as_mapping(body["exactly"], exactly_path), exactly_path)
+        expressions = cel_expressions(as_mapping(body["exactly"], exactly_path), exactly_path)
         if asked is None or not expressions:
             return asked
         key = narrowed_key(asked[0], expressions)

@@ -61,17 +61,26 @@ def read_device_class(obj: Mapping[str, Any], path: str = "") -> DeviceClass:
     name = as_str(as_mapping(obj.get("metadata"), "metadata").get("name"), "metadata.name")
     spec_path = f"{path or f'DeviceClass {name}'}: spec"
     spec = as_mapping(obj.get("spec"), spec_path)
-    selectors_path = field_path(spec_path, "selectors")
-    expressions = []
-    for i, raw in enumerate(as_list(spec.get("selectors"), selectors_path)):
-        selector_path = field_path(selectors_path, i)
-        cel_path = field_path(selector_path, "cel")
-        body = as_mapping(as_mapping(raw, selector_path, required=True).get("cel"), cel_path,
-                          required=True)
-        expressions.append(as_str(body.get("expression"), field_path(cel_path, "expression")))
     extended = as_str(spec.get("extendedResourceName"),
                       field_path(spec_path, "extendedResourceName"), default="")
-    return DeviceClass(name=name, selectors=tuple(expressions), extended_resource_name=extended)
+    return DeviceClass(name=name, selectors=cel_expressions(spec, spec_path),
+                       extended_resource_name=extended)
+
+
+def cel_expressions(body: Mapping[str, Any], path: str) -> tuple[str, ...]:
+    """The CEL expressions of `body`'s `selectors[]` (each `cel.expression`), as a
+    DeviceClass's spec and a request's `exactly` give them; bad fields raise
+    InvalidObject naming the field under `path`."""
+    selectors_path = field_path(path, "selectors")
+    expressions = []
+    for i, raw in enumerate(as_list(body.get("selectors"), selectors_path)):
+        selector_path = field_path(selectors_path, i)
+        cel_path = field_path(selector_path, "cel")
+        cel_body = as_mapping(as_mapping(raw, selector_path, required=True).get("cel"),
+                              cel_path, required=True)
+        expressions.append(as_str(cel_body.get("expression"),
+                                  field_path(cel_path, "expression")))
+    return tuple(expressions)
 
 
 #: Compiled selectors by expression text: a cluster has a few DeviceClasses and claim

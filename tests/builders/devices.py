@@ -12,12 +12,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gangkeeper.policies.dra import read_device_class
+from gangkeeper.policies.dra.extended import with_device_resources
+from gangkeeper.policies.settings.config import Config
 from gangkeeper.webhook.kube.device_view import DeviceView
 from gangkeeper.webhook.kube.informer import object_key as key
 
 DRIVER = "gpu.example.com"
 CLASS = "gpu.example.com"
 NAMESPACE = "team"
+#: DeviceClass `gpus`: every device of DRIVER (the pure core's tests of `dra.extended`).
+GPUS = read_device_class({"metadata": {"name": "gpus"}, "spec": {
+    "selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]}})  # fmt: skip
+#: The default config counting GPUS's devices (`dra:gpus`, `dra:gpus/all`, ...) as GPUs.
+GPUS_CONFIG = with_device_resources(Config(), [GPUS])
 
 
 def node(name: str) -> dict[str, Any]:

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders.devices import DRIVER, GPUS, GPUS_CONFIG, node
+
 from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.cluster.fleet import Fleet
 from gangkeeper.policies.cluster.node_facts import node_fields
 from gangkeeper.policies.dra import (
     DeviceDemand,
     read_claim_template,
-    read_device_class,
     read_resource_slice,
 )
 from gangkeeper.policies.dra.extended import (
@@ -32,18 +33,10 @@ from gangkeeper.policies.dra.extended import (
 from gangkeeper.policies.dra.resource_names import resource_text
 from gangkeeper.policies.fit.feasibility import check_gang, fits_now
 from gangkeeper.policies.model import Gang, Role, Source
-from gangkeeper.policies.settings.config import Config, load_config
+from gangkeeper.policies.settings.config import load_config
 
-DRIVER = "gpu.example.com"
 TIMES = "\u00d7"
-GPUS = read_device_class({"metadata": {"name": "gpus"}, "spec": {
-    "selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]}})  # fmt: skip
-CONFIG = with_device_resources(Config(), [GPUS])
-
-
-def node(name: str) -> dict[str, Any]:
-    return {"kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"allocatable": {"cpu": "64"}}}  # fmt: skip
+CONFIG = GPUS_CONFIG
 
 
 def slice_of(name: str, devices: int, **device: Any) -> Any:

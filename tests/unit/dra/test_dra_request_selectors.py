@@ -11,36 +11,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders.devices import DRIVER, GPUS, GPUS_CONFIG, node
+
 from gangkeeper.policies.cluster.capacity import Capacity
 from gangkeeper.policies.dra import (
     DeviceDemand,
     read_claim_template,
-    read_device_class,
     read_resource_slice,
 )
 from gangkeeper.policies.dra.extended import (
     nodes_with_devices,
     with_claim_limits,
-    with_device_resources,
 )
 from gangkeeper.policies.dra.resource_names import resource_text
 from gangkeeper.policies.fit.feasibility import check_gang
 from gangkeeper.policies.model import Gang, Role, Source
-from gangkeeper.policies.settings.config import Config
 
-DRIVER = "gpu.example.com"
 TIMES = "\u00d7"
 H100 = f"device.attributes['{DRIVER}'].productName == 'H100'"
 #: Kubernetes' quantity() is not in the CEL package: this selector cannot be decided.
 QUANTITY = f"device.capacity['{DRIVER}'].memory.compareTo(quantity('40Gi')) >= 0"
-GPUS = read_device_class({"metadata": {"name": "gpus"}, "spec": {
-    "selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]}})  # fmt: skip
-CONFIG = with_device_resources(Config(), [GPUS])
-
-
-def node(name: str) -> dict[str, Any]:
-    return {"kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"allocatable": {"cpu": "64"}}}  # fmt: skip
+CONFIG = GPUS_CONFIG
 
 
 def slice_of(name: str, product: str) -> Any:
