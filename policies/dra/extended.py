@@ -185,9 +185,11 @@ def _limits(demand: DeviceDemand, fewest: Mapping[str, int], claim: str = "",
     for key in sorted(demand.every):
         if NARROWED in key:
             if counted is not None and key not in counted:
-                # The fewest of its class: not the class's whole node, which other
-                # devices of the class in use would keep it from now (a lower bound).
-                add(class_of(key), fewest.get(class_of(key), 1))
+                # One device of its class, a lower bound: not the class's fewest (the
+                # selectors may leave most of a node's devices to other requests of
+                # the pod), nor the class's whole node (other devices of the class in
+                # use would keep it from now).
+                add(class_of(key), 1)
                 continue
             add(class_of(key), fewest.get(key, 1))
         add(key, fewest.get(key, 1))

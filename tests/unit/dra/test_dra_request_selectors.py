@@ -124,4 +124,32 @@ def test_where_the_nodes_were_not_counted_for_the_selectors_the_class_is_charged
         "requests": [{"name": "gpus", "exactly": {
             "deviceClassName": "gpus", "allocationMode": "All",
             "selectors": [{"cel": {"expression": H100}}]}}]}}}})[1]  # fmt: skip
-    assert limits(every, frozenset()) == {"dra:gpus": "8"}
+    # All of the narrowed devices: at least one of the class (the class's fewest would
+    # charge devices the selectors leave out, and refuse a pod that fits).
+    assert limits(every, frozenset()) == {"dra:gpus": "1"}
+
+
+def test_two_narrowed_requests_of_one_class_fit_a_node_holding_both_kinds_live() -> None:
+    """Live (no narrowed key counted): a pod asking every H100 (All) and 4 A100s, on a
+    node of 4 H100s and 4 A100s, fits; charging the All its class's fewest (8) plus 4
+    refused it with 12 of 8, where `check --nodes` admitted it."""
+    mixed = read_resource_slice({"metadata": {"name": "m"}, "spec": {
+        "driver": DRIVER, "nodeName": "m",
+        "pool": {"name": "m", "generation": 0, "resourceSliceCount": 1},
+        "devices": [{"name": f"d{i}", "attributes": {"productName": {
+            "string": "H100" if i < 4 else "A100"}}} for i in range(8)]}})  # fmt: skip
+    nodes, fewest = nodes_with_devices([node("m")], [mixed], [GPUS])
+    both = read_claim_template({"metadata": {"name": "t"}, "spec": {"spec": {"devices": {
+        "requests": [
+            {"name": "h", "exactly": {"deviceClassName": "gpus", "allocationMode": "All",
+                                      "selectors": [{"cel": {"expression": H100}}]}},
+            {"name": "a", "exactly": {"deviceClassName": "gpus", "count": 4, "selectors": [
+                {"cel": {"expression": H100.replace("H100", "A100")}}]}}]}}}})[1]  # fmt: skip
+    pod = {"resourceClaims": [{"name": "g", "resourceClaimTemplateName": "t"}],
+           "containers": [{"name": "main"}]}  # fmt: skip
+    limits = with_claim_limits(pod, {"t": both}, fewest, counted=frozenset())
+    asked = {k: int(v) for k, v in limits["containers"][0]["resources"]["limits"].items()}
+    gang = Gang("team", "g", 1, (Role("worker", 1, asked),),
+                Source("batch/v1", "Job", "team", "g"))
+    verdict_ = check_gang(gang, Capacity.from_nodes(nodes, CONFIG))
+    assert verdict_.allowed, verdict_.reason
