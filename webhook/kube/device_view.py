@@ -24,10 +24,12 @@ ResourceClaims count twice over:
 
 What it does not do (docs/policy.md, "Dynamic Resource Allocation"): a template's claim
 allocated before its pod is bound looks free until the binding; a shared claim not yet
-allocated is not asked by the controller's gang; a request's own selectors are not
-applied: the Nodes are not counted for them (`counted` is empty), so such a request is
-charged against its whole class, as `check` does for keys it did not count (it also
-leaves its gang unpinned: `policies.dra.pinnable`).
+allocated is not asked by the controller's gang. A request's own selectors are applied:
+when the templates and claims bring a new set of them, every Node passes on again
+counted for each (`dra:<class>#<hash>`, `policies.dra.extended`), and only then may a
+request be charged that key (`counted`); until then it is charged against its class, as
+`check` does for keys it did not count. Such a request leaves its gang unpinned
+(`policies.dra.pinnable`).
 
 Slices, classes and claims that hold devices change when drivers start or users create
 them, not per pod: such a change recomputes every Node (O(nodes + slices)), and during
@@ -191,12 +193,18 @@ class DeviceView:
         self._generation = 0
         self.slices = _Store(SLICES, read_resource_slice, self._refresh, on_listed)
         self.classes = _Store(CLASSES, read_device_class, self._refresh, on_listed)
-        self.templates = _Store(CLAIM_TEMPLATES, _template, lambda: None, on_listed)
+        self.templates = _Store(CLAIM_TEMPLATES, _template, self._narrowed_changed, on_listed)
         #: ResourceClaims: a pod naming one shares it (its gang asks its devices once),
         #: and an allocated one holds its devices (`_held_changed`).
-        self.claims = _Store(CLAIMS, _claim, self._held_changed, on_listed)
+        self.claims = _Store(CLAIMS, _claim, self._claims_changed, on_listed)
         #: The devices allocated claims hold that no pod's limits count.
         self._held: frozenset[DeviceKey] = frozenset()
+        #: The narrowed keys of the templates' and claims' requests (a request's own
+        #: selectors: key -> class, expressions) the Nodes are counted for, and those
+        #: the Nodes passed on so far were counted for (`counted`: published once the
+        #: Nodes are, so a request is never charged a key no Node offers yet).
+        self._narrowed: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._counted: frozenset[str] = frozenset()
 
     # -- the Node subscriber, in front of the capacity's ----------------------------
 
@@ -219,11 +227,17 @@ class DeviceView:
                     del self._nodes[key]
             self._sink.relisted(keys)
 
-    def _with_devices(self, nodes: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    def _with_devices(
+        self, nodes: list[Mapping[str, Any]],
+        narrowed: Mapping[str, tuple[str, tuple[str, ...]]] | None = None,
+    ) -> list[Mapping[str, Any]]:
         classes: list[DeviceClass] = self.classes.values()
         slices: list[ResourceSlice] = self.slices.values()
+        if narrowed is None:
+            with self._lock:
+                narrowed = dict(self._narrowed)
         if classes:
-            out, fewest = nodes_with_devices(nodes, slices, classes, self._held)
+            out, fewest = nodes_with_devices(nodes, slices, classes, self._held, narrowed)
         else:  # nothing to add: a shallow copy, for the version below
             out = [{**n, "metadata": dict(n.get("metadata") or {})} for n in nodes]
             fewest = {}
@@ -239,6 +253,25 @@ class DeviceView:
             meta = node.setdefault("metadata", {})
             meta["resourceVersion"] = f"{meta.get('resourceVersion') or ''}+dra{generation}"
         return list(out)
+
+    def _claims_changed(self) -> None:
+        self._held_changed()
+        self._narrowed_changed()
+
+    def _narrowed_changed(self) -> None:
+        """A template or claim changed: the Nodes pass on again, counted for every
+        request's own selectors, when the set of them changed (rare: a new kind of
+        request, not a new claim of one)."""
+        wanted: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for _, (_, demand) in self.templates.values():
+            wanted.update(demand.narrowed)
+        for _, (_, demand), _ in self.claims.values():
+            wanted.update(demand.narrowed)
+        with self._lock:
+            if wanted == self._narrowed:
+                return
+            self._narrowed = wanted
+        self._refresh()
 
     def _held_changed(self) -> None:
         """A claim changed: the Nodes pass on again only when the devices held did (a
@@ -257,8 +290,13 @@ class DeviceView:
                 nodes = list(self._nodes.values())
                 self._fewest = {}
                 self._generation += 1
-            for node in self._with_devices(nodes):
+                narrowed = dict(self._narrowed)
+            known = {c.name for c in self.classes.values()}
+            for node in self._with_devices(nodes, narrowed):
                 self._sink.upsert(node)
+            with self._lock:
+                # Only keys of a class the Nodes were counted with offer anything.
+                self._counted = frozenset(k for k, (c, _) in narrowed.items() if c in known)
 
     def extended_names(self) -> frozenset[str]:
         """The resources the known DeviceClasses serve by `extendedResourceName`."""
@@ -301,9 +339,10 @@ class DeviceView:
     @property
     def counted(self) -> frozenset[str]:
         """The narrowed keys (a request's own selectors, `policies.dra.claims.
-        narrowed_key`) the Nodes are counted for: none yet on the live path (module
-        docstring); a request naming one is charged against its class."""
-        return frozenset()
+        narrowed_key`) the Nodes passed on are counted for; a request naming another
+        is charged against its class (`extended.with_claim_limits`)."""
+        with self._lock:
+            return self._counted
 
     @property
     def fewest(self) -> dict[str, int]:

@@ -21,7 +21,9 @@ from typing import Any
 from builders.devices import (
     CLASS,
     DEVICE_CLASS,
+    DRIVER,
     NAMESPACE,
+    TEMPLATE,
     Sink,
     listed,
     node,
@@ -293,3 +295,48 @@ def test_a_shared_claim_not_yet_known_is_not_counted() -> None:
     answer = admission.validate(review(sharing_job("early", 4, "later", own=True), JOB_KIND),
                                 sharing_policy())
     assert answer.review["response"]["allowed"] is True
+
+
+def test_a_template_whose_request_selects_h100s_is_counted_on_the_h100_nodes_live() -> None:
+    # Two nodes of 8 H100s and two of 8 A100s; a template whose request selects H100
+    # (its own selectors, not its class's). Live, the Nodes are counted again for those
+    # selectors once the template is seen: 3 x 8 is refused naming 24 and 16 (charged
+    # against the whole class it was admitted, 24 <= 32), 2 x 8 admitted.
+    sink = Sink()
+    view = DeviceView(sink)
+    names = [f"dra-node-{i}" for i in range(4)]
+    for name in names:
+        view.upsert(node(name))
+    view.relisted({key(node(name)) for name in names})
+    slices = [resource_slice(n, 8, product="H100" if i < 2 else "A100")
+              for i, n in enumerate(names)]
+    for obj in slices:
+        view.slices.upsert(obj)
+    view.slices.relisted({key(o) for o in slices})
+    view.classes.upsert(DEVICE_CLASS)
+    view.classes.relisted({key(DEVICE_CLASS)})
+    view.templates.relisted(set())
+    assert view.counted == frozenset()
+    # The template arrives after the informers' first lists, as a user creates one.
+    h100 = copy.deepcopy(TEMPLATE)
+    h100["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [
+        {"cel": {"expression": f"device.attributes['{DRIVER}'].productName == 'H100'"}}]
+    view.templates.upsert(h100)
+    assert len(view.counted) == 1
+    (narrowed,) = view.counted
+    assert [sink.nodes[n]["status"]["allocatable"].get(f"dra:{narrowed}") for n in names] == [
+        "8", "8", None, None]
+    config = with_device_names(Config())
+    capacity = Capacity.from_nodes(list(sink.nodes.values()), config)
+
+    def judged(workers: int) -> Any:
+        policy_ = Policy(capacity=capacity, lookup=view.owners(Owners()), config=config,
+                         devices=view)
+        return admission.validate(review(job("h", workers), JOB_KIND), policy_).review[
+            "response"]
+
+    refused = judged(3)
+    assert refused["allowed"] is False
+    message = refused["status"]["message"]
+    assert "24" in message and "16" in message and "matching the request's selectors" in message
+    assert judged(2)["allowed"] is True
