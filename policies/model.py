@@ -24,8 +24,12 @@ HELD_BY_CLAIMS = "gangkeeper.io/heldByClaims"
 DEVICE_RESOURCE_PREFIX = "dra:"
 #: After a class's name (`dra:<class>/all`): the one "whole node" of the class a Node
 #: offers, which a request of `allocationMode: All` takes (`dra.resource_names`,
-#: `cluster.whole_nodes`).
+#: `assigner.whole_nodes`).
 WHOLE_NODE_SUFFIX = "/all"
+#: Between a class's name and the hash of a request's own selectors
+#: (`dra:<class>#<hash>`: the devices of the class those selectors accept;
+#: `dra.resource_names`, `assigner.whole_nodes`).
+NARROWED_MARK = "#"
 
 #: For `isinstance(value, JSON_OBJECT)`: true for any Mapping, like `isinstance(value,
 #: Mapping)`, but a dict (every object decoded from JSON) is answered by a C type

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from ..eligibility import node_eligible
 from ..model import Placement, Taint
+from .whole_nodes import asks_devices, tie
 
 #: Gangs up to this many members are searched exactly (with backtracking).
 EXACT_MEMBERS = 64
@@ -238,6 +239,8 @@ class _Search:
         for resource, amount in member.requests.items():
             if amount > 0:
                 free[resource] = free.get(resource, 0) - amount
+        if asks_devices(member.requests):
+            tie(free, member.requests)  # an All request's whole node and its devices
         entered = (bucket.signature, free_key(free))
         insort(self._bucket(entered).local, node)
         if node not in self.touched:

@@ -35,6 +35,7 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..assigner.whole_nodes import free_of
 from ..eligibility import uses_node_identity
 from ..memo import BoundedMemo, IdentityMemo
 from ..model import KubeObject, Placement, Verdict
@@ -45,7 +46,6 @@ from .node_facts import NodeFacts, read_node
 from .node_resources import OtherResources, other_vector
 from .node_shapes import Bin, GpuVector, NodeShape, gpu_vector
 from .shape_eligibility import CACHE_LIMIT, ShapeEligibility, node_answer
-from .whole_nodes import free_of
 
 #: (shape id, GPUs per node, number of nodes, declared pool rather than live nodes)
 _Group = tuple[int, GpuVector, int, bool]

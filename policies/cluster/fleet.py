@@ -38,6 +38,7 @@ from typing import Any
 
 from ..assigner.assign import Group, NodeView, free_key
 from ..assigner.pin import pin_of
+from ..assigner.whole_nodes import free_amounts, free_of
 from ..eligibility import named_nodes, node_eligible, uses_node_identity
 from ..errors import PolicyError
 from ..model import Placement
@@ -45,7 +46,6 @@ from ..settings.config import Config
 from .capacity import Capacity
 from .node_facts import NodeFacts, read_node
 from .observed_gangs import PodInfo
-from .whole_nodes import free_amounts, free_of
 
 _Free = tuple[tuple[str, int], ...]
 #: Before a node's name: the uid its claims' held devices are counted under.

@@ -39,12 +39,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..assigner.pin import pin_of
+from ..assigner.whole_nodes import free_of
 from ..model import Placement
 from ..settings.config import Config
 from .fleet import Fleet, NodeReader
 from .kept_capacity import KeptCapacity
 from .observed_gangs import PodInfo, flight_order
-from .whole_nodes import free_of
 
 #: A pod placed on a node, as the fleet counts it: (uid, node, GPU demand, requests).
 Placed = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]

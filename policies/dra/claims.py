@@ -25,10 +25,13 @@ How each request is counted, so that a count is never more than the allocator ne
   applied (the alternatives are counted as their class: never more than the allocator
   needs).
 
-Where that count may differ from what the allocator takes on a node (All,
-firstAvailable with more than one alternative, adminAccess, a request's own selectors,
-a request left out) the demand keeps the reason in `doubts`: the count still judges
-whether the gang could fit, but it cannot promise a node (`pinnable.pin_doubt`).
+Where that count may differ from what the allocator takes on a node (firstAvailable
+with more than one alternative, adminAccess, a request left out) the demand keeps the
+reason in `doubts`: the count still judges whether the gang could fit, but it cannot
+promise a node (`pinnable.pin_doubt`). All and a request's own selectors are no doubt:
+a node's whole node (`dra:<class>/all`) and its narrowed count answer for them
+(`assigner.whole_nodes`; the release's `pinning` leaves nodes mixing devices the
+selectors accept and devices they do not to the allocator).
 
 Pure: plain dicts in, frozen dataclasses out.
 """
@@ -143,12 +146,8 @@ def _doubt(raw: object) -> str:
     exact = body["exactly"] if "exactly" in body else alternatives[0]
     if not isinstance(exact, Mapping):
         return ""
-    if exact.get("allocationMode") == "All":
-        return f"request {name} asks every device of its class on the node (allocationMode All)"
     if exact.get("adminAccess") is True:
         return f"request {name} asks admin access (counted as no device)"
-    if exact.get("selectors"):
-        return f"request {name} narrows its class with selectors of its own"
     return ""
 
 

@@ -17,7 +17,7 @@ lands on: it asks the fewest devices any node offers the class (at least one) an
 `dra:<class>/all` (`resource_names.whole_name`), of which every node offering the class
 has one (`UNCOUNTED` where the count is unknown), so N such members need N nodes; on a
 node where claims hold devices of the class the whole node is held too
-(`cluster.whole_nodes` ties it to the devices' use by pods). A shared
+(`assigner.whole_nodes` ties it to the devices' use by pods). A shared
 ResourceClaim (given in `shared`) becomes a limit of its own name, `dra:<class>@<claim>`,
 that `shared.charged_once` turns into one member's devices for the whole gang; one not
 given, or with `shared` None (the controller, which counts allocated claims on their
@@ -124,7 +124,7 @@ def nodes_with_devices(
             taken = _held(device_class, devices, held) if held else 0
             if taken:
                 held_here = status.setdefault(HELD_BY_CLAIMS, {})
-                # Not the whole node as well: `cluster.whole_nodes` ties it to these, and
+                # Not the whole node as well: `assigner.whole_nodes` ties it to these, and
                 # a held whole node would make every device of the class look taken.
                 held_here[PREFIX + device_class.name] = taken
                 if serves_extended:

@@ -4,15 +4,18 @@ The release pins a gang member on a node where its claims' devices (`dra:<class>
 amounts, `extended.with_claim_limits`) are free, as it does for GPUs. A free count
 answers for the scheduler's allocator only when every claim is the pod's own (made
 from a ResourceClaimTemplate that is known) and asks an exact number of a class's
-devices. `pin_doubt` returns why not, otherwise; the gang is then released unpinned,
-and the allocator, which sees the devices themselves, chooses the nodes:
+devices, every device of it on the node (allocationMode All: the node's one
+`dra:<class>/all`, `assigner.whole_nodes`), or a number of those its own selectors
+accept where the nodes were counted for them (`counted`). `pin_doubt` returns why
+not, otherwise; the gang is then released unpinned, and the allocator, which sees the
+devices themselves, chooses the nodes:
 
 - a shared ResourceClaim (`resourceClaimName`): once allocated, its devices decide the
   node of every pod that shares it, which a count of free devices cannot see;
 - a ResourceClaimTemplate that was not given: its devices were not counted;
 - a request whose count may not be what the allocator takes on a node
-  (`claims.DeviceDemand.doubts`: allocationMode All, firstAvailable alternatives,
-  adminAccess, selectors of the request's own).
+  (`claims.DeviceDemand.doubts`: firstAvailable alternatives, adminAccess);
+- a request whose own selectors the nodes were not counted for (it asks its class).
 
 A node whose count of a class is unknown (`extended.UNCOUNTED`) is the pinning's to
 judge (`release.pinning`): it depends on the node, not on the pod.
@@ -22,15 +25,17 @@ Pure: a pod spec and the namespace's templates in, a sentence out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 
 from ..errors import InvalidObject
 from .claims import DeviceDemand, pod_claims
 
 
-def pin_doubt(spec: object, templates: Mapping[str, DeviceDemand]) -> str:
+def pin_doubt(spec: object, templates: Mapping[str, DeviceDemand],
+              counted: Container[str] = frozenset()) -> str:
     """Why the devices of the claims in `spec` (a pod spec) cannot be placed by their
-    count; "" when they can (no claim at all included)."""
+    count; "" when they can (no claim at all included). `counted`: the narrowed keys
+    (`claims.narrowed_key`) the nodes were counted for."""
     try:
         claims = pod_claims(spec, templates)
     except InvalidObject as exc:
@@ -43,4 +48,8 @@ def pin_doubt(spec: object, templates: Mapping[str, DeviceDemand]) -> str:
                 "(its devices are not counted)")  # fmt: skip
     if claims.own.doubts:
         return f"a claim whose {sorted(claims.own.doubts)[0]}"
+    uncounted = sorted(k for k in claims.own.narrowed if k not in counted)
+    if uncounted:
+        return (f"a request's own selectors ({uncounted[0]}) the nodes are not counted "
+                "for yet")  # fmt: skip
     return ""

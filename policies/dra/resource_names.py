@@ -2,7 +2,7 @@
 
 The packing counts a DeviceClass's devices as an extended resource `dra:<class>` of
 each Node (`extended`), and the node as a whole, for requests of `allocationMode: All`,
-as one `dra:<class>/all` (`whole_name`; `cluster.whole_nodes` ties the two together).
+as one `dra:<class>/all` (`whole_name`; `assigner.whole_nodes` ties the two together).
 A shared ResourceClaim's devices in a pod's limits are `dra:<class>@<claim>` (and
 `dra:<class>/all@<claim>`) until `shared.charged_once` gives them to one member. No
 such name exists in the cluster, so users never read one: `resource_text` words it, and
@@ -19,7 +19,7 @@ Pure: strings only.
 
 from __future__ import annotations
 
-from ..model import DEVICE_RESOURCE_PREFIX, WHOLE_NODE_SUFFIX
+from ..model import DEVICE_RESOURCE_PREFIX, NARROWED_MARK, WHOLE_NODE_SUFFIX
 
 #: Before a class's name in the resource that counts its devices.
 PREFIX = DEVICE_RESOURCE_PREFIX
@@ -41,7 +41,7 @@ def shared_name(device_class: str, claim: str) -> str:
 
 
 #: Between a class and the hash of a request's selectors (`claims.NARROWED`).
-NARROWED = "#"
+NARROWED = NARROWED_MARK
 
 
 def counts_other_names(resource: str) -> bool:

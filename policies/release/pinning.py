@@ -19,9 +19,15 @@ hold it.
 
 DRA: a member's claims are its requests of `dra:<class>` devices (`dra.extended`), so it
 is pinned where they are free like any other resource, when a count can place them
-(`dra.pinnable`; otherwise its gang is released unpinned, with the reason). A node
-whose count of a class is unknown gets a count no gang exhausts; a gang placed there
-is released unpinned too (`_uncounted`), and the scheduler's allocator decides.
+(`dra.pinnable`; otherwise its gang is released unpinned, with the reason). An All
+request asks its node's one `dra:<class>/all`, and the assigner ties it to the node's
+devices member by member (`assigner.whole_nodes`), so one gang never puts an All
+member and another member of its class on one node. A request's own selectors are
+counted per node (`dra:<class>#<hash>`). A node whose count of a class is unknown gets
+a count no gang exhausts, and a node that mixes devices a request's selectors accept
+with others of their class cannot promise which the allocator gives to whom; a gang
+placed on either is released unpinned too (`_uncounted`), and the scheduler's allocator
+decides.
 
 `pins_for(placed, fleet)` turns nodes chosen elsewhere (first-fit for members beyond
 minMember) into pins.
@@ -52,6 +58,7 @@ from ..cluster.node_resources import shown
 from ..cluster.observed_gangs import GangObservation, PodInfo
 from ..dra.extended import PREFIX as DEVICE_PREFIX
 from ..dra.extended import UNCOUNTED
+from ..dra.resource_names import NARROWED, WHOLE, resource_text
 from ..eligibility import uses_node_identity
 
 
@@ -101,13 +108,20 @@ def _assign(
 def _uncounted(result: Assignment, wanted: Sequence[Member], fleet: Fleet) -> Unpinned | None:
     """Unpinned when a member's devices were placed on a node whose count of them is
     unknown (`dra.extended.UNCOUNTED`: partitionable, shared or tainted devices, a
-    selector not evaluated here): no pin can promise the allocator finds them there."""
+    selector not evaluated here), or that mixes devices a member's own selectors accept
+    with devices of their class they do not (`mixed_devices`): no pin can promise the
+    allocator finds them there."""
     asked = {m.name: m.requests for m in wanted}
     for name, node in sorted(result.nodes.items()):
         resource = uncounted_devices(asked[name], fleet.nodes[node])
         if resource:
             return Unpinned(f"node {node}'s {resource} devices cannot be counted "
                             f"(for {name}): the allocator places the gang")  # fmt: skip
+        resource = mixed_devices(asked[name], fleet.nodes[node])
+        if resource:
+            return Unpinned(f"node {node} has {resource_text(resource)} and others of "
+                            f"their class (for {name}): a request without those selectors "
+                            "may be given either, so the allocator places the gang")  # fmt: skip
     return None
 
 
@@ -116,6 +130,23 @@ def uncounted_devices(requests: Mapping[str, int], node: NodeFacts) -> str:
     "" when there is none."""
     return next((r for r in sorted(requests) if r.startswith(DEVICE_PREFIX)
                  and node.allocatable.get(r) == UNCOUNTED), "")  # fmt: skip
+
+
+def mixed_devices(requests: Mapping[str, int], node: NodeFacts) -> str:
+    """The first narrowed device resource of `requests` (`dra:<class>#<hash>`, a
+    request's own selectors) of which `node` offers fewer than of its class; "" when
+    there is none. On such a node a pod asking the class alone may be given the
+    devices the selectors accept (the allocator takes any), and a count of them
+    cannot promise they stay free; on a node whose devices of the class all match,
+    the class's count answers for them."""
+    for resource in sorted(requests):
+        if not resource.startswith(DEVICE_PREFIX) or NARROWED not in resource:
+            continue
+        key = resource.removesuffix(WHOLE)
+        device_class = key.partition(NARROWED)[0]
+        if node.allocatable.get(device_class, 0) > node.allocatable.get(key, 0):
+            return key
+    return ""
 
 
 def _search(
@@ -225,7 +256,11 @@ def pins_for(placed: Iterable[tuple[PodInfo, str | None]], fleet: Fleet) -> Pinn
     for pod, node in placed:
         # A member the assigner would not pin (`_uncounted`, `Member.unmodeled`) is not
         # pinned where first-fit put it either.
-        if node is None or pod.unpinnable or uncounted_devices(pod.requests, fleet.nodes[node]):
+        if node is None:
+            continue
+        facts = fleet.nodes[node]
+        if pod.unpinnable or uncounted_devices(pod.requests, facts) or mixed_devices(
+                pod.requests, facts):
             continue
         pins[pod.uid] = node
         nodes[pod.name] = node

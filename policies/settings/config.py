@@ -294,7 +294,7 @@ def _pool(key: str, raw: object, gpu_patterns: tuple[str, ...]) -> NodePool:
                                 f"give the devices of DeviceClass {device_class} in {key}.devices")
         allocatable[resource] = amount
         # Each node also offers the class's whole node, which an All request takes
-        # (`cluster.whole_nodes`), as a live node offering the class does.
+        # (`assigner.whole_nodes`), as a live node offering the class does.
         allocatable[resource + WHOLE_NODE_SUFFIX] = 1
     return NodePool(
         name=name,

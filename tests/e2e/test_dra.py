@@ -36,9 +36,12 @@ plugin allocates it, and kwok runs the pod: no driver prepares anything.
   deallocated; then it binds whole;
 - so do the devices of a claim allocated with no pod at all (its status written as a
   driver may write it), until the claim is deleted.
-- a gang whose claims ask `allocationMode: All` is released unpinned (a count cannot
-  say which node's devices the allocator takes), with a `GangReleasedUnpinned` Event
-  naming the request, and binds whole on two nodes.
+- a gang whose claims ask `allocationMode: All` is refused 3 on 2 nodes, and 2 are
+  released pinned, one member per node (each takes the node's whole class), and bind
+  there;
+- a request narrowing the driver's class with selectors of its own (productName H100,
+  on two of four nodes) refuses 3 x 8 with 24 and 16, and 2 x 8 is pinned to the two
+  H100 nodes and binds there.
 """
 
 from __future__ import annotations
@@ -318,6 +321,35 @@ def test_a_class_of_h100s_present_on_two_nodes_only_refuses_three_workers_of_eig
     assert apply(cluster, two_h100, "--dry-run=server", check=False).returncode == 0
 
 
+def test_a_request_selecting_h100s_itself_refuses_three_workers_and_pins_two_on_the_h100_nodes(
+    cluster: Any, gang_namespace: str, mixed_products: Fleet
+) -> None:
+    # The same H100s asked through the request's own selectors (`exactly.selectors`)
+    # of the driver's class: counted per node (dra:<class>#<hash>), refused 3 x 8 with
+    # 24 and 16, and 2 x 8 released pinned to the two H100 nodes, bound there. Before:
+    # counted live but released unpinned ("selectors of its own").
+    fleet = mixed_products
+    template = fleet.template(gang_namespace, name="own-h100s")
+    request = template["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    request["selectors"] = [{"cel": {
+        "expression": f'device.attributes["{fleet.driver}"].productName == "H100"'}}]
+    apply(cluster, template)
+    three = fleet.job(unique("own"), gang_namespace, 3, template="own-h100s")
+    cluster.wait_for(
+        lambda: apply(cluster, three, "--dry-run=server", check=False).returncode != 0,
+        timeout=30.0, message="the webhook counting the request's own selectors",
+    )
+    refused_with_numbers(apply(cluster, three, "--dry-run=server", check=False),
+                         demand=24, offered=16)
+    name = unique("own")
+    assert apply(cluster, fleet.job(name, gang_namespace, 2, template="own-h100s")
+                 ).returncode == 0
+    pods = all_bound(cluster, gang_namespace, name, 2, "both H100 workers bound")
+    assert sorted(p.spec.node_name for p in pods) == sorted(fleet.nodes[:2])
+    assert all(pinned_node(p) == p.spec.node_name for p in pods), described(
+        cluster, gang_namespace, name)
+
+
 # --- shared ResourceClaims (policies/dra/shared.py, policies/dra/allocated.py) -------
 
 
@@ -551,12 +583,13 @@ def pair(cluster: Any) -> Iterator[Fleet]:
     made.delete_classes(cluster)
 
 
-def test_a_gang_whose_claims_ask_every_device_goes_unpinned_with_the_reason_and_binds_whole(
+def test_a_gang_whose_claims_ask_every_device_is_pinned_one_member_per_node_and_binds_whole(
     cluster: Any, gang_namespace: str, pair: Fleet
 ) -> None:
-    # `allocationMode: All` takes every device of the class on whichever node the
-    # allocator picks: a count cannot promise a node, so the gang is released
-    # unpinned, says why, and the allocator places it (policies/dra/pinnable.py).
+    # `allocationMode: All` takes every device of the class on its node: each member
+    # asks the node's one whole node of the class (policies/assigner/whole_nodes.py),
+    # so it is pinned to a node of its own and binds there. Before: released unpinned
+    # with a GangReleasedUnpinned Event naming allocationMode All.
     every = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
              "metadata": {"name": "every-gpu", "namespace": gang_namespace},
              "spec": {"spec": {"devices": {"requests": [
@@ -571,16 +604,19 @@ def test_a_gang_whose_claims_ask_every_device_goes_unpinned_with_the_reason_and_
         lambda: apply(cluster, job, "--dry-run=server", check=False).returncode == 0,
         timeout=30.0, message="the webhook counting both of the pair's nodes",
     )
+    three = pair.job(unique("every"), gang_namespace, 3, template="every-gpu")
+    refused_with_numbers(apply(cluster, three, "--dry-run=server", check=False),
+                         demand=3, offered=2)
     apply(cluster, job)
 
     pods = all_bound(cluster, gang_namespace, name, 2, "both workers bound")
     assert sorted(p.spec.node_name for p in pods) == sorted(pair.nodes)
-    assert [pinned_node(p) for p in pods] == [None, None]
+    assert all(pinned_node(p) == p.spec.node_name for p in pods), described(
+        cluster, gang_namespace, name)
     # Read through core/v1: the scheduler's own Events have no eventTime, which the
-    # client's events.k8s.io model refuses.
-    cluster.wait_for(
-        lambda: [e for e in cluster.core.list_namespaced_event(gang_namespace).items
-                 if e.reason == "GangReleasedUnpinned"
-                 and "allocationMode All" in (e.message or "")],
-        timeout=30.0, message="the GangReleasedUnpinned Event naming allocationMode All",
-    )
+    # client's events.k8s.io model refuses. The unpinned release's Event regards the
+    # members; none may say these were released without pins.
+    members = {p.metadata.name for p in pods}
+    unpinned = [e.message for e in cluster.core.list_namespaced_event(gang_namespace).items
+                if e.reason == "GangReleasedUnpinned" and e.involved_object.name in members]
+    assert unpinned == [], unpinned

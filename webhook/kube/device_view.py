@@ -28,8 +28,8 @@ allocated is not asked by the controller's gang. A request's own selectors are a
 when the templates and claims bring a new set of them, every Node passes on again
 counted for each (`dra:<class>#<hash>`, `policies.dra.extended`), and only then may a
 request be charged that key (`counted`); until then it is charged against its class, as
-`check` does for keys it did not count. Such a request leaves its gang unpinned
-(`policies.dra.pinnable`).
+`check` does for keys it did not count, and leaves its gang unpinned
+(`policies.dra.pinnable`); once counted, it is pinned by that count like any other.
 
 Slices, classes and claims that hold devices change when drivers start or users create
 them, not per pod: such a change recomputes every Node (O(nodes + slices)), and during
@@ -361,7 +361,7 @@ class DeviceView:
         if not self.classes.values():
             return None
         templates = dict(entry for ns, entry in self.templates.values() if ns == namespace)
-        return pin_doubt(spec, templates)
+        return pin_doubt(spec, templates, self.counted)
 
     def owners(self, lookup: Callable[[str, str, str, str], Any]
                ) -> Callable[[str, str, str, str], Any]:

@@ -170,11 +170,8 @@ def test_two_members_of_four_devices_share_a_node_by_its_device_count() -> None:
 @pytest.mark.parametrize(
     ("claim", "asked", "why"),
     [
-        pytest.param({"resourceClaimTemplateName": "all"}, {"allocationMode": "All"},
-                     "allocationMode All", id="all-mode"),
-        pytest.param({"resourceClaimTemplateName": "narrow"},
-                     {"count": 8, "selectors": [{"cel": {"expression": "true"}}]},
-                     "selectors of its own", id="request-selectors"),
+        pytest.param({"resourceClaimTemplateName": "admin"},
+                     {"count": 8, "adminAccess": True}, "admin access", id="admin-access"),
         pytest.param({"resourceClaimName": "shared"}, None, "shared ResourceClaim shared",
                      id="shared-claim"),
         pytest.param({"resourceClaimTemplateName": "missing"}, None,
@@ -190,6 +187,70 @@ def test_a_member_whose_devices_a_count_cannot_place_goes_unpinned_with_the_reas
     (release,) = decide(built, pods).releases
     assert release.pins == {}
     assert why in release.unpinned, release.unpinned
+
+
+def test_a_gang_asking_every_device_of_its_nodes_is_pinned_one_member_per_whole_node() -> None:
+    # Before: released unpinned ("allocationMode All"). Each member takes a whole node,
+    # never dra-0, whose devices a claim holds (its whole node is not free).
+    built = controller(nodes=5, templates=(template("all", allocationMode="All"),))
+    pods = [claiming(p, {"resourceClaimTemplateName": "all"}) for p in members("g", 4, gpus=8)]
+    result = decide(built, [blocker(), *pods])
+    (release,) = result.releases
+    assert release.unpinned == ""
+    assert sorted(pins_by_member(result).values()) == ["dra-1", "dra-2", "dra-3", "dra-4"]
+
+
+def test_a_whole_node_member_and_a_member_of_the_same_class_never_share_a_node() -> None:
+    # dra-0 offers 8 devices, dra-1 4: an All member asks the fewest (4) and the whole
+    # node. A member asking 2 fits beside it by count on dra-0, but the allocator gives
+    # the All claim all 8 there: one gang must not be pinned onto one node twice.
+    slices = [resource_slice("dra-0"), resource_slice("dra-1", devices=4)]
+    built = controller(nodes=2, slices=slices, templates=(
+        template("all", allocationMode="All"), template("two", count=2)))
+    whole, two = members("g", 2, gpus=8)
+    result = decide(built, [claiming(whole, {"resourceClaimTemplateName": "all"}),
+                            claiming(two, {"resourceClaimTemplateName": "two"})])
+    pins = pins_by_member(result)
+    assert len(pins) == 2 and len(set(pins.values())) == 2, pins
+
+
+H100 = 'device.attributes["gpu.example.com"].productName == "H100"'
+
+
+def model_slice(name: str, *models: str) -> dict[str, Any]:
+    """dra-N's slice of one device per model given, each with its productName."""
+    raw = resource_slice(name, devices=len(models))
+    for device, model in zip(raw["spec"]["devices"], models, strict=True):
+        device["attributes"] = {"productName": {"string": model}}
+    return raw
+
+
+def test_a_request_narrowed_by_its_own_selectors_is_pinned_on_the_nodes_they_accept() -> None:
+    # Before: released unpinned ("selectors of its own"). Two H100 nodes, two A100.
+    slices = [model_slice(f"dra-{i}", *[m] * 8) for i, m in enumerate(["A100", "H100"] * 2)]
+    built = controller(slices=slices, templates=(
+        template("h100", count=8, selectors=[{"cel": {"expression": H100}}]),))
+    pods = [claiming(p, {"resourceClaimTemplateName": "h100"}) for p in members("g", 2, gpus=8)]
+    for raw in pods:  # the view counts the Nodes for the template's selectors first
+        built.devices.with_claims(raw, "team", shared=False) if built.devices else None
+    result = decide(built, pods)
+    (release,) = result.releases
+    assert release.unpinned == "", release.unpinned
+    assert sorted(pins_by_member(result).values()) == ["dra-1", "dra-3"]
+
+
+def test_a_node_mixing_devices_a_requests_selectors_accept_and_others_is_not_pinned_on() -> None:
+    # Each node: 4 H100 and 4 A100. A member asking the class alone may be given the
+    # H100 first; no pin can promise them to the narrowed member.
+    slices = [model_slice(f"dra-{i}", *["H100"] * 4, *["A100"] * 4) for i in range(4)]
+    built = controller(slices=slices, templates=(
+        template("h100", count=4, selectors=[{"cel": {"expression": H100}}]),))
+    pods = [claiming(p, {"resourceClaimTemplateName": "h100"}) for p in members("g", 2, gpus=4)]
+    for raw in pods:
+        built.devices.with_claims(raw, "team", shared=False) if built.devices else None
+    (release,) = decide(built, pods).releases
+    assert release.pins == {}
+    assert "matching the request's selectors and others of their class" in release.unpinned
 
 
 def test_a_node_whose_device_count_is_unknown_is_not_pinned_on() -> None:

@@ -106,7 +106,7 @@ def test_a_claim_made_for_a_pod_is_left_to_the_pod_and_a_deallocated_one_frees_i
     assert read_node(sink.nodes["dra-node-0"], config).held == {}
     held = claim("other-job", "dra-node-1", 3)
     view.claims.upsert(held)
-    # Its whole node (All requests) is taken too, by `cluster.whole_nodes` from these.
+    # Its whole node (All requests) is taken too, by `assigner.whole_nodes` from these.
     assert read_node(sink.nodes["dra-node-1"], config).held == {f"dra:{CLASS}": 3}
     view.claims.upsert({**held, "status": {}})
     assert read_node(sink.nodes["dra-node-1"], config).held == {}

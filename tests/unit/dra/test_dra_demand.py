@@ -125,10 +125,12 @@ def test_a_pod_claim_naming_both_sources_is_an_error_naming_the_field() -> None:
         pytest.param([{"name": "r", "firstAvailable": [
             {"name": "only", "deviceClassName": GPU, "count": 8}]}],
             None, id="first-available-of-one"),
-        pytest.param([exactly(allocationMode="All")], "allocationMode All", id="all-mode"),
+        # All and a request's own selectors are counted per node (a whole node, a
+        # narrowed key): pinnable, no doubt.
+        pytest.param([exactly(allocationMode="All")], None, id="all-mode"),
         pytest.param([exactly(8, adminAccess=True)], "admin access", id="admin-access"),
         pytest.param([exactly(8, selectors=[{"cel": {"expression": "true"}}])],
-                     "selectors of its own", id="request-selectors"),
+                     None, id="request-selectors"),
         pytest.param([{"name": "r", "firstAvailable": [
             {"name": "big", "deviceClassName": GPU, "count": 8},
             {"name": "small", "deviceClassName": GPU, "count": 2}]}],
@@ -155,9 +157,10 @@ def test_a_count_that_may_not_be_what_the_allocator_takes_on_a_node_says_why(
 def test_doubts_of_a_pods_claims_add_up_like_its_counts() -> None:
     templates = dict([read_claim_template(template("eight", exactly(8))),
                       read_claim_template(template("nics", exactly(allocationMode="All",
-                                                                   cls="nic")))])  # fmt: skip
+                                                                   cls="nic"))),
+                      read_claim_template(template("admin", exactly(1, adminAccess=True)))])
     read = pod_claims(pod({"name": "g", "resourceClaimTemplateName": "eight"},
-                          {"name": "n", "resourceClaimTemplateName": "nics"}), templates)
+                          {"name": "n", "resourceClaimTemplateName": "nics"},
+                          {"name": "a", "resourceClaimTemplateName": "admin"}), templates)
     assert dict(read.own.counts) == {GPU: 8} and read.own.every == {"nic"}
-    assert [d.split(" (")[0] for d in read.own.doubts] == [
-        "request r asks every device of its class on the node"]
+    assert [d.split(" (")[0] for d in read.own.doubts] == ["request r asks admin access"]

@@ -21,8 +21,14 @@ def template(name: str, **request: Any) -> dict[str, Any]:
         {"name": "gpus", "exactly": {"deviceClassName": GPU, **request}}]}}}}
 
 
+SELECTORS = [{"cel": {"expression": 'device.attributes["gpu.example.com"].model == "H100"'}}]
 TEMPLATES = dict(read_claim_template(t) for t in (
-    template("eight", count=8), template("whole", allocationMode="All")))
+    template("eight", count=8), template("whole", allocationMode="All"),
+    template("h100", count=8, selectors=SELECTORS),
+    template("admin", count=8, adminAccess=True)))
+#: The narrowed key of the h100 template (`claims.narrowed_key`), as the nodes were
+#: counted for it.
+COUNTED = frozenset(TEMPLATES["h100"].narrowed)
 
 
 def spec(*claims: dict[str, str]) -> dict[str, Any]:
@@ -42,9 +48,13 @@ def spec(*claims: dict[str, str]) -> dict[str, Any]:
         pytest.param([{"name": "g", "resourceClaimTemplateName": "gone"}],
                      "ResourceClaimTemplate gone not found (its devices are not counted)",
                      id="unknown-template"),
-        pytest.param([{"name": "g", "resourceClaimTemplateName": "whole"}],
-                     "a claim whose request gpus asks every device of its class on the node "
-                     "(allocationMode All)", id="all-mode"),
+        pytest.param([{"name": "g", "resourceClaimTemplateName": "whole"}], "",
+                     id="all-mode"),
+        pytest.param([{"name": "g", "resourceClaimTemplateName": "h100"}], "",
+                     id="own-selectors-counted"),
+        pytest.param([{"name": "g", "resourceClaimTemplateName": "admin"}],
+                     "a claim whose request gpus asks admin access (counted as no device)",
+                     id="admin-access"),
         pytest.param([{"name": "g"}], "DRA claims that cannot be read (spec.resourceClaims[0]: "
                      "must set exactly one of resourceClaimName, resourceClaimTemplateName)",
                      id="malformed"),
@@ -53,4 +63,11 @@ def spec(*claims: dict[str, str]) -> dict[str, Any]:
 def test_a_pod_is_pinned_by_its_device_count_only_when_the_count_is_sure(
     claims: list[dict[str, str]], why: str
 ) -> None:
-    assert pin_doubt(spec(*claims), TEMPLATES) == why
+    assert pin_doubt(spec(*claims), TEMPLATES, COUNTED) == why
+
+
+def test_a_request_whose_own_selectors_the_nodes_are_not_counted_for_is_not_pinned() -> None:
+    # It is charged against its class until the view counts the nodes for it.
+    why = pin_doubt(spec({"name": "g", "resourceClaimTemplateName": "h100"}), TEMPLATES)
+    assert why.startswith("a request's own selectors (gpu.example.com#")
+    assert why.endswith("the nodes are not counted for yet")
