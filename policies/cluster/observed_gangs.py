@@ -40,6 +40,8 @@ _BACKENDS: tuple[str, ...] = get_args(Backend)
 _TERMINAL = ("Succeeded", "Failed")
 
 _NO_LABELS: Mapping[str, str] = MappingProxyType({})
+#: A pod whose claims may take nothing beyond their count (most): one shared empty map.
+_NO_EXTRA: Mapping[str, int] = MappingProxyType({})
 
 
 def _later(raw: object, shared: SharedParts | None) -> tuple[LaterMembers, ...] | str:
@@ -94,6 +96,9 @@ class PodInfo:
     requests: Mapping[str, int] = field(default_factory=dict)
     #: Why the pod cannot be pinned (`placement.unmodeled`); "" when it can.
     unpinnable: str = ""
+    #: Devices its DRA claims may take beyond `requests` (firstAvailable alternatives
+    #: larger than the smallest, `dra.pinnable.pin_extra`): a pin must fit them too.
+    pin_extra: Mapping[str, int] = field(default_factory=dict)
     #: How much of the path to required node affinity the spec has
     #: (`pin.affinity_levels`): where the pin patch writes. 0 for a non-member.
     affinity_levels: int = 0
@@ -243,12 +248,14 @@ def pod_info(
     shared: SharedParts | None = None,
     *,
     claims: str | None = None,
+    pin_extra: Mapping[str, int] | None = None,
 ) -> PodInfo:
     """Reduce a pod dict to `PodInfo`; a malformed spec is recorded, never raised.
 
     With `shared`, equal demands and placements are one object across pods. `claims`:
     the pod's DRA claims were counted as its requests, and why that count cannot place
     them ("" when it can; `assigner.constraints.unmodeled`); None when not counted.
+    `pin_extra`: what they may take beyond that count (`PodInfo.pin_extra`).
     """
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -288,6 +295,7 @@ def pod_info(
         placement=shared.placement(placement) if shared else placement,
         requests=shared.demand(requests) if shared else MappingProxyType(requests),
         unpinnable=unmodeled(spec, claims) if gang else "",
+        pin_extra=MappingProxyType(dict(pin_extra)) if gang and pin_extra else _NO_EXTRA,
         affinity_levels=affinity_levels(spec) if gang else 0,
         priority=priority if type(priority) is int else 0,
         priority_class=sys.intern(str(spec.get("priorityClassName") or "")) if gang else "",

@@ -25,8 +25,13 @@ How each request is counted, so that a count is never more than the allocator ne
   applied (the alternatives are counted as their class: never more than the allocator
   needs).
 
-Where that count may differ from what the allocator takes on a node (firstAvailable
-with more than one alternative, adminAccess, a request left out) the demand keeps the
+A firstAvailable request whose alternatives are exact counts of one class, with no
+selectors or admin access of their own, takes between its smallest and its largest
+alternative: the difference is kept in `extra`, which the release's pinning charges
+too (whichever alternative the allocator takes then fits).
+
+Where the count may differ from what the allocator takes on a node (other
+firstAvailable alternatives, adminAccess, a request left out) the demand keeps the
 reason in `doubts`: the count still judges whether the gang could fit, but it cannot
 promise a node (`pinnable.pin_doubt`). All and a request's own selectors are no doubt:
 a node's whole node (`dra:<class>/all`) and its narrowed count answer for them
@@ -62,11 +67,15 @@ class DeviceDemand:
     every: frozenset[str] = frozenset()
     doubts: frozenset[str] = frozenset()
     narrowed: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    #: Devices of each class that firstAvailable requests may take beyond `counts`
+    #: (their largest alternative's count less their smallest's, `_spread`).
+    extra: Mapping[str, int] = field(default_factory=dict)
 
     def plus(self, other: DeviceDemand) -> DeviceDemand:
         return DeviceDemand(dict(Counter(self.counts) + Counter(other.counts)),
                             self.every | other.every, self.doubts | other.doubts,
-                            {**self.narrowed, **other.narrowed})  # fmt: skip
+                            {**self.narrowed, **other.narrowed},
+                            dict(Counter(self.extra) + Counter(other.extra)))  # fmt: skip
 
 
 
@@ -135,14 +144,39 @@ def _request(raw: object, path: str,
     return classes.pop(), (1 if None in counts else min(exact))
 
 
+def _spread(raw: object) -> tuple[str, int] | None:
+    """(class, its largest alternative's count less its smallest's) of a (valid)
+    firstAvailable request of more than one alternative, each an exact count of one
+    class with no selectors or admin access of its own: whichever the allocator takes,
+    it takes between the two. None for any other request."""
+    body = raw if isinstance(raw, Mapping) else {}
+    alternatives = body.get("firstAvailable")
+    if "exactly" in body or not isinstance(alternatives, list) or len(alternatives) < 2:
+        return None
+    classes: set[object] = set()
+    counts: list[int] = []
+    for alternative in alternatives:
+        if (not isinstance(alternative, Mapping) or alternative.get("selectors")
+                or alternative.get("adminAccess") is True
+                or alternative.get("allocationMode", "ExactCount") != "ExactCount"):
+            return None
+        classes.add(alternative.get("deviceClassName"))
+        counts.append(alternative.get("count", 1))
+    if len(classes) != 1:
+        return None
+    return str(classes.pop()), max(counts) - min(counts)
+
+
 def _doubt(raw: object) -> str:
     """Why counting this (valid) request may not be what the allocator takes on a node;
-    "" when the count is exactly that."""
+    "" when the count, or its `_spread`, says that."""
     body = raw if isinstance(raw, Mapping) else {}
     name = body.get("name", "?")
     alternatives = body.get("firstAvailable") or [{}]
-    if "exactly" not in body and len(alternatives) > 1:
-        return f"request {name} has firstAvailable alternatives (counted as its smallest)"
+    if "exactly" not in body and len(alternatives) > 1 and _spread(raw) is None:
+        return (f"request {name} has firstAvailable alternatives of more than one class, "
+                "an All one, or selectors or admin access of their own (counted as its "
+                "smallest)")  # fmt: skip
     exact = body["exactly"] if "exactly" in body else alternatives[0]
     if not isinstance(exact, Mapping):
         return ""
@@ -160,6 +194,7 @@ def claim_spec_demand(spec: object, path: str) -> DeviceDemand:
     every: set[str] = set()
     doubts: set[str] = set()
     narrowed: dict[str, tuple[str, tuple[str, ...]]] = {}
+    extra: Counter[str] = Counter()
     raw_requests = as_list(as_mapping(body.get("devices"), devices_path).get("requests"),
                            requests_path)  # fmt: skip
     for i, raw in enumerate(raw_requests):
@@ -173,7 +208,11 @@ def claim_spec_demand(spec: object, path: str) -> DeviceDemand:
             every.add(device_class)
         else:
             counts[device_class] += count
-    return DeviceDemand(dict(counts), frozenset(every), frozenset(doubts), narrowed)
+        spread = _spread(raw)
+        if spread is not None and spread[1] > 0:
+            extra[spread[0]] += spread[1]
+    return DeviceDemand(dict(counts), frozenset(every), frozenset(doubts), narrowed,
+                        dict(extra))  # fmt: skip
 
 
 def read_claim_template(obj: Mapping[str, Any]) -> tuple[str, DeviceDemand]:

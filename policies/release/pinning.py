@@ -191,6 +191,36 @@ def _wanted(
     return pods, wanted, held, plain
 
 
+def _plus(amounts: Mapping[str, int], extra: Mapping[str, int]) -> dict[str, int]:
+    return {**amounts, **{r: amounts.get(r, 0) + n for r, n in extra.items()}}
+
+
+def _assign_with_extra(
+    gang: GangObservation, pods: Mapping[str, PodInfo], wanted: list[Member], fleet: Fleet,
+    *, keys: Sequence[str], plain: bool,
+) -> Assignment | Unpinned | NoRoom:
+    """`_assign`, where members whose claims may take more than their count
+    (`PodInfo.pin_extra`: firstAvailable alternatives) ask that too: whichever
+    alternative the allocator takes then fits beside the rest. When the gang fits by
+    its count alone, it is released unpinned, and the allocator places it."""
+    extra = {n: p.pin_extra for n, p in pods.items() if p.pin_extra}
+    if not extra:
+        return _assign(gang, wanted, fleet, keys, plain)
+    upper = [m if m.name not in extra else Member(
+        m.name, _plus(m.requests, extra[m.name]), m.placement, m.unmodeled) for m in wanted]
+    result = _assign(gang, upper, fleet, keys, plain)
+    if not isinstance(result, NoRoom):
+        return result
+    counted = _assign(gang, wanted, fleet, keys, plain)
+    if isinstance(counted, Assignment):
+        name = sorted(extra)[0]
+        more = ", ".join(f"{n} more {resource_text(r)}" for r, n in sorted(extra[name].items()))
+        return Unpinned(f"{name}'s firstAvailable alternatives may take up to {more} than "
+                        "its smallest, which do not fit beside the gang now: the allocator "
+                        "places the gang")  # fmt: skip
+    return counted
+
+
 def try_place(
     gang: GangObservation,
     members: Sequence[PodInfo],
@@ -200,8 +230,8 @@ def try_place(
 ) -> Assignment | Unpinned | NoRoom:
     """What `place_gang` would find now, placing nothing (preemption asks it of the
     fleet with candidate victims taken away)."""
-    _, wanted, _, plain = _wanted(members, later)
-    return _assign(gang, wanted, fleet, topology_keys, plain)
+    pods, wanted, _, plain = _wanted(members, later)
+    return _assign_with_extra(gang, pods, wanted, fleet, keys=topology_keys, plain=plain)
 
 
 def place_gang(
@@ -213,7 +243,7 @@ def place_gang(
 ) -> Pinned | Unpinned | NoRoom:
     """Assign and place `members` (and room for `later`); see the module docstring."""
     pods, wanted, held, plain = _wanted(members, later)
-    result = _assign(gang, wanted, fleet, topology_keys, plain)
+    result = _assign_with_extra(gang, pods, wanted, fleet, keys=topology_keys, plain=plain)
     if isinstance(result, NoRoom):
         return NoRoom(f"{result.reason}{_short(wanted, fleet, plain)}")
     if not isinstance(result, Assignment):
@@ -228,7 +258,11 @@ def place_gang(
             uid = f"later:{gang.namespace}/{gang.label}/{name}"
             placed.append((uid, node, entry.demand, {**entry.demand, "pods": 1}))
             continue
-        placed.append((pod.uid, node, pod.demand, pod.requests))
+        # Pinned with its claims' largest alternatives: placed with them too, so the
+        # next gang in the pass does not count on devices the allocator may give it.
+        extra = pod.pin_extra
+        placed.append((pod.uid, node, _plus(pod.demand, extra) if extra else pod.demand,
+                       _plus(pod.requests, extra) if extra else pod.requests))
         pins[pod.uid] = node
         nodes[pod.name] = node
     fleet.add_all(placed)
@@ -259,9 +293,9 @@ def pins_for(placed: Iterable[tuple[PodInfo, str | None]], fleet: Fleet) -> Pinn
         if node is None:
             continue
         facts = fleet.nodes[node]
-        if pod.unpinnable or uncounted_devices(pod.requests, facts) or mixed_devices(
-                pod.requests, facts):
-            continue
+        if pod.unpinnable or pod.pin_extra or uncounted_devices(
+                pod.requests, facts) or mixed_devices(pod.requests, facts):
+            continue  # first-fit did not count what firstAvailable may take (pin_extra)
         pins[pod.uid] = node
         nodes[pod.name] = node
     return Pinned(pins, nodes)

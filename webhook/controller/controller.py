@@ -252,6 +252,7 @@ class GangController:
         if not is_live(raw):
             return None
         claims: str | None = None
+        extra: dict[str, int] = {}
         if self.devices is not None:
             # Its claims' devices as limits, so a bound pod uses them on its node and
             # a gated member asks them (a claim whose template is unknown asks none),
@@ -260,8 +261,9 @@ class GangController:
             # their node whichever pods run.
             namespace = str((raw.get("metadata") or {}).get("namespace") or "")
             claims = self.devices.pin_doubt(raw, namespace)
+            extra = self.devices.pin_extra(raw, namespace)
             raw = self.devices.with_claims(raw, namespace, shared=False)[0]
-        info = pod_info(raw, self.config, self._shared, claims=claims)
+        info = pod_info(raw, self.config, self._shared, claims=claims, pin_extra=extra)
         return info if matters(info) else None
 
     def _node(self, raw: Mapping[str, Any]) -> Mapping[str, Any] | None:

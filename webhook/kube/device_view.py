@@ -64,7 +64,7 @@ from gangkeeper.policies.dra.extended import (
     nodes_with_devices,
     with_claim_limits,
 )
-from gangkeeper.policies.dra.pinnable import pin_doubt
+from gangkeeper.policies.dra.pinnable import pin_doubt, pin_extra
 from gangkeeper.policies.dra.slices import ResourceSlice
 from gangkeeper.policies.errors import InvalidObject, PolicyError
 from gangkeeper.policies.memo import MISSING, IdentityMemo
@@ -362,6 +362,15 @@ class DeviceView:
             return None
         templates = dict(entry for ns, entry in self.templates.values() if ns == namespace)
         return pin_doubt(spec, templates, self.counted)
+
+    def pin_extra(self, pod: Mapping[str, Any], namespace: str) -> dict[str, int]:
+        """Devices `pod`'s claims may take beyond their count (firstAvailable
+        alternatives, `policies.dra.pinnable.pin_extra`); {} for none."""
+        spec = pod.get("spec")
+        if not isinstance(spec, Mapping) or not spec.get("resourceClaims"):
+            return {}
+        templates = dict(entry for ns, entry in self.templates.values() if ns == namespace)
+        return pin_extra(spec, templates)
 
     def owners(self, lookup: Callable[[str, str, str, str], Any]
                ) -> Callable[[str, str, str, str], Any]:

@@ -253,6 +253,38 @@ def test_a_node_mixing_devices_a_requests_selectors_accept_and_others_is_not_pin
     assert "matching the request's selectors and others of their class" in release.unpinned
 
 
+FIRST_AVAILABLE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                   "metadata": {"name": "eight-or-four", "namespace": "team"},
+                   "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "firstAvailable": [
+                       {"name": "eight", "deviceClassName": CLASS, "count": 8},
+                       {"name": "four", "deviceClassName": CLASS, "count": 4}]}]}}}}  # fmt: skip
+
+
+def test_first_available_members_are_pinned_where_their_largest_alternative_fits() -> None:
+    # Before: released unpinned ("firstAvailable alternatives"). Each asks 4 (what
+    # could ever run needs) but the allocator takes 8 wherever 8 are free: pinned one
+    # per node, never two on one node of 8 (the first would take all 8).
+    built = controller(templates=(FIRST_AVAILABLE,))
+    pods = [claiming(p, {"resourceClaimTemplateName": "eight-or-four"})
+            for p in members("g", 4, gpus=8)]
+    result = decide(built, pods)
+    (release,) = result.releases
+    assert release.unpinned == "", release.unpinned
+    assert sorted(pins_by_member(result).values()) == ["dra-0", "dra-1", "dra-2", "dra-3"]
+
+
+def test_first_available_members_that_fit_only_by_their_smallest_go_unpinned_saying_so() -> None:
+    # 8 members of 4 fit the 32 devices, 8 of 8 do not: pinning two per node would
+    # let the first on each take all 8; the allocator places them instead.
+    built = controller(templates=(FIRST_AVAILABLE,))
+    pods = [claiming(p, {"resourceClaimTemplateName": "eight-or-four"})
+            for p in members("g", 8, gpus=4)]
+    (release,) = decide(built, pods).releases
+    assert release.pins == {}
+    assert "firstAvailable alternatives may take up to 4 more devices of DeviceClass" in (
+        release.unpinned), release.unpinned
+
+
 def test_a_node_whose_device_count_is_unknown_is_not_pinned_on() -> None:
     # dra-1's devices may be allocated to many claims: their count is unknown, offered
     # as more than any gang needs; a pin there would be a guess.

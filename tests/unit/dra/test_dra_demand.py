@@ -131,10 +131,16 @@ def test_a_pod_claim_naming_both_sources_is_an_error_naming_the_field() -> None:
         pytest.param([exactly(8, adminAccess=True)], "admin access", id="admin-access"),
         pytest.param([exactly(8, selectors=[{"cel": {"expression": "true"}}])],
                      None, id="request-selectors"),
+        # Exact counts of one class: pinned by the largest (`extra`), no doubt.
         pytest.param([{"name": "r", "firstAvailable": [
             {"name": "big", "deviceClassName": GPU, "count": 8},
             {"name": "small", "deviceClassName": GPU, "count": 2}]}],
-            "firstAvailable alternatives", id="first-available-alternatives"),
+            None, id="first-available-alternatives"),
+        pytest.param([{"name": "r", "firstAvailable": [
+            {"name": "big", "deviceClassName": GPU, "count": 8},
+            {"name": "narrow", "deviceClassName": GPU, "count": 2,
+             "selectors": [{"cel": {"expression": "true"}}]}]}],
+            "firstAvailable alternatives", id="first-available-alternative-with-selectors"),
         pytest.param([{"name": "r", "firstAvailable": [
             {"name": "h100", "deviceClassName": GPU, "count": 8},
             {"name": "a100", "deviceClassName": "a100.example.com", "count": 8}]}],
@@ -164,3 +170,15 @@ def test_doubts_of_a_pods_claims_add_up_like_its_counts() -> None:
                           {"name": "a", "resourceClaimTemplateName": "admin"}), templates)
     assert dict(read.own.counts) == {GPU: 8} and read.own.every == {"nic"}
     assert [d.split(" (")[0] for d in read.own.doubts] == ["request r asks admin access"]
+
+
+def test_first_available_alternatives_of_one_class_ask_their_smallest_and_keep_the_rest() -> None:
+    # Counted as the smallest (what "could ever run" needs), and the largest less the
+    # smallest kept as `extra`: the release pins the member only where that fits too.
+    demand = demand_of({"name": "r", "firstAvailable": [
+        {"name": "big", "deviceClassName": GPU, "count": 8},
+        {"name": "mid", "deviceClassName": GPU, "count": 4},
+        {"name": "small", "deviceClassName": GPU, "count": 2}]}, exactly(1))
+    assert dict(demand.counts) == {GPU: 3}
+    assert dict(demand.extra) == {GPU: 6}
+    assert demand.doubts == frozenset()
