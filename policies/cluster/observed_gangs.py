@@ -99,6 +99,10 @@ class PodInfo:
     #: Devices its DRA claims may take beyond `requests` (firstAvailable alternatives
     #: larger than the smallest, `dra.pinnable.pin_extra`): a pin must fit them too.
     pin_extra: Mapping[str, int] = field(default_factory=dict)
+    #: Shared ResourceClaims it names that the release pins its sharers together by:
+    #: (name, the node its allocation names or "" before, its devices while not
+    #: allocated, asked once for all sharers; `webhook.kube.device_view.shared_claims`).
+    shared_claims: tuple[tuple[str, str, Mapping[str, int]], ...] = ()
     #: How much of the path to required node affinity the spec has
     #: (`pin.affinity_levels`): where the pin patch writes. 0 for a non-member.
     affinity_levels: int = 0
@@ -249,13 +253,15 @@ def pod_info(
     *,
     claims: str | None = None,
     pin_extra: Mapping[str, int] | None = None,
+    shared_claims: tuple[tuple[str, str, Mapping[str, int]], ...] = (),
 ) -> PodInfo:
     """Reduce a pod dict to `PodInfo`; a malformed spec is recorded, never raised.
 
     With `shared`, equal demands and placements are one object across pods. `claims`:
     the pod's DRA claims were counted as its requests, and why that count cannot place
     them ("" when it can; `assigner.constraints.unmodeled`); None when not counted.
-    `pin_extra`: what they may take beyond that count (`PodInfo.pin_extra`).
+    `pin_extra`: what they may take beyond that count (`PodInfo.pin_extra`);
+    `shared_claims`: `PodInfo.shared_claims`.
     """
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -296,6 +302,7 @@ def pod_info(
         requests=shared.demand(requests) if shared else MappingProxyType(requests),
         unpinnable=unmodeled(spec, claims) if gang else "",
         pin_extra=MappingProxyType(dict(pin_extra)) if gang and pin_extra else _NO_EXTRA,
+        shared_claims=shared_claims if gang else (),
         affinity_levels=affinity_levels(spec) if gang else 0,
         priority=priority if type(priority) is int else 0,
         priority_class=sys.intern(str(spec.get("priorityClassName") or "")) if gang else "",

@@ -15,7 +15,10 @@ Which claims count here, so that no device is counted twice:
   limits in the controller (`extended.with_claim_limits` with `shared` None);
 - a result with `adminAccess: true` takes nothing away from other claims.
 
-Pure: plain dicts in, frozen sets out.
+Where the pods sharing an allocated claim must run (`allocated_node`) is read from its
+`allocation.nodeSelector`: the release pins them there.
+
+Pure: plain dicts in, frozen sets and names out.
 """
 
 from __future__ import annotations
@@ -62,3 +65,30 @@ def held_devices(obj: Mapping[str, Any]) -> frozenset[DeviceKey]:
                                 for k in ("driver", "pool", "device"))
         held.add((driver, pool, device))
     return frozenset(held)
+
+
+def allocated_node(obj: Mapping[str, Any]) -> str | None:
+    """Where an allocated ResourceClaim's pods must run, when its allocation names one
+    node (`status.allocation.nodeSelector`: one term whose only requirement is
+    `metadata.name In [<node>]`, as the allocator writes it for devices of one node's
+    slices): that node; "" while it is not allocated; None when it is allocated
+    anywhere else (devices several nodes reach, or no selector at all)."""
+    status = obj.get("status")
+    allocation = status.get("allocation") if isinstance(status, Mapping) else None
+    if not isinstance(allocation, Mapping):
+        return ""
+    selector = allocation.get("nodeSelector")
+    terms = selector.get("nodeSelectorTerms") if isinstance(selector, Mapping) else None
+    if not isinstance(terms, list) or len(terms) != 1 or not isinstance(terms[0], Mapping):
+        return None
+    term = terms[0]
+    fields = term.get("matchFields")
+    if term.get("matchExpressions") or not isinstance(fields, list) or len(fields) != 1:
+        return None
+    (field,) = fields
+    values = field.get("values") if isinstance(field, Mapping) else None
+    if (not isinstance(field, Mapping) or field.get("key") != "metadata.name"
+            or field.get("operator") != "In" or not isinstance(values, list)
+            or len(values) != 1 or not isinstance(values[0], str)):
+        return None
+    return values[0]

@@ -60,7 +60,7 @@ _NESTED = (dict, list, Mapping)
 _NO_POD_SPEC = frozenset({"metadata", "status"})
 #: Devices of a class on a node whose count is unknown: more than any pod may ask.
 UNCOUNTED = MAX_GPUS_PER_POD
-__all__ = ["PREFIX", "UNCOUNTED", "fewest_with_pools", "nodes_with_devices",
+__all__ = ["PREFIX", "UNCOUNTED", "claim_limits", "fewest_with_pools", "nodes_with_devices",
            "with_claim_limits", "with_device_resources"]
 
 
@@ -195,6 +195,13 @@ def _limits(demand: DeviceDemand, fewest: Mapping[str, int], claim: str = "",
         add(key, fewest.get(key, 1))
         limits[name(key + WHOLE)] = 1  # one whole node, however many All requests
     return limits
+
+
+def claim_limits(demand: DeviceDemand, fewest: Mapping[str, int],
+                 counted: Container[str] | None = None) -> dict[str, int]:
+    """A claim's `demand` as limits of `dra:<class>` (`_limits`): what the pods sharing
+    an unallocated claim ask once, together, on the node they are pinned to."""
+    return _limits(demand, fewest, counted=counted)
 
 
 def with_claim_limits(

@@ -37,6 +37,7 @@ Pure: `PodInfo`s and the pass's `Fleet` in, frozen values out.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -60,6 +61,7 @@ from ..dra.extended import PREFIX as DEVICE_PREFIX
 from ..dra.extended import UNCOUNTED
 from ..dra.resource_names import NARROWED, WHOLE, resource_text
 from ..eligibility import uses_node_identity
+from .shared_claims import Sharing, grouped
 
 
 @dataclass(frozen=True)
@@ -195,30 +197,54 @@ def _plus(amounts: Mapping[str, int], extra: Mapping[str, int]) -> dict[str, int
     return {**amounts, **{r: amounts.get(r, 0) + n for r, n in extra.items()}}
 
 
-def _assign_with_extra(
+def _assign_all(
     gang: GangObservation, pods: Mapping[str, PodInfo], wanted: list[Member], fleet: Fleet,
     *, keys: Sequence[str], plain: bool,
-) -> Assignment | Unpinned | NoRoom:
-    """`_assign`, where members whose claims may take more than their count
-    (`PodInfo.pin_extra`: firstAvailable alternatives) ask that too: whichever
-    alternative the allocator takes then fits beside the rest. When the gang fits by
-    its count alone, it is released unpinned, and the allocator places it."""
-    extra = {n: p.pin_extra for n, p in pods.items() if p.pin_extra}
-    if not extra:
-        return _assign(gang, wanted, fleet, keys, plain)
-    upper = [m if m.name not in extra else Member(
-        m.name, _plus(m.requests, extra[m.name]), m.placement, m.unmodeled) for m in wanted]
-    result = _assign(gang, upper, fleet, keys, plain)
-    if not isinstance(result, NoRoom):
-        return result
-    counted = _assign(gang, wanted, fleet, keys, plain)
-    if isinstance(counted, Assignment):
+) -> tuple[Assignment | Unpinned | NoRoom, Mapping[str, Sharing]]:
+    """`_assign`, with the members that share ResourceClaims assigned as one
+    (`shared_claims.grouped`: one node for them all) and members whose claims may take
+    more than their count (`PodInfo.pin_extra`: firstAvailable alternatives) asking
+    that too, so whichever alternative the allocator takes fits beside the rest. When
+    the gang fits member by member by its count alone, it is released unpinned, and the
+    allocator places it. The groups of sharers come back with an assignment."""
+    shared = grouped(pods, wanted)
+    if isinstance(shared, str):
+        return _unpinned_if_fits(gang, wanted, fleet, shared, keys=keys, plain=plain), {}
+    members, sharing = shared
+    extra: dict[str, dict[str, int]] = {}
+    for member in members:
+        names = sharing[member.name].members if member.name in sharing else (member.name,)
+        total: Counter[str] = Counter()
+        for name in names:
+            if name in pods:
+                total.update(pods[name].pin_extra)
+        if total:
+            extra[member.name] = dict(total)
+    asked = [m if m.name not in extra else Member(
+        m.name, _plus(m.requests, extra[m.name]), m.placement, m.unmodeled) for m in members]
+    result = _assign(gang, asked, fleet, keys, plain)
+    if not isinstance(result, NoRoom) or (not extra and not sharing):
+        return result, sharing
+    if extra:
         name = sorted(extra)[0]
         more = ", ".join(f"{n} more {resource_text(r)}" for r, n in sorted(extra[name].items()))
-        return Unpinned(f"{name}'s firstAvailable alternatives may take up to {more} than "
-                        "its smallest, which do not fit beside the gang now: the allocator "
-                        "places the gang")  # fmt: skip
-    return counted
+        why = (f"{name}'s firstAvailable alternatives may take up to {more} than its "
+               "smallest, which do not fit beside the gang now")  # fmt: skip
+    else:
+        first = next(iter(sharing.values()))
+        why = (f"the {len(first.members)} members sharing ResourceClaim {first.claims[0]} "
+               "and its devices fit on no single node now")  # fmt: skip
+    return _unpinned_if_fits(gang, wanted, fleet, f"{why}: the allocator places the gang",
+                             keys=keys, plain=plain), {}  # fmt: skip
+
+
+def _unpinned_if_fits(gang: GangObservation, wanted: list[Member], fleet: Fleet, why: str,
+                      *, keys: Sequence[str], plain: bool,
+                      ) -> Assignment | Unpinned | NoRoom:  # fmt: skip
+    """Unpinned(`why`) when the members fit one by one as counted; else what the
+    assigner says."""
+    counted = _assign(gang, wanted, fleet, keys, plain)
+    return Unpinned(why) if isinstance(counted, Assignment) else counted
 
 
 def try_place(
@@ -231,7 +257,7 @@ def try_place(
     """What `place_gang` would find now, placing nothing (preemption asks it of the
     fleet with candidate victims taken away)."""
     pods, wanted, _, plain = _wanted(members, later)
-    return _assign_with_extra(gang, pods, wanted, fleet, keys=topology_keys, plain=plain)
+    return _assign_all(gang, pods, wanted, fleet, keys=topology_keys, plain=plain)[0]
 
 
 def place_gang(
@@ -243,7 +269,7 @@ def place_gang(
 ) -> Pinned | Unpinned | NoRoom:
     """Assign and place `members` (and room for `later`); see the module docstring."""
     pods, wanted, held, plain = _wanted(members, later)
-    result = _assign_with_extra(gang, pods, wanted, fleet, keys=topology_keys, plain=plain)
+    result, sharing = _assign_all(gang, pods, wanted, fleet, keys=topology_keys, plain=plain)
     if isinstance(result, NoRoom):
         return NoRoom(f"{result.reason}{_short(wanted, fleet, plain)}")
     if not isinstance(result, Assignment):
@@ -252,19 +278,26 @@ def place_gang(
     nodes: dict[str, str] = {}
     placed: list[tuple[str, str, Mapping[str, int], Mapping[str, int] | None]] = []
     for name, node in result.nodes.items():
-        pod = pods.get(name)
-        if pod is None:
+        if name not in pods:
             entry = held[name]
             uid = f"later:{gang.namespace}/{gang.label}/{name}"
             placed.append((uid, node, entry.demand, {**entry.demand, "pods": 1}))
             continue
-        # Pinned with its claims' largest alternatives: placed with them too, so the
-        # next gang in the pass does not count on devices the allocator may give it.
-        extra = pod.pin_extra
-        placed.append((pod.uid, node, _plus(pod.demand, extra) if extra else pod.demand,
-                       _plus(pod.requests, extra) if extra else pod.requests))
-        pins[pod.uid] = node
-        nodes[pod.name] = node
+        group = sharing.get(name)
+        for member in group.members if group else (name,):
+            pod = pods[member]
+            # Pinned with its claims' largest alternatives: placed with them too, so
+            # the next gang in the pass does not count on devices the allocator may
+            # give it.
+            extra = pod.pin_extra
+            placed.append((pod.uid, node, _plus(pod.demand, extra) if extra else pod.demand,
+                           _plus(pod.requests, extra) if extra else pod.requests))
+            pins[pod.uid] = node
+            nodes[pod.name] = node
+        if group and group.devices:
+            # The shared claims' devices, allocated on this node with its first pod.
+            uid = f"resourceclaims:{gang.namespace}/{','.join(group.claims)}"
+            placed.append((uid, node, group.devices, group.devices))
     fleet.add_all(placed)
     return Pinned(pins, nodes)
 
@@ -293,9 +326,11 @@ def pins_for(placed: Iterable[tuple[PodInfo, str | None]], fleet: Fleet) -> Pinn
         if node is None:
             continue
         facts = fleet.nodes[node]
-        if pod.unpinnable or pod.pin_extra or uncounted_devices(
+        if pod.unpinnable or pod.pin_extra or pod.shared_claims or uncounted_devices(
                 pod.requests, facts) or mixed_devices(pod.requests, facts):
-            continue  # first-fit did not count what firstAvailable may take (pin_extra)
+            # First-fit counted neither what firstAvailable may take (pin_extra) nor
+            # that the pods sharing a claim must share its node.
+            continue
         pins[pod.uid] = node
         nodes[pod.name] = node
     return Pinned(pins, nodes)

@@ -30,7 +30,7 @@ plugin allocates it, and kwok runs the pod: no driver prepares anything.
   with 40 and 32;
 - a shared ResourceClaim (`resourceClaimName`) counts once: 4 x 8 own devices plus a
   shared 8 is refused with 40 and 32, and five workers sharing one claim of 8 are
-  admitted and run together on its node;
+  admitted, pinned together to one node where its devices are free, and run there;
 - a node's devices allocated to a shared claim (which no pod's limits count) keep a
   4 x 8 gang gated, none bound, until the claim's pod goes and the claim is
   deallocated; then it binds whole;
@@ -424,6 +424,11 @@ def test_a_shared_resource_claim_used_by_all_members_counts_once(
     nodes = {p.spec.node_name for p in pods}
     results = claim_of(cluster, gang_namespace, rack)["status"]["allocation"]["devices"]["results"]
     assert len(nodes) == 1 and len(results) == DEVICES, (nodes, results)
+    # Released pinned together (policies/release/shared_claims.py): to one node where
+    # the claim's 8 devices were free, allocated there with the first bound. Before:
+    # released unpinned ("shared ResourceClaim ... its allocation decides the node").
+    assert all(pinned_node(p) == p.spec.node_name for p in pods), described(
+        cluster, gang_namespace, name)
 
 
 def test_a_node_s_devices_held_by_a_shared_claim_keep_a_gang_waiting_until_it_is_freed(

@@ -253,6 +253,7 @@ class GangController:
             return None
         claims: str | None = None
         extra: dict[str, int] = {}
+        sharing: tuple[tuple[str, str, dict[str, int]], ...] = ()
         if self.devices is not None:
             # Its claims' devices as limits, so a bound pod uses them on its node and
             # a gated member asks them (a claim whose template is unknown asks none),
@@ -262,8 +263,10 @@ class GangController:
             namespace = str((raw.get("metadata") or {}).get("namespace") or "")
             claims = self.devices.pin_doubt(raw, namespace)
             extra = self.devices.pin_extra(raw, namespace)
+            sharing = self.devices.shared_claims(raw, namespace)
             raw = self.devices.with_claims(raw, namespace, shared=False)[0]
-        info = pod_info(raw, self.config, self._shared, claims=claims, pin_extra=extra)
+        info = pod_info(raw, self.config, self._shared, claims=claims, pin_extra=extra,
+                        shared_claims=sharing)
         return info if matters(info) else None
 
     def _node(self, raw: Mapping[str, Any]) -> Mapping[str, Any] | None:

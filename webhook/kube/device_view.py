@@ -57,14 +57,15 @@ from gangkeeper.policies.dra import (
     read_device_class,
     read_resource_slice,
 )
-from gangkeeper.policies.dra.allocated import DeviceKey, held_devices
+from gangkeeper.policies.dra.allocated import DeviceKey, allocated_node, held_devices
 from gangkeeper.policies.dra.extended import (
     PREFIX,
+    claim_limits,
     fewest_with_pools,
     nodes_with_devices,
     with_claim_limits,
 )
-from gangkeeper.policies.dra.pinnable import pin_doubt, pin_extra
+from gangkeeper.policies.dra.pinnable import SharedClaim, pin_doubt, pin_extra
 from gangkeeper.policies.dra.slices import ResourceSlice
 from gangkeeper.policies.errors import InvalidObject, PolicyError
 from gangkeeper.policies.memo import MISSING, IdentityMemo
@@ -163,8 +164,9 @@ def _template(obj: Mapping[str, Any]) -> tuple[str, tuple[str, DeviceDemand]]:
     return _namespace(obj), read_claim_template(obj)
 
 
-def _claim(obj: Mapping[str, Any]) -> tuple[str, tuple[str, DeviceDemand], frozenset[DeviceKey]]:
-    return _namespace(obj), read_claim(obj), held_devices(obj)
+def _claim(obj: Mapping[str, Any]
+           ) -> tuple[str, tuple[str, DeviceDemand], frozenset[DeviceKey], str | None]:
+    return _namespace(obj), read_claim(obj), held_devices(obj), allocated_node(obj)
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:
@@ -265,7 +267,7 @@ class DeviceView:
         wanted: dict[str, tuple[str, tuple[str, ...]]] = {}
         for _, (_, demand) in self.templates.values():
             wanted.update(demand.narrowed)
-        for _, (_, demand), _ in self.claims.values():
+        for _, (_, demand), _, _ in self.claims.values():
             wanted.update(demand.narrowed)
         with self._lock:
             if wanted == self._narrowed:
@@ -276,7 +278,7 @@ class DeviceView:
     def _held_changed(self) -> None:
         """A claim changed: the Nodes pass on again only when the devices held did (a
         claim made for one pod, most of them, holds none here: its pod counts them)."""
-        held = frozenset().union(*(keys for _, _, keys in self.claims.values()))
+        held = frozenset().union(*(keys for _, _, keys, _ in self.claims.values()))
         with self._lock:
             if held == self._held:
                 return
@@ -326,7 +328,8 @@ class DeviceView:
         templates = dict(
             entry for ns, entry in self.templates.values() if ns == namespace)
         claims = dict(
-            entry for ns, entry, _ in self.claims.values() if ns == namespace) if shared else None
+            entry for ns, entry, _, _ in self.claims.values() if ns == namespace
+        ) if shared else None
         try:
             return with_claim_limits(obj, templates, self.fewest, claims, self.counted), ()
         except InvalidObject as exc:
@@ -361,7 +364,34 @@ class DeviceView:
         if not self.classes.values():
             return None
         templates = dict(entry for ns, entry in self.templates.values() if ns == namespace)
-        return pin_doubt(spec, templates, self.counted)
+        return pin_doubt(spec, templates, self.counted, self._shared_in(namespace))
+
+    def _shared_in(self, namespace: str) -> dict[str, SharedClaim]:
+        """The namespace's ResourceClaims by name: (node its allocation names, "" before,
+        None for none single; its demand)."""
+        return {name: (node, demand) for ns, (name, demand), _, node in self.claims.values()
+                if ns == namespace}  # fmt: skip
+
+    def shared_claims(self, pod: Mapping[str, Any], namespace: str
+                      ) -> tuple[tuple[str, str, dict[str, int]], ...]:
+        """The shared ResourceClaims `pod` names that the release may pin its pods
+        together by (`pin_doubt` says "" of them): (name, the node its allocation names
+        or "" before, its devices as `dra:<class>` limits while not allocated)."""
+        spec = pod.get("spec")
+        if not isinstance(spec, Mapping):
+            return ()
+        known = self._shared_in(namespace)
+        out: list[tuple[str, str, dict[str, int]]] = []
+        for entry in spec.get("resourceClaims") or ():
+            name = entry.get("resourceClaimName") if isinstance(entry, Mapping) else None
+            if not isinstance(name, str) or name not in known:
+                continue
+            node, demand = known[name]
+            if node is None:
+                continue
+            out.append((name, node, {} if node else claim_limits(
+                demand, self.fewest, self.counted)))
+        return tuple(out)
 
     def pin_extra(self, pod: Mapping[str, Any], namespace: str) -> dict[str, int]:
         """Devices `pod`'s claims may take beyond their count (firstAvailable

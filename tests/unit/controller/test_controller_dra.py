@@ -285,6 +285,77 @@ def test_first_available_members_that_fit_only_by_their_smallest_go_unpinned_say
         release.unpinned), release.unpinned
 
 
+def shared_claim(name: str, count: int, node: str = "") -> dict[str, Any]:
+    """A ResourceClaim of `count` devices of CLASS; allocated to `node`'s first devices
+    (as kube-scheduler's allocator writes it) when `node` is given."""
+    claim: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "team", "uid": f"{name}-uid"},
+        "spec": {"devices": {"requests": [
+            {"name": "nic", "exactly": {"deviceClassName": CLASS, "count": count}}]}}}
+    if node:
+        claim["status"] = {"allocation": {
+            "devices": {"results": [{"request": "nic", "driver": DRIVER, "pool": node,
+                                     "device": f"gpu-{i}"} for i in range(count)]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
+    return claim
+
+
+def sharing(count: int, claim: str) -> list[dict[str, Any]]:
+    """`count` members, each asking 2 devices of its own and naming shared `claim`."""
+    pods = []
+    for raw in members("g", count, gpus=2):
+        claiming(raw, {"resourceClaimTemplateName": "two"})
+        raw["spec"]["resourceClaims"].append({"name": "nic", "resourceClaimName": claim})
+        pods.append(raw)
+    return pods
+
+
+def with_claims(built: GangController, *claims: dict[str, Any]) -> GangController:
+    assert built.devices is not None
+    for obj in claims:
+        built.devices.claims.upsert(obj)
+    built.devices.claims.relisted({object_key(o) for o in claims})
+    return built
+
+
+def test_members_sharing_a_claim_not_yet_allocated_are_pinned_together_with_its_devices(
+) -> None:
+    # Before: released unpinned ("shared ResourceClaim"). The claim is allocated with
+    # the first member bound, on its node, and the others must follow it there: all
+    # three are pinned to one node where their 6 devices and the claim's 2 are free.
+    built = with_claims(controller(templates=(template("two", count=2),)),
+                        shared_claim("rack-nic", 2))
+    result = decide(built, [blocker(), *sharing(3, "rack-nic")])
+    (release,) = result.releases
+    assert release.unpinned == "", release.unpinned
+    pins = pins_by_member(result)
+    assert len(pins) == 3 and len(set(pins.values())) == 1 and "dra-0" not in pins.values()
+
+
+def test_members_sharing_an_allocated_claim_are_pinned_to_its_node() -> None:
+    # The claim holds 2 of dra-2's devices: the members may run on dra-2 only, where
+    # 6 are left for their own 3 x 2.
+    built = with_claims(controller(templates=(template("two", count=2),)),
+                        shared_claim("rack-nic", 2, node="dra-2"))
+    result = decide(built, sharing(3, "rack-nic"))
+    (release,) = result.releases
+    assert release.unpinned == "", release.unpinned
+    assert set(pins_by_member(result).values()) == {"dra-2"}
+
+
+def test_members_sharing_a_claim_that_fit_no_single_node_go_unpinned_saying_so() -> None:
+    # 5 x 2 of their own and 2 shared: 12 devices on no node of 8. Member by member
+    # they fit (the allocator may yet find devices several nodes reach).
+    built = with_claims(controller(templates=(template("two", count=2),)),
+                        shared_claim("rack-nic", 2))
+    (release,) = decide(built, sharing(5, "rack-nic")).releases
+    assert release.pins == {}
+    assert "the 5 members sharing ResourceClaim rack-nic and its devices fit on no single " \
+        "node now" in release.unpinned, release.unpinned
+
+
 def test_a_node_whose_device_count_is_unknown_is_not_pinned_on() -> None:
     # dra-1's devices may be allocated to many claims: their count is unknown, offered
     # as more than any gang needs; a pin there would be a guess.

@@ -15,7 +15,7 @@ from builders.devices import CLASS, DRIVER, NAMESPACE, Sink, listed
 
 from gangkeeper.policies.cluster.fleet import Fleet
 from gangkeeper.policies.cluster.node_facts import node_fields, read_node
-from gangkeeper.policies.dra.allocated import held_devices
+from gangkeeper.policies.dra.allocated import allocated_node, held_devices
 from gangkeeper.policies.errors import InvalidObject
 from gangkeeper.policies.fit.feasibility import check_gang, fits_now
 from gangkeeper.policies.model import Gang, Role, Source
@@ -119,3 +119,30 @@ def test_a_claim_change_that_holds_no_new_device_passes_no_node_on_again() -> No
     for i in range(5):
         view.claims.upsert(claim(f"pod-claim-{i}", "dra-node-0", 8, pod_owner=True))
     assert sink.upserts == before
+
+
+def _allocated(selector: object) -> dict[str, Any]:
+    return {"metadata": {"name": "c"}, "status": {"allocation": {"nodeSelector": selector}}}
+
+
+def _by_name(*names: str) -> dict[str, Any]:
+    return {"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": list(names)}]}]}
+
+
+@pytest.mark.parametrize(
+    ("claim", "node"),
+    [
+        pytest.param({"metadata": {"name": "c"}}, "", id="not-allocated"),
+        pytest.param(_allocated(_by_name("node-2")), "node-2", id="one-node-by-name"),
+        pytest.param(_allocated(_by_name("node-2", "node-3")), None, id="two-nodes"),
+        pytest.param(_allocated({"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "rack", "operator": "In", "values": ["r1"]}]}]}), None, id="by-label"),
+        pytest.param(_allocated(None), None, id="any-node"),
+    ],
+)  # fmt: skip
+def test_where_the_pods_of_an_allocated_claim_must_run(claim: dict[str, Any],
+                                                       node: str | None) -> None:
+    # AllocationResult.nodeSelector (k8s.io/api/resource/v1/types.go): the allocator
+    # writes `metadata.name In [<node>]` for devices of one node's slices.
+    assert allocated_node(claim) == node

@@ -71,3 +71,28 @@ def test_a_request_whose_own_selectors_the_nodes_are_not_counted_for_is_not_pinn
     why = pin_doubt(spec({"name": "g", "resourceClaimTemplateName": "h100"}), TEMPLATES)
     assert why.startswith("a request's own selectors (gpu.example.com#")
     assert why.endswith("the nodes are not counted for yet")
+
+
+SHARED = {"fresh": ("", TEMPLATES["eight"]), "on-node": ("node-2", TEMPLATES["eight"]),
+          "spread": (None, TEMPLATES["eight"])}
+
+
+@pytest.mark.parametrize(
+    ("claim", "why"),
+    [
+        pytest.param("fresh", "", id="not-allocated-yet"),
+        pytest.param("on-node", "", id="allocated-on-one-node"),
+        pytest.param("spread", "shared ResourceClaim spread (allocated to devices no single "
+                     "node holds: its allocation decides the nodes)", id="allocated-on-many"),
+        pytest.param("gone", "shared ResourceClaim gone (not found: its devices are not "
+                     "counted)", id="not-found"),
+    ],
+)  # fmt: skip
+def test_pods_sharing_a_claim_are_pinned_together_unless_no_single_node_can_hold_it(
+    claim: str, why: str
+) -> None:
+    # The release pins the sharers to one node (policies/release/shared_claims.py):
+    # the node its allocation names, or one where its devices are free.
+    shared = spec({"name": "g", "resourceClaimTemplateName": "eight"},
+                  {"name": "n", "resourceClaimName": claim})
+    assert pin_doubt(shared, TEMPLATES, COUNTED, SHARED) == why
