@@ -326,7 +326,7 @@ class Capacity:
         # Usage above allocatable happens briefly (allocatable shrank); free is then 0.
         # A DRA class's whole node and its devices are tied (`whole_nodes`).
         return tuple(
-            (resource, free_of(resource, amount, used))
+            (resource, free_of(resource, amount, used, entry.allocatable))
             for resource, amount in entry.allocatable.items()
         )
 

@@ -366,7 +366,7 @@ class Fleet:
         for name in self.eligible(pod.placement, plain=plain):
             # `free(name)` without building it: this runs for every pod in flight.
             gpus, used = self.nodes[name].gpus, self._used.get(name, _NONE)
-            if not all(free_of(r, gpus.get(r, 0), used) >= a for r, a in demand):
+            if not all(free_of(r, gpus.get(r, 0), used, gpus) >= a for r, a in demand):
                 continue
             if pinnable:
                 if not self.nodes[name].ready:

@@ -242,7 +242,7 @@ class KeptFleet:
         order = sorted(pinned.values(), key=flight_order)
         gpus: Mapping[str, int] = facts.gpus if facts is not None else {}
         for pod in order:
-            if all(free_of(r, gpus.get(r, 0), used) >= a for r, a in pod.demand.items()):
+            if all(free_of(r, gpus.get(r, 0), used, gpus) >= a for r, a in pod.demand.items()):
                 for resource, amount in pod.demand.items():
                     used[resource] = used.get(resource, 0) + amount
                 now[pod.uid] = placed(pod.uid, node, pod.demand, pod.requests)

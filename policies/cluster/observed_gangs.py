@@ -246,6 +246,10 @@ def is_live(pod: Mapping[str, Any]) -> bool:
     return status.get("phase") not in _TERMINAL
 
 
+def _plus(amounts: Mapping[str, int], extra: Mapping[str, int]) -> dict[str, int]:
+    return {**amounts, **{r: amounts.get(r, 0) + n for r, n in extra.items()}}
+
+
 def pod_info(
     pod: Mapping[str, Any],
     config: Config,
@@ -280,6 +284,12 @@ def pod_info(
         placement = placement_of(spec)
     except InvalidObject as err:
         problem = str(err)
+    if pin_extra and names.GATE not in gates and not spec.get("nodeName"):
+        # Released and not bound: which firstAvailable alternative the allocator will
+        # take is not known yet, so its largest is counted where it is pinned (the
+        # release placed it so); once bound, its requests again.
+        demand = _plus(demand, pin_extra)
+        requests = _plus(requests, pin_extra)
     priority = spec.get("priority")
     gang = labels.get(names.GANG_LABEL, "")
     scheduling_group = spec.get("schedulingGroup") or {}

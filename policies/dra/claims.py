@@ -173,6 +173,11 @@ def _doubt(raw: object) -> str:
     body = raw if isinstance(raw, Mapping) else {}
     name = body.get("name", "?")
     alternatives = body.get("firstAvailable") or [{}]
+    if "exactly" not in body and any(
+            isinstance(a, Mapping) and a.get("selectors") for a in alternatives):
+        # Not applied to the count (the class's devices are counted): no node promised.
+        return (f"request {name} has firstAvailable alternatives with selectors of their "
+                "own (counted as their class)")  # fmt: skip
     if "exactly" not in body and len(alternatives) > 1 and _spread(raw) is None:
         return (f"request {name} has firstAvailable alternatives of more than one class, "
                 "an All one, or selectors or admin access of their own (counted as its "

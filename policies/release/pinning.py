@@ -182,7 +182,10 @@ def _wanted(
     # In a GPU gang, members without GPUs (a launcher, a head) go unpinned and the
     # scheduler places them; a gang without GPUs at all is placed by what it requests.
     plain = without_gpus(members, later)
-    pods = {m.name: m for m in members if not m.node_name and (m.demand or plain)}
+    # A member asking devices through a shared claim only is placed with the others
+    # sharing it (`shared_claims`): its claim's node is theirs.
+    pods = {m.name: m for m in members
+            if not m.node_name and (m.demand or plain or m.shared_claims)}
     wanted = [_member(p) for p in pods.values()]
     held: dict[str, LaterMembers] = {}
     for entry, count in later:

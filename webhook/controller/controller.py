@@ -80,7 +80,7 @@ from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import Api
 from ..kube.device_view import DeviceView, with_device_names
-from ..kube.informer import Informer, Informers, Store
+from ..kube.informer import Informer, Informers, Store, object_key
 from ..kube.lease import LeaderElector
 from ..kube.resources import BUDGETS, NODES, PODS
 from ..kube.rest import Rest
@@ -203,7 +203,13 @@ class GangController:
             may_write=lambda: not self._fenced(), lifted=self._lifted,
         )
         #: ResourceSlices, DeviceClasses and claim templates, in front of `nodes`.
-        self.devices = DeviceView(self.nodes, pools=config.pools) if devices else None
+        #: Pods naming a shared ResourceClaim, as last read (key -> raw): read again
+        #: when a claim changes (allocated, freed), which their `shared_claims` and
+        #: pin doubt depend on. Few: most pods' claims are made from templates.
+        self._sharers: dict[str, Mapping[str, Any]] = {}
+        self._sharers_lock = threading.Lock()
+        self.devices = DeviceView(self.nodes, pools=config.pools,
+                                  on_claims=self._claims_changed) if devices else None
         self._watched: dict[str, Informer] = {
             "pods": self._informers.subscribe(PODS, self.pods),
             "nodes": self._informers.subscribe(NODES, self.devices or self.nodes),
@@ -264,10 +270,34 @@ class GangController:
             claims = self.devices.pin_doubt(raw, namespace)
             extra = self.devices.pin_extra(raw, namespace)
             sharing = self.devices.shared_claims(raw, namespace)
+            self._remember_sharer(raw)
             raw = self.devices.with_claims(raw, namespace, shared=False)[0]
         info = pod_info(raw, self.config, self._shared, claims=claims, pin_extra=extra,
                         shared_claims=sharing)
         return info if matters(info) else None
+
+    def _remember_sharer(self, raw: Mapping[str, Any]) -> None:
+        spec = raw.get("spec")
+        claims = spec.get("resourceClaims") if isinstance(spec, Mapping) else None
+        shares = any(isinstance(c, Mapping) and c.get("resourceClaimName")
+                     for c in claims or ())  # fmt: skip
+        key = object_key(raw)
+        with self._sharers_lock:
+            if shares:
+                self._sharers[key] = raw
+            else:
+                self._sharers.pop(key, None)
+
+    def _claims_changed(self) -> None:
+        """A ResourceClaim changed: the pods sharing claims are read again (a pod gone,
+        or of another version since, is forgotten; its newer version was read then)."""
+        with self._sharers_lock:
+            sharers = list(self._sharers.items())
+        for key, raw in sharers:
+            if not self.pods.refresh(raw):
+                with self._sharers_lock:
+                    if self._sharers.get(key) is raw:
+                        del self._sharers[key]
 
     def _node(self, raw: Mapping[str, Any]) -> Mapping[str, Any] | None:
         return node_fields(raw)

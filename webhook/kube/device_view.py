@@ -169,6 +169,12 @@ def _claim(obj: Mapping[str, Any]
     return _namespace(obj), read_claim(obj), held_devices(obj), allocated_node(obj)
 
 
+def _names_shared(spec: Mapping[str, Any]) -> bool:
+    """Whether the pod spec names a ResourceClaim it shares (`resourceClaimName`)."""
+    return any(isinstance(e, Mapping) and e.get("resourceClaimName")
+               for e in spec.get("resourceClaims") or ())  # fmt: skip
+
+
 def _namespace(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("namespace") or "")
 
@@ -178,9 +184,12 @@ class DeviceView:
 
     def __init__(
         self, sink: NodeSink, on_listed: Listed = lambda resource: None,
-        pools: tuple[NodePool, ...] = (),
+        pools: tuple[NodePool, ...] = (), on_claims: Callable[[], None] = lambda: None,
     ) -> None:
         self._sink = sink
+        #: Called after a ResourceClaim changed: what the controller read of pods that
+        #: share claims (`shared_claims`, `pin_doubt`) is read again.
+        self._on_claims = on_claims
         #: The config's declared pools: their devices bound what an All request asks.
         self._pools = pools
         self._nodes: dict[str, Mapping[str, Any]] = {}
@@ -259,6 +268,7 @@ class DeviceView:
     def _claims_changed(self) -> None:
         self._held_changed()
         self._narrowed_changed()
+        self._on_claims()
 
     def _narrowed_changed(self) -> None:
         """A template or claim changed: the Nodes pass on again, counted for every
@@ -364,7 +374,8 @@ class DeviceView:
         if not self.classes.values():
             return None
         templates = dict(entry for ns, entry in self.templates.values() if ns == namespace)
-        return pin_doubt(spec, templates, self.counted, self._shared_in(namespace))
+        shared = self._shared_in(namespace) if _names_shared(spec) else {}
+        return pin_doubt(spec, templates, self.counted, shared)
 
     def _shared_in(self, namespace: str) -> dict[str, SharedClaim]:
         """The namespace's ResourceClaims by name: (node its allocation names, "" before,
@@ -378,8 +389,8 @@ class DeviceView:
         together by (`pin_doubt` says "" of them): (name, the node its allocation names
         or "" before, its devices as `dra:<class>` limits while not allocated)."""
         spec = pod.get("spec")
-        if not isinstance(spec, Mapping):
-            return ()
+        if not isinstance(spec, Mapping) or not _names_shared(spec):
+            return ()  # most pods: no scan of the claims
         known = self._shared_in(namespace)
         out: list[tuple[str, str, dict[str, int]]] = []
         for entry in spec.get("resourceClaims") or ():

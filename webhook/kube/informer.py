@@ -381,6 +381,31 @@ class Store(Generic[T]):
             self._generation += changed
             return changed
 
+    def refresh(self, obj: Mapping[str, Any]) -> bool:
+        """Convert `obj` again, though its version is the one stored, because something
+        its conversion reads changed elsewhere; stored and signalled as `upsert` would.
+        False (nothing done) when another version of it is stored, or none."""
+        key, version = object_key(obj), _version(obj)
+        with self._lock:
+            if self._versions.get(key) != version:
+                return False
+        value = self._convert(obj)
+        with self._lock:
+            if self._versions.get(key) != version:
+                return False
+            old = self._items[key]
+            if value is None:
+                del self._items[key]
+                del self._versions[key]
+                changed = True
+            else:
+                self._items[key] = value
+                changed = not self._same(old, value)
+            self._generation += changed
+        if changed:
+            self._on_change()
+        return True
+
     # -- Subscriber ---------------------------------------------------------------------
 
     def upsert(self, obj: Mapping[str, Any]) -> None:

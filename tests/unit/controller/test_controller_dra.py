@@ -312,6 +312,13 @@ def sharing(count: int, claim: str) -> list[dict[str, Any]]:
     return pods
 
 
+def with_templates(built: GangController, *templates: dict[str, Any]) -> GangController:
+    assert built.devices is not None
+    for obj in templates:
+        built.devices.templates.upsert(obj)
+    return built
+
+
 def with_claims(built: GangController, *claims: dict[str, Any]) -> GangController:
     assert built.devices is not None
     for obj in claims:
@@ -354,6 +361,56 @@ def test_members_sharing_a_claim_that_fit_no_single_node_go_unpinned_saying_so()
     assert release.pins == {}
     assert "the 5 members sharing ResourceClaim rack-nic and its devices fit on no single " \
         "node now" in release.unpinned, release.unpinned
+
+
+def test_a_member_asking_only_the_shared_claim_is_pinned_with_those_sharing_it() -> None:
+    # Its claim is its only device (the controller charges shared claims to no pod):
+    # left out, it could bind first elsewhere and take the claim with it.
+    built = with_claims(controller(templates=(template("two", count=2),)),
+                        shared_claim("rack-nic", 2))
+    pods = sharing(3, "rack-nic")
+    helper = pods[2]["spec"]  # g-2 asks nothing of its own: the shared claim only
+    helper["resourceClaims"] = [{"name": "nic", "resourceClaimName": "rack-nic"}]
+    helper["containers"][0]["resources"] = {"claims": [{"name": "nic"}]}
+    result = decide(built, pods)
+    (release,) = result.releases
+    assert release.unpinned == "", release.unpinned
+    pins = pins_by_member(result)
+    assert sorted(pins) == ["g-0", "g-1", "g-2"] and len(set(pins.values())) == 1, pins
+
+
+def test_pods_sharing_a_claim_are_read_again_when_it_is_allocated() -> None:
+    # Read while the claim was not allocated; allocated since on dra-2 (by a pod of
+    # no gang): the members must follow it there, not be pinned where its devices
+    # looked free (review finding 4).
+    built = with_claims(controller(templates=(template("two", count=2),)),
+                        shared_claim("rack-nic", 2))
+    for raw in sharing(3, "rack-nic"):
+        built.pods.upsert(raw)
+    allocated = shared_claim("rack-nic", 2, node="dra-2")
+    allocated["metadata"]["resourceVersion"] = "2"
+    assert built.devices is not None
+    built.devices.claims.upsert(allocated)
+    result = plan(built.pods.items(), built.nodes.items(), built.config, NOW)
+    assert set(pins_by_member(result).values()) == {"dra-2"}, result.releases
+
+
+def test_a_released_first_available_member_counts_its_largest_until_it_binds() -> None:
+    # g-0 ([8 or 4]) was released pinned to dra-0 and is not bound yet: the allocator
+    # may give it all 8 there. Gang h's member of 4 must not be pinned beside it
+    # (review finding 6: it was counted at 4 from the pass after its release).
+    built = controller(nodes=1, templates=(FIRST_AVAILABLE,))
+    (released,) = members("g", 1, gpus=8, gates=())
+    claiming(released, {"resourceClaimTemplateName": "eight-or-four"})
+    released["spec"]["affinity"] = {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In",
+                              "values": ["dra-0"]}]}]}}}
+    (waiting,) = [claiming(p, {"resourceClaimTemplateName": "four-gpus"})
+                  for p in members("h", 1, gpus=4)]
+    built = with_templates(built, template("four-gpus", count=4))
+    result = decide(built, [released, waiting])
+    assert result.releases == (), result.releases
 
 
 def test_a_node_whose_device_count_is_unknown_is_not_pinned_on() -> None:

@@ -141,6 +141,11 @@ def test_a_pod_claim_naming_both_sources_is_an_error_naming_the_field() -> None:
             {"name": "narrow", "deviceClassName": GPU, "count": 2,
              "selectors": [{"cel": {"expression": "true"}}]}]}],
             "firstAvailable alternatives", id="first-available-alternative-with-selectors"),
+        # One alternative with selectors: they are not applied to the count.
+        pytest.param([{"name": "r", "firstAvailable": [
+            {"name": "narrow", "deviceClassName": GPU, "count": 2,
+             "selectors": [{"cel": {"expression": "true"}}]}]}],
+            "firstAvailable alternatives with selectors", id="one-alternative-with-selectors"),
         pytest.param([{"name": "r", "firstAvailable": [
             {"name": "h100", "deviceClassName": GPU, "count": 8},
             {"name": "a100", "deviceClassName": "a100.example.com", "count": 8}]}],
