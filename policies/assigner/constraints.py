@@ -11,7 +11,7 @@ it does not check constraints between pods or on volumes:
 - PersistentVolumeClaims and generic ephemeral volumes: a zonal volume binds a node;
 - DRA `resourceClaims`, unless the caller counted their devices as the pod's requests
   (`dra:<class>`, `webhook.kube.device_view`) and says whether a count can place them
-  (`claims`: `policies.dra.pinnable.pin_doubt`, "" when it can).
+  (`claims`: `policies.dra.pinnable.pinning`, "" when it can).
 
 A member with any of them makes its gang go unpinned (the scheduler places it), with
 the reason `unmodeled` returns. Soft preferences never matter here.

@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any, cast, get_args
 
 from .. import names
+from ..amounts import plus
 from ..assigner.constraints import unmodeled
 from ..assigner.pin import affinity_levels, pin_of
 from ..errors import InvalidObject
@@ -97,11 +98,11 @@ class PodInfo:
     #: Why the pod cannot be pinned (`placement.unmodeled`); "" when it can.
     unpinnable: str = ""
     #: Devices its DRA claims may take beyond `requests` (firstAvailable alternatives
-    #: larger than the smallest, `dra.pinnable.pin_extra`): a pin must fit them too.
+    #: larger than the smallest, `dra.pinnable.Pinning.extra`): a pin must fit them too.
     pin_extra: Mapping[str, int] = field(default_factory=dict)
     #: Shared ResourceClaims it names that the release pins its sharers together by:
     #: (name, the node its allocation names or "" before, its devices while not
-    #: allocated, asked once for all sharers; `webhook.kube.device_view.shared_claims`).
+    #: allocated, asked once for all sharers; `dra.pinnable.Pinning.shared`).
     shared_claims: tuple[tuple[str, str, Mapping[str, int]], ...] = ()
     #: How much of the path to required node affinity the spec has
     #: (`pin.affinity_levels`): where the pin patch writes. 0 for a non-member.
@@ -246,10 +247,6 @@ def is_live(pod: Mapping[str, Any]) -> bool:
     return status.get("phase") not in _TERMINAL
 
 
-def _plus(amounts: Mapping[str, int], extra: Mapping[str, int]) -> dict[str, int]:
-    return {**amounts, **{r: amounts.get(r, 0) + n for r, n in extra.items()}}
-
-
 def pod_info(
     pod: Mapping[str, Any],
     config: Config,
@@ -288,8 +285,8 @@ def pod_info(
         # Released and not bound: which firstAvailable alternative the allocator will
         # take is not known yet, so its largest is counted where it is pinned (the
         # release placed it so); once bound, its requests again.
-        demand = _plus(demand, pin_extra)
-        requests = _plus(requests, pin_extra)
+        demand = plus(demand, pin_extra)
+        requests = plus(requests, pin_extra)
     priority = spec.get("priority")
     gang = labels.get(names.GANG_LABEL, "")
     scheduling_group = spec.get("schedulingGroup") or {}

@@ -33,7 +33,7 @@ too (whichever alternative the allocator takes then fits).
 Where the count may differ from what the allocator takes on a node (other
 firstAvailable alternatives, adminAccess, a request left out) the demand keeps the
 reason in `doubts`: the count still judges whether the gang could fit, but it cannot
-promise a node (`pinnable.pin_doubt`). All and a request's own selectors are no doubt:
+promise a node (`pinnable.pinning`). All and a request's own selectors are no doubt:
 a node's whole node (`dra:<class>/all`) and its narrowed count answer for them
 (`assigner.whole_nodes`; the release's `pinning` leaves nodes mixing devices the
 selectors accept and devices they do not to the allocator).

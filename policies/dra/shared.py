@@ -20,8 +20,8 @@ Pure: a `Gang` in, a `Gang` out.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 
+from ..amounts import plus
 from ..model import Gang, Role
 from .resource_names import PREFIX, SHARED
 
@@ -56,7 +56,7 @@ def charged_once(gang: Gang) -> Gang:
         if not extra:
             roles.append(dataclasses.replace(role, demand=own))
             continue
-        holder = dataclasses.replace(role, count=1, demand=_plus(own, extra))
+        holder = dataclasses.replace(role, count=1, demand=plus(own, extra))
         if role.count == 1:
             roles.append(holder)
             continue
@@ -66,10 +66,6 @@ def charged_once(gang: Gang) -> Gang:
         names.add(name)
         roles.append(dataclasses.replace(holder, name=name))
     return dataclasses.replace(gang, roles=tuple(roles))
-
-
-def _plus(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
-    return {r: a.get(r, 0) + b.get(r, 0) for r in {*a, *b}}
 
 
 def _free_name(name: str, taken: set[str]) -> str:

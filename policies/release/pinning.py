@@ -41,6 +41,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..amounts import plus
 from ..assigner.assign import (
     Assignment,
     Member,
@@ -196,10 +197,6 @@ def _wanted(
     return pods, wanted, held, plain
 
 
-def _plus(amounts: Mapping[str, int], extra: Mapping[str, int]) -> dict[str, int]:
-    return {**amounts, **{r: amounts.get(r, 0) + n for r, n in extra.items()}}
-
-
 def _assign_all(
     gang: GangObservation, pods: Mapping[str, PodInfo], wanted: list[Member], fleet: Fleet,
     *, keys: Sequence[str], plain: bool,
@@ -224,7 +221,7 @@ def _assign_all(
         if total:
             extra[member.name] = dict(total)
     asked = [m if m.name not in extra else Member(
-        m.name, _plus(m.requests, extra[m.name]), m.placement, m.unmodeled) for m in members]
+        m.name, plus(m.requests, extra[m.name]), m.placement, m.unmodeled) for m in members]
     result = _assign(gang, asked, fleet, keys, plain)
     if not isinstance(result, NoRoom) or (not extra and not sharing):
         return result, sharing
@@ -293,8 +290,8 @@ def place_gang(
             # the next gang in the pass does not count on devices the allocator may
             # give it.
             extra = pod.pin_extra
-            placed.append((pod.uid, node, _plus(pod.demand, extra) if extra else pod.demand,
-                           _plus(pod.requests, extra) if extra else pod.requests))
+            placed.append((pod.uid, node, plus(pod.demand, extra) if extra else pod.demand,
+                           plus(pod.requests, extra) if extra else pod.requests))
             pins[pod.uid] = node
             nodes[pod.name] = node
         if group and group.devices:

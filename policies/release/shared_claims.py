@@ -5,7 +5,7 @@ the first of them the scheduler binds (its devices are that node's), and every o
 pod naming it must then run where its allocation says. So the release assigns the
 members that share claims (transitively: two claims shared by overlapping members make
 one group) as one member: their requests summed, plus, while a claim is not allocated,
-its devices once (`PodInfo.shared_claims`, from `webhook.kube.device_view`); once it
+its devices once (`PodInfo.shared_claims`, from `dra.pinnable.Pinning.shared`); once it
 is allocated to a node, that node only (`assigner.pin.pinned`). Each member of the
 group is then pinned to the node the group was given.
 

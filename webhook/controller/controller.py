@@ -79,7 +79,7 @@ from gangkeeper.policies.release.results import GangReport, Plan, Release
 from gangkeeper.policies.settings.config import Config
 
 from ..kube.api import Api
-from ..kube.device_view import DeviceView, with_device_names
+from ..kube.device_view import DeviceView, names_shared, with_device_names
 from ..kube.informer import Informer, Informers, Store, object_key
 from ..kube.lease import LeaderElector
 from ..kube.resources import BUDGETS, NODES, PODS
@@ -257,9 +257,7 @@ class GangController:
     def _pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
         if not is_live(raw):
             return None
-        claims: str | None = None
-        extra: dict[str, int] = {}
-        sharing: tuple[tuple[str, str, dict[str, int]], ...] = ()
+        verdict = None
         if self.devices is not None:
             # Its claims' devices as limits, so a bound pod uses them on its node and
             # a gated member asks them (a claim whose template is unknown asks none),
@@ -267,20 +265,18 @@ class GangController:
             # no node's resource, and once allocated their devices are not free on
             # their node whichever pods run.
             namespace = str((raw.get("metadata") or {}).get("namespace") or "")
-            claims = self.devices.pin_doubt(raw, namespace)
-            extra = self.devices.pin_extra(raw, namespace)
-            sharing = self.devices.shared_claims(raw, namespace)
+            verdict = self.devices.pinning(raw, namespace)
             self._remember_sharer(raw)
             raw = self.devices.with_claims(raw, namespace, shared=False)[0]
-        info = pod_info(raw, self.config, self._shared, claims=claims, pin_extra=extra,
-                        shared_claims=sharing)
+        info = pod_info(raw, self.config, self._shared,
+                        claims=None if verdict is None else verdict.doubt,
+                        pin_extra=None if verdict is None else verdict.extra,
+                        shared_claims=() if verdict is None else verdict.shared)
         return info if matters(info) else None
 
     def _remember_sharer(self, raw: Mapping[str, Any]) -> None:
         spec = raw.get("spec")
-        claims = spec.get("resourceClaims") if isinstance(spec, Mapping) else None
-        shares = any(isinstance(c, Mapping) and c.get("resourceClaimName")
-                     for c in claims or ())  # fmt: skip
+        shares = isinstance(spec, Mapping) and names_shared(spec)
         key = object_key(raw)
         with self._sharers_lock:
             if shares:

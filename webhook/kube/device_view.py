@@ -10,7 +10,7 @@ ask their claims' devices as limits of those names (`with_claims`, `owners`). So
 whose members ask more devices than the fleet's slices offer is refused at creation and
 on `--dry-run=server`, with the numbers, and the controller releases a DRA gang only
 when all its devices are free, each member pinned where its devices are when a count
-can promise that (`pin_doubt`, `policies.dra.pinnable`; otherwise unpinned, with the
+can promise that (`pinning`, `policies.dra.pinnable`; otherwise unpinned, with the
 reason).
 
 ResourceClaims count twice over:
@@ -60,12 +60,11 @@ from gangkeeper.policies.dra import (
 from gangkeeper.policies.dra.allocated import DeviceKey, allocated_node, held_devices
 from gangkeeper.policies.dra.extended import (
     PREFIX,
-    claim_limits,
     fewest_with_pools,
     nodes_with_devices,
     with_claim_limits,
 )
-from gangkeeper.policies.dra.pinnable import SharedClaim, pin_doubt, pin_extra
+from gangkeeper.policies.dra.pinnable import Pinning, pinning
 from gangkeeper.policies.dra.slices import ResourceSlice
 from gangkeeper.policies.errors import InvalidObject, PolicyError
 from gangkeeper.policies.memo import MISSING, IdentityMemo
@@ -169,7 +168,7 @@ def _claim(obj: Mapping[str, Any]
     return _namespace(obj), read_claim(obj), held_devices(obj), allocated_node(obj)
 
 
-def _names_shared(spec: Mapping[str, Any]) -> bool:
+def names_shared(spec: Mapping[str, Any]) -> bool:
     """Whether the pod spec names a ResourceClaim it shares (`resourceClaimName`)."""
     return any(isinstance(e, Mapping) and e.get("resourceClaimName")
                for e in spec.get("resourceClaims") or ())  # fmt: skip
@@ -188,7 +187,7 @@ class DeviceView:
     ) -> None:
         self._sink = sink
         #: Called after a ResourceClaim changed: what the controller read of pods that
-        #: share claims (`shared_claims`, `pin_doubt`) is read again.
+        #: share claims (`pinning`) is read again.
         self._on_claims = on_claims
         #: The config's declared pools: their devices bound what an All request asks.
         self._pools = pools
@@ -364,54 +363,23 @@ class DeviceView:
         with self._lock:
             return fewest_with_pools(self._fewest, self._pools)
 
-    def pin_doubt(self, pod: Mapping[str, Any], namespace: str) -> str | None:
-        """Why the release cannot pin `pod` on a node by its claims' free devices
-        (`policies.dra.pinnable`), "" when it can; None when its claims' devices are
-        not counted (no DeviceClass known) or it has none."""
+    def pinning(self, pod: Mapping[str, Any], namespace: str) -> Pinning | None:
+        """What the release may promise of `pod`'s claims (`policies.dra.pinnable`):
+        why their free devices cannot place it, what firstAvailable may take beyond
+        their count, the shared claims its sharers are pinned together by; None when
+        it has none, or no DeviceClass is known (its claims' devices are not counted).
+        The namespace's claims are read only for a pod that names one."""
         spec = pod.get("spec")
         if not isinstance(spec, Mapping) or not spec.get("resourceClaims"):
             return None
         if not self.classes.values():
             return None
         templates = dict(entry for ns, entry in self.templates.values() if ns == namespace)
-        shared = self._shared_in(namespace) if _names_shared(spec) else {}
-        return pin_doubt(spec, templates, self.counted, shared)
-
-    def _shared_in(self, namespace: str) -> dict[str, SharedClaim]:
-        """The namespace's ResourceClaims by name: (node its allocation names, "" before,
-        None for none single; its demand)."""
-        return {name: (node, demand) for ns, (name, demand), _, node in self.claims.values()
-                if ns == namespace}  # fmt: skip
-
-    def shared_claims(self, pod: Mapping[str, Any], namespace: str
-                      ) -> tuple[tuple[str, str, dict[str, int]], ...]:
-        """The shared ResourceClaims `pod` names that the release may pin its pods
-        together by (`pin_doubt` says "" of them): (name, the node its allocation names
-        or "" before, its devices as `dra:<class>` limits while not allocated)."""
-        spec = pod.get("spec")
-        if not isinstance(spec, Mapping) or not _names_shared(spec):
-            return ()  # most pods: no scan of the claims
-        known = self._shared_in(namespace)
-        out: list[tuple[str, str, dict[str, int]]] = []
-        for entry in spec.get("resourceClaims") or ():
-            name = entry.get("resourceClaimName") if isinstance(entry, Mapping) else None
-            if not isinstance(name, str) or name not in known:
-                continue
-            node, demand = known[name]
-            if node is None:
-                continue
-            out.append((name, node, {} if node else claim_limits(
-                demand, self.fewest, self.counted)))
-        return tuple(out)
-
-    def pin_extra(self, pod: Mapping[str, Any], namespace: str) -> dict[str, int]:
-        """Devices `pod`'s claims may take beyond their count (firstAvailable
-        alternatives, `policies.dra.pinnable.pin_extra`); {} for none."""
-        spec = pod.get("spec")
-        if not isinstance(spec, Mapping) or not spec.get("resourceClaims"):
-            return {}
-        templates = dict(entry for ns, entry in self.templates.values() if ns == namespace)
-        return pin_extra(spec, templates)
+        shared = {name: (node, demand)
+                  for ns, (name, demand), _, node in self.claims.values()
+                  if ns == namespace} if names_shared(spec) else {}  # fmt: skip
+        return pinning(spec, templates, counted=self.counted, shared=shared,
+                       fewest=self.fewest)
 
     def owners(self, lookup: Callable[[str, str, str, str], Any]
                ) -> Callable[[str, str, str, str], Any]:

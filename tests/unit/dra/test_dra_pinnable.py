@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gangkeeper.policies.dra import read_claim_template
-from gangkeeper.policies.dra.pinnable import pin_doubt
+from gangkeeper.policies.dra.pinnable import pinning
 
 GPU = "gpu.example.com"
 
@@ -63,12 +63,12 @@ def spec(*claims: dict[str, str]) -> dict[str, Any]:
 def test_a_pod_is_pinned_by_its_device_count_only_when_the_count_is_sure(
     claims: list[dict[str, str]], why: str
 ) -> None:
-    assert pin_doubt(spec(*claims), TEMPLATES, COUNTED) == why
+    assert pinning(spec(*claims), TEMPLATES, counted=COUNTED).doubt == why
 
 
 def test_a_request_whose_own_selectors_the_nodes_are_not_counted_for_is_not_pinned() -> None:
     # It is charged against its class until the view counts the nodes for it.
-    why = pin_doubt(spec({"name": "g", "resourceClaimTemplateName": "h100"}), TEMPLATES)
+    why = pinning(spec({"name": "g", "resourceClaimTemplateName": "h100"}), TEMPLATES).doubt
     assert why.startswith("a request's own selectors (gpu.example.com#")
     assert why.endswith("the nodes are not counted for yet")
 
@@ -95,4 +95,4 @@ def test_pods_sharing_a_claim_are_pinned_together_unless_no_single_node_can_hold
     # the node its allocation names, or one where its devices are free.
     shared = spec({"name": "g", "resourceClaimTemplateName": "eight"},
                   {"name": "n", "resourceClaimName": claim})
-    assert pin_doubt(shared, TEMPLATES, COUNTED, SHARED) == why
+    assert pinning(shared, TEMPLATES, counted=COUNTED, shared=SHARED).doubt == why
