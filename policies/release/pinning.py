@@ -53,6 +53,7 @@ from ..assigner.assign import (
     eligible,
 )
 from ..assigner.domains import fewest_domains
+from ..assigner.whole_nodes import asks_devices
 from ..cluster.fleet import Fleet
 from ..cluster.later_members import LaterMembers
 from ..cluster.node_facts import NodeFacts
@@ -114,8 +115,10 @@ def _uncounted(result: Assignment, wanted: Sequence[Member], fleet: Fleet) -> Un
     selector not evaluated here), or that mixes devices a member's own selectors accept
     with devices of their class they do not (`mixed_devices`): no pin can promise the
     allocator finds them there."""
-    asked = {m.name: m.requests for m in wanted}
+    asked = {m.name: m.requests for m in wanted if asks_devices(m.requests)}
     for name, node in sorted(result.nodes.items()):
+        if name not in asked:
+            continue  # no device asked (most gangs: GPUs as extended resources)
         resource = uncounted_devices(asked[name], fleet.nodes[node])
         if resource:
             return Unpinned(f"node {node}'s {resource} devices cannot be counted "
@@ -212,7 +215,7 @@ def _assign_all(
         return _unpinned_if_fits(gang, wanted, fleet, shared, keys=keys, plain=plain), {}
     members, sharing = shared
     extra: dict[str, dict[str, int]] = {}
-    for member in members:
+    for member in members if any(p.pin_extra for p in pods.values()) else ():
         names = sharing[member.name].members if member.name in sharing else (member.name,)
         total: Counter[str] = Counter()
         for name in names:
